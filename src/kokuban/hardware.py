@@ -1,0 +1,121 @@
+"""Accelerators and the achievable fractions of their peaks.
+
+An `Accelerator` holds spec-sheet figures (dense peak FLOP/s per dtype, HBM bytes and bytes/s,
+interconnect bytes/s per direction) with their sources. `Efficiency` holds the fractions of those
+peaks that real kernels reach, and the fixed latencies; they are explicit, documented and
+overridable, never hidden in a formula.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from .dtypes import NATIVE_COMPUTE, check_dtype
+from .errors import KokubanError, require_positive
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    """One accelerator (one GPU, one TPU chip). SI units throughout."""
+
+    id: str
+    name: str
+    memory_bytes: float
+    memory_bandwidth_bytes_per_s: float
+    peak_flops: dict[str, float]  # dense, per dtype: "bf16", "fp16", "fp8", "int8", "fp4", "fp32"
+    interconnect_bytes_per_s: float = 0.0
+    interconnect: str = ""
+    vendor: str = ""
+    price_per_hour_usd: float = 0.0
+    sources: tuple[str, ...] = ()
+    retrieved: str = ""
+    notes: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def flops(self, dtype: str) -> float:
+        """Dense peak FLOP/s in `dtype`; falls back to bf16 (then fp16) where there is no native unit."""
+        for key in (dtype, "bf16", "fp16"):
+            if self.peak_flops.get(key):
+                return self.peak_flops[key]
+        raise KokubanError(f"accelerator '{self.id}' lists no FLOP/s for {dtype} or bf16")
+
+    def compute_dtype_for(self, weights_dtype: str) -> str:
+        """The matrix-multiply dtype a serving engine uses for weights stored in `weights_dtype`.
+
+        fp8/int8/fp4 weights run on native tensor cores when this accelerator has them (W8A8, W4A4);
+        otherwise they are de-quantised and multiplied in bf16 (e.g. fp8 on A100, MXFP4 on H100).
+        """
+        wanted = NATIVE_COMPUTE[check_dtype(weights_dtype)]
+        return wanted if self.peak_flops.get(wanted) else ("bf16" if self.peak_flops.get("bf16") else "fp16")
+
+    @classmethod
+    def from_dict(cls, entry: dict[str, Any]) -> Accelerator:
+        """Build from a catalog entry (accelerators.toml schema) or a user's file or flags."""
+        try:
+            peak = {k[len("flops_"):]: float(v) for k, v in entry.items() if k.startswith("flops_") and k != "flops_note" and v}
+            acc = cls(
+                id=str(entry["id"]),
+                name=str(entry.get("name", entry["id"])),
+                memory_bytes=float(entry["memory_bytes"]),
+                memory_bandwidth_bytes_per_s=float(entry["memory_bandwidth_bytes_per_s"]),
+                peak_flops=peak,
+                interconnect_bytes_per_s=float(entry.get("interconnect_bytes_per_s", 0.0)),
+                interconnect=str(entry.get("interconnect", "")),
+                vendor=str(entry.get("vendor", "")),
+                price_per_hour_usd=float(entry.get("price_per_hour_usd", 0.0)),
+                sources=tuple(entry.get("sources", ())),
+                retrieved=str(entry.get("retrieved", "")),
+                notes=str(entry.get("memory_note", "")),
+                extra={k: v for k, v in entry.items() if k in ("price_source", "flops_note", "released", "tdp_w")},
+            )
+        except KeyError as exc:
+            raise KokubanError(f"accelerator entry '{entry.get('id', '?')}' is missing the field {exc.args[0]!r}") from None
+        except (TypeError, ValueError) as exc:
+            raise KokubanError(f"accelerator entry '{entry.get('id', '?')}' has a non-numeric figure: {exc}") from None
+        require_positive(f"{acc.id}.memory_bytes", acc.memory_bytes)
+        require_positive(f"{acc.id}.memory_bandwidth_bytes_per_s", acc.memory_bandwidth_bytes_per_s)
+        if not any(acc.peak_flops.get(k) for k in ("bf16", "fp16")):
+            raise KokubanError(f"accelerator '{acc.id}' needs flops_bf16 or flops_fp16 (dense FLOP/s)")
+        return acc
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Achievable fractions of peak and fixed latencies. Defaults are documented assumptions.
+
+    - compute: fraction of dense peak FLOP/s a large GEMM reaches. cuBLAS bf16 GEMMs reach ~70-80 % of
+      H100 dense peak; whole-model prefill in vLLM/SGLang typically shows 40-60 % MFU. Default 0.6.
+    - memory: fraction of HBM bandwidth a streaming read reaches (H100 SXM: ~2.6-3.0 of 3.35 TB/s in
+      STREAM-like copies, i.e. 0.8-0.9). Default 0.8.
+    - interconnect: fraction of per-direction link bandwidth a ring all-reduce's bus bandwidth reaches
+      (nccl-tests on NVLink 4 H100: ~360 of 450 GB/s). Default 0.75.
+    - collective_latency_s: fixed time per collective (all-reduce / all-to-all) on small decode
+      messages; NCCL's LL protocol on NVLink is ~5-10 µs. Default 8e-6 s.
+    - step_overhead_s: fixed per-step time outside the roofline (launches, scheduling, sampling),
+      ~0 with CUDA graphs on a large model. Default 0 until calibrated (see `kokuban validate`).
+    """
+
+    compute: float = 0.6
+    memory: float = 0.8
+    interconnect: float = 0.75
+    collective_latency_s: float = 8e-6
+    step_overhead_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("compute", "memory", "interconnect"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and 0 < value <= 1):
+                raise KokubanError(f"efficiency {name} must be in (0, 1], got {value!r}")
+        for name in ("collective_latency_s", "step_overhead_s"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and value >= 0):
+                raise KokubanError(f"{name} must be a non-negative number of seconds, got {value!r}")
+
+    def updated(self, **changes: float | None) -> Efficiency:
+        """A copy with the given (non-None) fields replaced."""
+        known = {f.name for f in fields(self)}
+        bad = set(changes) - known
+        if bad:
+            raise KokubanError(f"unknown efficiency field(s) {sorted(bad)}; allowed: {sorted(known)}")
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})

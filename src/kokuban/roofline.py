@@ -1,0 +1,226 @@
+"""The roofline step model: how long one decode step or one prefill takes, and why.
+
+    step time = max(compute time, weight-read time + KV-read time) + communication + overhead
+
+Compute and memory traffic overlap (kernels stream weights while tensor cores run); communication
+(tensor-parallel all-reduces, expert-parallel all-to-alls) sits on the critical path between layers
+and is added. Every time is per GPU, for the busiest GPU of a balanced deployment.
+
+Every function is pure and vectorised: `batch` and `context` may be NumPy arrays that broadcast,
+so a sweep over a million configurations is one call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .deployment import Deployment
+from .errors import KokubanError
+
+ACTIVATION_BYTES = 2.0  # activations travel between GPUs in bf16
+
+BOUNDS = ("compute", "weights", "kv", "comm", "overhead")
+
+
+def expected_experts_touched(num_experts: int, top_k: int, tokens: Any) -> np.ndarray:
+    """Expected distinct experts a layer's router selects for `tokens` tokens: E·(1 - (1 - k/E)^T).
+
+    Assumes each token picks k distinct experts uniformly and independently of the others (a balanced
+    router, which auxiliary-loss-free balancing and load-balancing losses aim for). A given expert is
+    missed by one token with probability 1 - k/E, by all T tokens with (1 - k/E)^T. Batch 1 touches k;
+    large batches touch all E, so the weight read grows with the batch while compute stays k per token.
+    """
+    t = np.asarray(tokens, dtype=np.float64)
+    if num_experts <= 0:
+        return np.zeros_like(t)
+    return num_experts * (1.0 - (1.0 - top_k / num_experts) ** t)
+
+
+def weight_bytes_stored(dep: Deployment) -> float:
+    """All weight bytes of the model: (params − 16-bit embedding/LM-head params)·b_w + those·2."""
+    m = dep.model
+    embed_params = m.params_embedding + m.params_lm_head
+    return (m.params_total - embed_params) * dep.weight_bytes_per_param + embed_params * dep.embedding_bytes_per_param
+
+
+def weight_bytes_per_gpu(dep: Deployment) -> float:
+    """Weight bytes one GPU holds: always-read part ÷ dense shards + embedding ÷ dense shards + experts ÷ N."""
+    m = dep.model
+    routed = m.params_routed * dep.weight_bytes_per_param
+    return (weight_bytes_stored(dep) - routed) / dep.dense_shards + routed / dep.num_gpus
+
+
+def weight_bytes_read(dep: Deployment, tokens: Any) -> np.ndarray:
+    """Weight bytes the whole deployment reads for one forward pass over `tokens` tokens.
+
+    = (always-read params − LM head)·b_w + LM head·2 + moe_layers·E_touched(tokens)·params_per_expert·b_w
+    The input embedding is a lookup of `tokens` rows and is not counted.
+    """
+    m = dep.model
+    dense = (m.params_dense_read - m.params_lm_head) * dep.weight_bytes_per_param + m.params_lm_head * dep.embedding_bytes_per_param
+    touched = expected_experts_touched(m.num_experts, m.top_k, tokens)
+    return dense + m.moe_layers * touched * m.params_per_expert * dep.weight_bytes_per_param
+
+
+def kv_bytes_per_request(dep: Deployment, context: Any) -> np.ndarray:
+    """KV-cache bytes one request holds at `context` tokens: elements(context) × bytes per element.
+
+    elements(L) = KV elements per token per layer × Σ_layers min(L, window_layer).
+    """
+    return dep.model.kv_elements(context) * dep.kv_bytes_per_element
+
+
+@dataclass(frozen=True)
+class Step:
+    """The terms of one step (arrays when the inputs were arrays). Seconds, FLOPs and bytes are per step.
+
+    `flops`, `weight_bytes`, `kv_bytes` and `comm_bytes` are totals for the deployment; the times are
+    those of one GPU (totals ÷ the ways each is split).
+    """
+
+    tokens: Any
+    batch: Any
+    flops: Any
+    weight_bytes: Any
+    kv_bytes: Any
+    comm_bytes: Any
+    experts_touched: Any
+    compute_s: Any
+    weights_s: Any
+    kv_s: Any
+    comm_s: Any
+    overhead_s: Any
+
+    @property
+    def memory_s(self) -> Any:
+        return self.weights_s + self.kv_s
+
+    @property
+    def step_time_s(self) -> Any:
+        return np.maximum(self.compute_s, self.memory_s) + self.comm_s + self.overhead_s
+
+    @property
+    def bound(self) -> Any:
+        """Which term sets the step: 'compute', 'weights', 'kv' (memory, split by the larger read),
+        'comm' if communication exceeds the roofline part, 'overhead' if the fixed cost does."""
+        roof = np.maximum(self.compute_s, self.memory_s)
+        label = np.where(self.compute_s >= self.memory_s, "compute", np.where(self.weights_s >= self.kv_s, "weights", "kv"))
+        label = np.where(self.comm_s > roof, "comm", label)
+        label = np.where(np.asarray(self.overhead_s) > np.maximum(roof, self.comm_s), "overhead", label)
+        return label if label.ndim else str(label)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Scalar step as plain floats (for JSON)."""
+        f = lambda x: float(np.asarray(x))  # noqa: E731
+        return {
+            "step_time_s": f(self.step_time_s),
+            "bound": self.bound,
+            "breakdown": {
+                "compute_s": f(self.compute_s),
+                "weights_s": f(self.weights_s),
+                "kv_s": f(self.kv_s),
+                "comm_s": f(self.comm_s),
+                "overhead_s": f(self.overhead_s),
+            },
+            "flops": f(self.flops),
+            "weight_bytes_read": f(self.weight_bytes),
+            "kv_bytes_read": f(self.kv_bytes),
+            "comm_bytes_per_gpu": f(self.comm_bytes),
+            "experts_touched_per_layer": f(self.experts_touched),
+        }
+
+
+def comm_time_s(dep: Deployment, tokens: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Communication per step for `tokens` tokens in flight: (seconds, bytes sent per GPU).
+
+    TP, N > 1: 2 all-reduces per layer of tokens·d·2 bytes; a ring all-reduce sends 2(N−1)/N of the
+      message per GPU: time = 2·layers·(latency + 2(N−1)/N · tokens·d·2 / (link·eff)).
+    EP, N > 1: per MoE layer a dispatch and a combine all-to-all; each GPU sends its tokens/N tokens to
+      top_k experts, (N−1)/N of them remote: time = 2·moe_layers·(latency + (N−1)/N · (tokens/N)·k·d·2
+      / (link·eff)). Attention and dense layers are data-parallel and exchange nothing.
+    A coarse model without hidden size or on one GPU: 0.
+    """
+    m, n, eff = dep.model, dep.num_gpus, dep.efficiency
+    t = np.asarray(tokens, dtype=np.float64)
+    if n == 1 or m.hidden_size == 0:
+        return np.zeros_like(t), np.zeros_like(t)
+    link = dep.accelerator.interconnect_bytes_per_s * eff.interconnect
+    if link <= 0:
+        raise KokubanError(f"accelerator '{dep.accelerator.id}' has no interconnect bandwidth; cannot run on {n} GPUs")
+    if dep.layout == "tp":
+        count, per_gpu = 2 * m.num_layers, 2 * (n - 1) / n * t * m.hidden_size * ACTIVATION_BYTES
+    else:
+        count, per_gpu = 2 * m.moe_layers, (n - 1) / n * (t / n) * m.top_k * m.hidden_size * ACTIVATION_BYTES
+    return count * (eff.collective_latency_s + per_gpu / link), count * per_gpu
+
+
+def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_per_pair: int, kv_bytes: Any) -> Step:
+    """Assemble a step from the work it does.
+
+    tokens: tokens through the weights this step; attended: Σ query-key pairs (over layers);
+    kv_bytes: KV bytes moved (read in decode, written in prefill).
+    compute = tokens·2·active ÷ (peak[compute dtype]·eff) + attended·attn_flops ÷ (peak[bf16]·eff), ÷ N
+    weights = weight bytes read(tokens) ÷ N ÷ (HBM bandwidth·eff)      (always-read part ÷ dense shards under EP... see below)
+    kv      = kv bytes ÷ kv shards ÷ (HBM bandwidth·eff)
+    Under EP each GPU reads the whole always-read part for its own requests, so that part is not
+    divided; under TP everything is divided by N.
+    """
+    m, acc, eff, n = dep.model, dep.accelerator, dep.efficiency, dep.num_gpus
+    tokens = np.asarray(tokens, dtype=np.float64)
+    linear_flops = tokens * m.flops_per_token
+    attn_flops = np.asarray(attended, dtype=np.float64) * attn_flops_per_pair
+    compute_s = (linear_flops / acc.flops(dep.compute_dtype) + attn_flops / acc.flops("bf16")) / (n * eff.compute)
+    read = weight_bytes_read(dep, tokens)
+    routed = m.moe_layers * expected_experts_touched(m.num_experts, m.top_k, tokens) * m.params_per_expert * dep.weight_bytes_per_param
+    bw = acc.memory_bandwidth_bytes_per_s * eff.memory
+    weights_s = ((read - routed) / dep.dense_shards + routed / n) / bw
+    kv_s = np.asarray(kv_bytes, dtype=np.float64) / (n if dep.layout == "ep" else dep.kv_shards) / bw
+    comm_s, comm_bytes = comm_time_s(dep, tokens)
+    return Step(
+        tokens=tokens, batch=batch, flops=linear_flops + attn_flops, weight_bytes=read, kv_bytes=kv_bytes,
+        comm_bytes=comm_bytes, experts_touched=expected_experts_touched(m.num_experts, m.top_k, tokens),
+        compute_s=compute_s, weights_s=weights_s, kv_s=kv_s, comm_s=comm_s,
+        overhead_s=np.full_like(weights_s, eff.step_overhead_s),
+    )
+
+
+def decode_step(dep: Deployment, batch: Any, context: Any) -> Step:
+    """One decode step: `batch` requests each generate one token while attending to `context` tokens.
+
+    Work: batch tokens through the active weights; batch × Σ_layers min(context, window) query-key
+    pairs of attention; the KV cache of every request read once: batch × kv_bytes_per_request(context).
+    `batch` and `context` broadcast (arrays welcome).
+    """
+    b = np.asarray(batch, dtype=np.float64)
+    attended = b * dep.model.attended_tokens(context)
+    kv = b * kv_bytes_per_request(dep, context)
+    return _step(dep, b, b, attended, dep.model.attn_flops_per_ctx_token_per_layer_decode, kv)
+
+
+def decode_step_mixed(dep: Deployment, contexts: Sequence[int]) -> Step:
+    """One decode step of len(contexts) requests, each at its own context (continuous batching)."""
+    ctx = np.asarray(contexts, dtype=np.float64)
+    if ctx.ndim != 1 or ctx.size == 0:
+        raise KokubanError("contexts must be a non-empty list of token counts")
+    b = float(ctx.size)
+    attended = dep.model.attended_tokens(ctx).sum()
+    kv = kv_bytes_per_request(dep, ctx).sum()
+    return _step(dep, b, b, attended, dep.model.attn_flops_per_ctx_token_per_layer_decode, kv)
+
+
+def prefill(dep: Deployment, batch: Any, prompt_tokens: Any) -> Step:
+    """Prefill `batch` prompts of `prompt_tokens` tokens in one pass (no cached prefix).
+
+    Work: batch·T tokens through the active weights (MoE: experts touched by batch·T tokens, all of
+    them for any real prompt); causal attention over Σ_layers Σ_{t≤T} min(t, window) pairs per prompt;
+    the KV cache written once: batch × kv_bytes_per_request(T). Long prompts make this compute-bound.
+    """
+    b = np.asarray(batch, dtype=np.float64)
+    t = np.asarray(prompt_tokens, dtype=np.float64)
+    attended = b * dep.model.causal_attended_tokens(t)
+    kv = b * kv_bytes_per_request(dep, t)
+    return _step(dep, b, b * t, attended, dep.model.attn_flops_per_ctx_token_per_layer_prefill, kv)
