@@ -103,7 +103,10 @@ def make_deployment(common: dict[str, Any]):
 def console():
     from rich.console import Console
 
-    return Console(highlight=False)
+    import shutil
+
+    # wide enough for the tables when printing to a pipe or a file (rich assumes 80 columns there)
+    return Console(highlight=False, width=max(shutil.get_terminal_size((140, 40)).columns, 140) if not sys.stdout.isatty() else None)
 
 
 # ---- number formatting (presentation only) ------------------------------------------------------------

@@ -1,0 +1,156 @@
+"""The roofline step model, checked against arithmetic done by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kokuban import roofline
+from kokuban.catalog import load_accelerator, load_model
+from kokuban.deployment import Deployment
+from kokuban.errors import KokubanError
+from kokuban.hardware import Accelerator, Efficiency
+
+EFF = Efficiency(compute=0.6, memory=0.8, interconnect=0.75, collective_latency_s=8e-6, step_overhead_s=0.0)
+
+
+def dep(model: str, gpu: str = "h200", n: int = 1, **kw) -> Deployment:
+    return Deployment.make(load_model(model), load_accelerator(gpu), n, efficiency=EFF, **kw)
+
+
+def test_llama70b_fp8_h200_batch1_is_weight_bound():
+    d = dep("llama-3.1-70b", weights_dtype="fp8")
+    step = roofline.decode_step(d, 1, 4096)
+    # H200: 4.8 TB/s (NVIDIA H200 datasheet) × 0.8 achievable = 3.84e12 B/s
+    bw = 4.8e12 * 0.8
+    # fp8 weights: 1 byte/param for the blocks, the 16-bit LM head (128256 × 8192) at 2 bytes,
+    # the input embedding not read: (70,553,706,496 − 2·1,050,673,152)·1 + 1,050,673,152·2
+    lm_head = 128256 * 8192
+    weight_bytes = (70_553_706_496 - 2 * lm_head) * 1 + lm_head * 2
+    kv_bytes = 4096 * 80 * 2 * 8 * 128 * 2  # context × layers × (K,V) × KV heads × head dim × bf16
+    assert float(step.weight_bytes) == weight_bytes
+    assert float(step.kv_bytes) == kv_bytes
+    assert float(step.weights_s) == pytest.approx(weight_bytes / bw)
+    assert step.bound == "weights"
+    assert float(step.step_time_s) == pytest.approx((weight_bytes + kv_bytes) / bw)  # ≈ 18.7 ms
+    assert float(step.step_time_s) == pytest.approx(0.01872, rel=1e-3)
+    # compute is two orders of magnitude below: 2·69.5e9 FLOP ÷ (1979e12·0.6) ≈ 0.12 ms
+    assert float(step.compute_s) < float(step.step_time_s) / 50
+
+
+def test_qwen3_moe_weight_read_grows_with_batch_compute_per_token_stays():
+    d = dep("qwen3-235b-a22b", "h200", 8)
+    b1, b256 = roofline.decode_step(d, 1, 1024), roofline.decode_step(d, 256, 1024)
+    # 128 experts, top-8, 94 MoE layers, 3·4096·1536 params per expert.
+    # batch 1 touches 8 experts per layer; batch 256 touches 128·(1 − (15/16)^256) ≈ 128 − 8e-6
+    assert float(b1.experts_touched) == pytest.approx(8.0)
+    assert float(b256.experts_touched) == pytest.approx(128 * (1 - (15 / 16) ** 256))
+    per_expert_bytes = 3 * 4096 * 1536 * 2
+    routed_growth = 94 * (float(b256.experts_touched) - 8) * per_expert_bytes
+    assert float(b256.weight_bytes - b1.weight_bytes) == pytest.approx(routed_growth)
+    assert float(b256.weight_bytes / b1.weight_bytes) > 5  # several-fold
+    # compute per token (linear part) does not change: 2 × matmul params each
+    m = d.model
+    lin1 = float(b1.flops) - float(b1.batch) * m.attn_flops_per_ctx_token_per_layer_decode * float(m.attended_tokens(1024))
+    lin256 = float(b256.flops) - 256 * m.attn_flops_per_ctx_token_per_layer_decode * float(m.attended_tokens(1024))
+    assert lin1 == pytest.approx(lin256 / 256)
+
+
+def test_expected_experts_formula():
+    # E·(1 − (1 − k/E)^T): T=1 → k; T=2, E=4, k=2 → 4·(1 − 1/4) = 3
+    assert float(roofline.expected_experts_touched(4, 2, 1)) == pytest.approx(2)
+    assert float(roofline.expected_experts_touched(4, 2, 2)) == pytest.approx(3)
+    assert float(roofline.expected_experts_touched(0, 0, 5)) == 0
+
+
+def test_decode_attention_flops_grow_with_context():
+    d = dep("llama-3.1-8b")
+    a, b = roofline.decode_step(d, 1, 1000), roofline.decode_step(d, 1, 2000)
+    # per attended token: 2 FLOP × 32 heads × (128 for QK + 128 for AV) per layer, 32 layers
+    per_ctx = 2 * 32 * (128 + 128) * 32
+    assert float(b.flops - a.flops) == pytest.approx(per_ctx * 1000)
+    assert float(b.kv_bytes - a.kv_bytes) == 1000 * 32 * 2 * 8 * 128 * 2
+
+
+def test_mixed_contexts_equal_sum_of_uniform():
+    d = dep("llama-3.1-8b")
+    mixed = roofline.decode_step_mixed(d, [1000, 3000])
+    uniform = roofline.decode_step(d, 2, 2000)  # attention and KV are linear in context
+    assert float(mixed.kv_bytes) == pytest.approx(float(uniform.kv_bytes))
+    assert float(mixed.step_time_s) == pytest.approx(float(uniform.step_time_s))
+    with pytest.raises(KokubanError):
+        roofline.decode_step_mixed(d, [])
+
+
+def test_prefill_is_compute_bound_and_causal_attention_by_hand():
+    d = dep("llama-3.1-8b", "h100-sxm")
+    p = roofline.prefill(d, 1, 4096)
+    assert p.bound == "compute"
+    # causal pairs per layer = T(T+1)/2; attention FLOPs per pair 2·32·(128+128); 32 layers
+    m = d.model
+    attn = 32 * 4096 * 4097 / 2 * 2 * 32 * 256
+    assert float(p.flops) == pytest.approx(4096 * m.flops_per_token + attn)
+    # bf16 compute at 989.4 TFLOP/s dense (H100 SXM datasheet, halved sparse figure) × 0.6
+    assert float(p.compute_s) == pytest.approx(float(p.flops) / (989.4e12 * 0.6))
+
+
+def test_sliding_window_prefill_pairs():
+    d = dep("gpt-oss-20b", "h100-sxm")
+    m = d.model
+    t, w = 1000, 128
+    n_global = sum(x is None for x in m.layer_windows)
+    n_local = m.num_layers - n_global
+    pairs = n_global * t * (t + 1) / 2 + n_local * (w * (w + 1) / 2 + (t - w) * w)
+    assert float(m.causal_attended_tokens(t)) == pytest.approx(pairs)
+
+
+def test_tensor_parallel_splits_and_communicates():
+    one, eight = dep("llama-3.1-70b", n=1), dep("llama-3.1-70b", n=8)
+    s1, s8 = roofline.decode_step(one, 16, 2048), roofline.decode_step(eight, 16, 2048)
+    assert float(s8.weights_s) == pytest.approx(float(s1.weights_s) / 8)
+    assert float(s8.kv_s) == pytest.approx(float(s1.kv_s) / 8)  # 8 KV heads split 8 ways
+    assert float(s1.comm_s) == 0
+    # 2 all-reduces per layer × 80 layers; ring: 2·(8−1)/8 × 16 tokens × 8192 × 2 bytes per GPU
+    msg = 2 * 7 / 8 * 16 * 8192 * 2
+    expected = 160 * (8e-6 + msg / (450e9 * 0.75))
+    assert float(s8.comm_s) == pytest.approx(expected)
+
+
+def test_mla_kv_replicated_under_tp_split_under_ep():
+    tp, ep = dep("deepseek-v3", "h200", 8), dep("deepseek-v3", "h200", 8, layout="ep")
+    s_tp, s_ep = roofline.decode_step(tp, 64, 8192), roofline.decode_step(ep, 64, 8192)
+    assert float(s_tp.kv_s) == pytest.approx(8 * float(s_ep.kv_s))
+    # EP: dispatch + combine per MoE layer: 2 × 58 × (lat + 7/8 · (64/8) tokens · 8 experts · 7168 · 2 B / link)
+    expected = 2 * 58 * (8e-6 + 7 / 8 * 8 * 8 * 7168 * 2 / (450e9 * 0.75))
+    assert float(s_ep.comm_s) == pytest.approx(expected)
+
+
+def test_ep_needs_moe():
+    with pytest.raises(KokubanError, match="needs a mixture-of-experts"):
+        dep("llama-3.1-8b", n=2, layout="ep")
+
+
+def test_no_interconnect_is_an_error():
+    acc = Accelerator(id="x", name="x", memory_bytes=80e9, memory_bandwidth_bytes_per_s=1e12, peak_flops={"bf16": 1e14})
+    d = Deployment.make(load_model("llama-3.1-8b"), acc, 2, efficiency=EFF)
+    with pytest.raises(KokubanError, match="no interconnect"):
+        roofline.decode_step(d, 1, 100)
+
+
+def test_vectorised_equals_scalar():
+    d = dep("mixtral-8x7b", "h100-sxm", 2)
+    batches = np.array([1, 4, 64])
+    contexts = np.array([512, 4096, 32000])
+    vec = roofline.decode_step(d, batches[:, None], contexts[None, :])
+    for i, b in enumerate(batches):
+        for j, c in enumerate(contexts):
+            s = roofline.decode_step(d, int(b), int(c))
+            assert vec.step_time_s[i, j] == pytest.approx(float(s.step_time_s))
+            assert vec.bound[i, j] == s.bound
+
+
+def test_overhead_bound():
+    d = Deployment.make(load_model("llama-3.2-1b"), load_accelerator("h200"), efficiency=EFF.updated(step_overhead_s=0.01))
+    s = roofline.decode_step(d, 1, 100)
+    assert s.bound == "overhead"
+    assert float(s.step_time_s) == pytest.approx(float(np.maximum(s.compute_s, s.memory_s)) + 0.01)
