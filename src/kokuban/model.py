@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +98,7 @@ class ModelSpec:
         return 2 * self.params_matmul
 
     # ---- KV cache and attention -----------------------------------------------------------------
-    @property
+    @cached_property
     def window_groups(self) -> tuple[tuple[float, int], ...]:
         """(window, layer count) pairs; a global layer has window = inf."""
         counts = Counter(np.inf if w is None else float(w) for w in self.layer_windows)
