@@ -51,7 +51,7 @@ def test_batch_max_cli(capsys):
     (["estimate", "llama-3.1-8b", "--gpu", "custom:bf16=1e15,mem=80e9"], "missing the field 'memory_bandwidth_bytes_per_s'"),
 ])
 def test_errors_are_one_line_exit_2(capsys, args, needle):
-    code, out, err = run(capsys, *args)
+    code, _, err = run(capsys, *args)
     assert code == 2
     assert needle in err
     assert err.count("\n") == 1 and err.startswith("error: ")

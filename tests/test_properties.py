@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -89,7 +91,7 @@ def test_longer_prompt_never_prefills_faster(dep, b, t1, t2):
 def test_more_gpus_never_slower_memory_reads(model, gpu, b, c):
     m, acc = load_model(model), load_accelerator(gpu)
     times = [float(roofline.decode_step(Deployment.make(m, acc, n), b, c).memory_s) for n in (1, 2, 4, 8)]
-    assert all(x >= y * (1 - 1e-12) for x, y in zip(times, times[1:]))
+    assert all(x >= y * (1 - 1e-12) for x, y in itertools.pairwise(times))
 
 
 @SETTINGS

@@ -101,9 +101,9 @@ def make_deployment(common: dict[str, Any]):
 
 
 def console():
-    from rich.console import Console
-
     import shutil
+
+    from rich.console import Console
 
     # wide enough for the tables when printing to a pipe or a file (rich assumes 80 columns there)
     return Console(highlight=False, width=max(shutil.get_terminal_size((140, 40)).columns, 140) if not sys.stdout.isatty() else None)
@@ -223,9 +223,9 @@ def gpus(gpu_file: str | None, as_json: bool) -> None:
     for col in ("id", "bf16", "fp8", "fp4", "HBM", "HBM BW", "link/dir", "$/h"):
         table.add_column(col, justify="left" if col == "id" else "right")
     for a in accs.values():
-        f = lambda k: si(a.peak_flops[k], "FLOP/s") if a.peak_flops.get(k) else "-"  # noqa: E731
+        flops = [si(a.peak_flops[k], "FLOP/s") if a.peak_flops.get(k) else "-" for k in ("bf16", "fp8", "fp4")]
         table.add_row(
-            a.id, f("bf16"), f("fp8"), f("fp4"), gb(a.memory_bytes), si(a.memory_bandwidth_bytes_per_s, "B/s"),
+            a.id, *flops, gb(a.memory_bytes), si(a.memory_bandwidth_bytes_per_s, "B/s"),
             si(a.interconnect_bytes_per_s, "B/s") if a.interconnect_bytes_per_s else "-",
             f"{a.price_per_hour_usd:.2f}" if a.price_per_hour_usd else "-",
         )
@@ -262,4 +262,4 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["cli", "main", "deployment_options", "deployment_kwargs", "make_deployment", "emit_json", "si", "secs", "gb"]
+__all__ = ["cli", "deployment_kwargs", "deployment_options", "emit_json", "gb", "main", "make_deployment", "secs", "si"]

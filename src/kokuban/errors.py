@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Iterable
 
 
@@ -20,7 +21,7 @@ def unknown_name(kind: str, name: str, choices: Iterable[str]) -> KokubanError:
 
 def require_positive(name: str, value: float, *, integer: bool = False) -> None:
     """Raise a one-line error unless value is a positive number (and an integer if asked)."""
-    ok = isinstance(value, (int, float)) and value > 0 and value == value
+    ok = isinstance(value, (int, float)) and value > 0 and not math.isnan(value)
     if integer and ok:
         ok = float(value).is_integer()
     if not ok:

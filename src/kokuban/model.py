@@ -282,7 +282,8 @@ def parse_config(config: dict[str, Any], name: str = "", source: str = "") -> Mo
         raise KokubanError(
             f"config '{where}' has model_type '{model_type or '(none)'}'; supported: {', '.join(SUPPORTED_TYPES)}"
         )
-    g = lambda key, default=KeyError: _get(cfg, key, where, default)  # noqa: E731
+    def g(key: str, default: Any = KeyError) -> Any:
+        return _get(cfg, key, where, default)
     d, n_layers, vocab = int(g("hidden_size")), int(g("num_hidden_layers")), int(g("vocab_size"))
     h = int(g("num_attention_heads"))
     kv_heads = int(g("num_key_value_heads", h) or h)

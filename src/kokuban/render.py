@@ -37,7 +37,8 @@ def blackboard(con: Console, est: Estimate) -> None:
     t.add_column("time per GPU", justify="right")
     t.add_column("per token", justify="right")
     br = dec["breakdown"]
-    per_tok = lambda s: secs(s / dec["batch"])  # noqa: E731  (presentation: seconds shown per token)
+    def per_tok(seconds: float) -> str:  # the same seconds, shown per token of the batch
+        return secs(seconds / dec["batch"])
     experts = f", {dec['experts_touched_per_layer']:.1f} experts/layer" if m["num_experts"] else ""
     t.add_row("compute", si(dec["flops"], "FLOP"), secs(br["compute_s"]), per_tok(br["compute_s"]))
     t.add_row("weight read (shared)", si(dec["weight_bytes_read"], "B") + experts, secs(br["weights_s"]), per_tok(br["weights_s"]))

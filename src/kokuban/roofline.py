@@ -115,7 +115,8 @@ class Step:
 
     def as_dict(self) -> dict[str, Any]:
         """Scalar step as plain floats (for JSON)."""
-        f = lambda x: float(np.asarray(x))  # noqa: E731
+        def f(x: Any) -> float:
+            return float(np.asarray(x))
         return {
             "step_time_s": f(self.step_time_s),
             "bound": self.bound,
