@@ -154,3 +154,25 @@ def test_overhead_bound():
     s = roofline.decode_step(d, 1, 100)
     assert s.bound == "overhead"
     assert float(s.step_time_s) == pytest.approx(float(np.maximum(s.compute_s, s.memory_s)) + 0.01)
+
+
+def test_prefill_with_cached_prefix_by_hand():
+    d = dep("llama-3.1-8b", "h100-sxm")
+    m = d.model
+    full, rest = roofline.prefill(d, 2, 3000), roofline.prefill(d, 2, 3000, cached_tokens=1000)
+    # 2000 new tokens per prompt; their queries see positions 1001..3000: Σ t = (3000·3001 − 1000·1001)/2 per layer
+    pairs = 32 * (3000 * 3001 - 1000 * 1001) / 2
+    assert float(rest.tokens) == 2 * 2000
+    assert float(rest.flops) == pytest.approx(2 * (2000 * m.flops_per_token + pairs * 2 * 32 * 256))
+    assert float(rest.kv_bytes) == float(full.kv_bytes)  # new KV written + cached KV read once = kv(3000)
+    assert float(rest.step_time_s) < float(full.step_time_s)
+    with pytest.raises(KokubanError, match="cached tokens"):
+        roofline.prefill(d, 1, 100, cached_tokens=100)
+
+
+def test_overlapped_communication_takes_the_max():
+    plain, hidden = dep("llama-3.1-70b", n=8), dep("llama-3.1-70b", n=8, overlap_comm=True)
+    a, b = roofline.decode_step(plain, 64, 4096), roofline.decode_step(hidden, 64, 4096)
+    roof = float(np.maximum(a.compute_s, a.memory_s))
+    assert float(a.step_time_s) == pytest.approx(roof + float(a.comm_s))
+    assert float(b.step_time_s) == pytest.approx(max(roof, float(a.comm_s)))

@@ -37,6 +37,7 @@ class Deployment:
     memory_utilization: float = 0.9
     prefill_chunk_tokens: int = 8192
     price_per_hour_usd: float = 0.0
+    overlap_comm: bool = False
 
     @classmethod
     def make(
@@ -53,6 +54,7 @@ class Deployment:
         memory_utilization: float = 0.9,
         prefill_chunk_tokens: int = 8192,
         price_per_hour_usd: float | None = None,
+        overlap_comm: bool = False,
     ) -> Deployment:
         """Validate and fill defaults.
 
@@ -60,7 +62,9 @@ class Deployment:
         else bf16/fp16); KV cache in bf16; compute in the dtype the accelerator runs those weights in
         (`Accelerator.compute_dtype_for`); memory_utilization 0.9 as vLLM's `gpu_memory_utilization`;
         a prefill chunk of 8192 tokens (vLLM's `max_num_batched_tokens` for chunked prefill) sizes the
-        activation workspace; the price per GPU-hour is the catalog's typical on-demand price.
+        activation workspace; the price per GPU-hour is the catalog's typical on-demand price;
+        communication is not overlapped with compute unless `overlap_comm` (two micro-batches hiding each
+        other's all-reduce/all-to-all, as in DeepSeek's and SGLang's two-batch overlap).
         """
         require_positive("--gpus", num_gpus, integer=True)
         if layout not in LAYOUTS:
@@ -80,7 +84,7 @@ class Deployment:
             model=model, accelerator=accelerator, num_gpus=int(num_gpus), layout=layout, weights_dtype=weights,
             kv_dtype=kv, compute_dtype=compute, efficiency=efficiency or Efficiency(),
             memory_utilization=memory_utilization, prefill_chunk_tokens=int(prefill_chunk_tokens),
-            price_per_hour_usd=float(price),
+            price_per_hour_usd=float(price), overlap_comm=bool(overlap_comm),
         )
 
     # ---- derived quantities the physics uses -------------------------------------------------------

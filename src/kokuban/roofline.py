@@ -94,6 +94,7 @@ class Step:
     kv_s: Any
     comm_s: Any
     overhead_s: Any
+    comm_overlapped: bool = False
 
     @property
     def memory_s(self) -> Any:
@@ -101,7 +102,12 @@ class Step:
 
     @property
     def step_time_s(self) -> Any:
-        return np.maximum(self.compute_s, self.memory_s) + self.comm_s + self.overhead_s
+        """max(compute, weights + KV) + comm + overhead; with overlapped communication (two micro-batches
+        ping-ponging, as DeepSeek's dual-batch overlap does) max(compute, weights + KV, comm) + overhead."""
+        roof = np.maximum(self.compute_s, self.memory_s)
+        if self.comm_overlapped:
+            return np.maximum(roof, self.comm_s) + self.overhead_s
+        return roof + self.comm_s + self.overhead_s
 
     @property
     def bound(self) -> Any:
@@ -185,7 +191,7 @@ def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_pe
         tokens=tokens, batch=batch, flops=linear_flops + attn_flops, weight_bytes=read, kv_bytes=kv_bytes,
         comm_bytes=comm_bytes, experts_touched=expected_experts_touched(m.num_experts, m.top_k, tokens),
         compute_s=compute_s, weights_s=weights_s, kv_s=kv_s, comm_s=comm_s,
-        overhead_s=np.full_like(weights_s, eff.step_overhead_s),
+        overhead_s=np.full_like(weights_s, eff.step_overhead_s), comm_overlapped=dep.overlap_comm,
     )
 
 
@@ -213,15 +219,22 @@ def decode_step_mixed(dep: Deployment, contexts: Sequence[int]) -> Step:
     return _step(dep, b, b, attended, dep.model.attn_flops_per_ctx_token_per_layer_decode, kv)
 
 
-def prefill(dep: Deployment, batch: Any, prompt_tokens: Any) -> Step:
-    """Prefill `batch` prompts of `prompt_tokens` tokens in one pass (no cached prefix).
+def prefill(dep: Deployment, batch: Any, prompt_tokens: Any, cached_tokens: Any = 0) -> Step:
+    """Prefill `batch` prompts of `prompt_tokens` tokens, the first `cached_tokens` of which already have
+    their KV cache (a prefix-cache hit, or the earlier chunks of a chunked prefill).
 
-    Work: batch·T tokens through the active weights (MoE: experts touched by batch·T tokens, all of
-    them for any real prompt); causal attention over Σ_layers Σ_{t≤T} min(t, window) pairs per prompt;
-    the KV cache written once: batch × kv_bytes_per_request(T). Long prompts make this compute-bound.
+    New tokens n = T − C per prompt. Work: batch·n tokens through the active weights (MoE: experts
+    touched by batch·n tokens, all of them for any real prompt); causal attention of the new queries:
+    Σ_layers Σ_{C<t≤T} min(t, window) pairs per prompt; KV traffic: the new tokens' KV written plus the
+    cached prefix's KV read once: kv(T) − kv(C) + kv(C) = kv(T) per prompt. Long prompts make this
+    compute-bound.
     """
     b = np.asarray(batch, dtype=np.float64)
     t = np.asarray(prompt_tokens, dtype=np.float64)
-    attended = b * dep.model.causal_attended_tokens(t)
+    c = np.asarray(cached_tokens, dtype=np.float64)
+    if np.any(c < 0) or np.any(c >= t):
+        raise KokubanError(f"cached tokens must be in [0, prompt tokens): got {cached_tokens} of {prompt_tokens}")
+    m = dep.model
+    attended = b * (m.causal_attended_tokens(t) - m.causal_attended_tokens(c))
     kv = b * kv_bytes_per_request(dep, t)
-    return _step(dep, b, b * t, attended, dep.model.attn_flops_per_ctx_token_per_layer_prefill, kv)
+    return _step(dep, b, b * (t - c), attended, m.attn_flops_per_ctx_token_per_layer_prefill, kv)
