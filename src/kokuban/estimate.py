@@ -158,13 +158,13 @@ def estimate(
         b = int(memory.max_batch(dep, longest))
         if b < 1:
             mp = memory.plan(dep, 1, longest)
-            raise KokubanError(_no_fit_message(dep, mp))
+            raise KokubanError(no_fit_message(dep, mp))
     else:
         require_positive("--batch", batch, integer=True)
         b = int(batch)
     mp = memory.plan(dep, b, longest)
     if not mp.fits:
-        raise KokubanError(_no_fit_message(dep, mp))
+        raise KokubanError(no_fit_message(dep, mp))
     prefill_tokens = prompt if prompt is not None else context
     return Estimate(
         deployment=dep, batch=b, context=context, memory=mp,
@@ -174,7 +174,7 @@ def estimate(
     )
 
 
-def _no_fit_message(dep: Deployment, mp: memory.MemoryPlan) -> str:
+def no_fit_message(dep: Deployment, mp: memory.MemoryPlan) -> str:
     gb = 1e9
     need = mp.used_bytes
     text = (

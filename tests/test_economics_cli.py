@@ -1,0 +1,69 @@
+"""The five commands: JSON shape, CSV and plot files, one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from kokuban.cli import main
+
+ROW_KEYS = {"batch", "bound", "compute_s_per_token", "weights_s_per_token", "kv_s_per_token", "tokens_per_s",
+            "tokens_per_s_per_user", "usd_per_m_output"}
+
+
+def run_json(capsys, args):
+    assert main([*args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_batch_json_csv_plot(capsys, tmp_path):
+    csv, png = tmp_path / "b.csv", tmp_path / "b.png"
+    out = run_json(capsys, ["batch", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "1024", "--csv", str(csv), "--plot", str(png)])
+    assert ROW_KEYS <= set(out["rows"][0])
+    assert [r["batch"] for r in out["rows"]] == list(range(1, out["summary"]["max_batch_fits"] + 1))
+    assert out["summary"]["crossover_batch"] is None and out["summary"]["input_output"]["output_to_input_ratio"] > 1
+    assert len(pd.read_csv(csv)) == len(out["rows"])
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_batch_readable(capsys):
+    assert main(["batch", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "4", "--context", "1024", "--batch", "64"]) == 0
+    text = capsys.readouterr().out
+    assert "compute-bound from batch 458" in text and "An output token costs" in text
+
+
+def test_io_lanes_frontier_context(capsys, tmp_path):
+    io = run_json(capsys, ["io", "llama-3.1-8b", "--gpu", "h100-sxm", "--batch", "8", "--context", "2048"])
+    assert io["prefill_bound"] == "compute" and io["output_to_input_ratio"] > 1
+    lanes = run_json(capsys, ["lanes", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "5", "--tpot", "0.012", "--ttft", "2",
+                              "--plot", str(tmp_path / "l.svg")])
+    assert ROW_KEYS <= set(lanes["rows"][0]) and lanes["summary"]["lanes"]["price_multiplier"] > 1
+    assert (tmp_path / "l.svg").read_text().lstrip().startswith("<?xml")
+    fr = run_json(capsys, ["frontier", "llama-3.1-8b", "--gpu", "h100-sxm", "--counts", "1,2", "--slo-tps", "100",
+                           "--plot", str(tmp_path / "f.png")])
+    assert fr["summary"]["cheapest_meeting_slo"]["tokens_per_s_per_user"] >= 100
+    assert ROW_KEYS <= set(fr["rows"][0]) and (tmp_path / "f.png").exists()
+    cx = run_json(capsys, ["context", "llama-3.1-8b", "--gpu", "h100-sxm", "--points", "8", "--plot", str(tmp_path / "c.png")])
+    assert cx["summary"]["bandwidth_wall_context"] == 527 and ROW_KEYS <= set(cx["rows"][0])
+
+
+def test_context_beyond_max_warns(capsys):
+    assert main(["context", "llama-3.1-8b", "--gpu", "h100-sxm", "--to", "200000", "--points", "4", "--json"]) == 0
+    assert "warning: context up to 200000 is beyond llama-3.1-8b's maximum of 131072" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["batch", "llama-3.1-8b", "--gpu", "h100-sxm", "--max-batch", "5000"], "does not fit: the largest batch that fits"),
+    (["batch", "llama-3.1-8b", "--gpu", "h100-sxm", "--plot", "x.jpg"], "must end in one of .png"),
+    (["lanes", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "5", "--tpot", "0.001"], "no batch meets --tpot"),
+    (["frontier", "llama-3.1-8b", "--gpu", "h100-sxm", "--slo-tps", "5000"], "no configuration reaches 5000 tokens/s per user"),
+    (["frontier", "llama-3.1-8b", "--gpu", "h100-sxm", "--counts", "1,x"], "--counts must be"),
+    (["context", "llama-3.1-8b", "--gpu", "h100-sxm", "--from", "9000", "--to", "100"], "empty context range"),
+    (["io", "llama-3.1-8b", "--gpu", "h10"], "unknown gpu 'h10'"),
+])
+def test_errors_are_one_line(capsys, args, msg):
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert msg in err and err.count("\n") == 1
