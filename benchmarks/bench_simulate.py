@@ -1,0 +1,42 @@
+"""Benchmark: simulate 100,000 requests (1,000-token prompts, 200-token outputs) of Llama-3.1-8B on one
+H100 SXM with vLLM-style continuous batching, on one core.
+
+    .venv/bin/python benchmarks/bench_simulate.py [--requests N] [--rate R ...]
+
+Prints, for each arrival rate (requests/s; 'inf' = all at t = 0, the saturated/offline case), the wall
+time of `kokuban.sim.simulate` (best of --repeat runs; workload generation and the one-off step tables
+included), the simulated steps and the wall time per step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from kokuban.catalog import load_accelerator, load_model
+from kokuban.deployment import Deployment
+from kokuban.sim import SchedulerConfig, simulate, synthetic
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--requests", type=int, default=100_000)
+    ap.add_argument("--rate", nargs="*", default=["inf", "25"])
+    ap.add_argument("--repeat", type=int, default=1)
+    args = ap.parse_args()
+    dep = Deployment.make(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"))
+    for rate in args.rate:
+        best = float("inf")
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            result = simulate(dep, synthetic(args.requests, float(rate), 1000, 200, seed=0), SchedulerConfig())
+            best = min(best, time.perf_counter() - t0)
+        s = result.summary()
+        print(f"rate {rate:>4} req/s: {args.requests:,} requests, {s['steps']:,} steps, "
+              f"simulated {s['duration_s']:.0f} s at {s['throughput']['requests_per_s']:.2f} req/s, "
+              f"mean batch {s['batch']['mean']:.0f}, preemptions {s['preemptions']:,} -> "
+              f"wall {best:.2f} s ({best / s['steps'] * 1e6:.0f} µs/step)")
+
+
+if __name__ == "__main__":
+    main()

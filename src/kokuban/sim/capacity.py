@@ -1,0 +1,184 @@
+"""Capacity planning: the highest request rate a deployment serves within an SLO, and the cheapest
+deployment that serves a target rate.
+
+max_rate: every candidate rate is judged by simulating the same seeded workload shape (n requests,
+    the given length distributions and arrival process) and checking p99 TTFT and p99 TPOT against the
+    SLO (`SimResult.meets`). The search assumes that meeting the SLO is monotone in the rate. It first
+    measures the saturated throughput (all requests at t = 0), which bounds the answer, then narrows
+    the bracket [highest passing, lowest failing] with rounds of `points` rates evaluated in parallel,
+    until the bracket is within `rel_tol` of the rate.
+cheapest: for every candidate (accelerator, count, layout, max_num_seqs) the max rate is found as above;
+    the target needs ⌈target ÷ max rate⌉ replicas; the answer is the candidate with the lowest
+    replicas × GPUs × price per GPU-hour. Candidates that cannot hold the model say why.
+
+Sweeps run on all local cores (a process pool) by default, or on a Ray cluster (`ray_address`, e.g.
+"auto", "ray://head:10001", or "local" for a fresh local instance).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ..deployment import Deployment
+from ..errors import KokubanError
+from .engine import simulate
+from .metrics import SLO
+from .scheduler import SchedulerConfig
+from .workload import synthetic
+
+
+@dataclass(frozen=True)
+class WorkloadShape:
+    """What a synthetic workload looks like, apart from its rate (see `workload.synthetic`)."""
+
+    requests: int = 1000
+    prompt: str = "1000"
+    output: str = "200"
+    arrival: str = "poisson"
+    burstiness: float = 1.0
+    seed: int = 0
+
+    def at(self, rate_per_s: float):
+        return synthetic(self.requests, rate_per_s, self.prompt, self.output, arrival=self.arrival,
+                         burstiness=self.burstiness, seed=self.seed)
+
+
+# ---- parallel map: local processes or Ray ---------------------------------------------------------------
+def parallel_map(fn: Callable[[Any], Any], items: Iterable[Any], *, workers: int | None = None,
+                 ray_address: str | None = None) -> list[Any]:
+    """[fn(x) for x in items], on `workers` local processes (default: all cores) or on Ray."""
+    items = list(items)
+    if ray_address:
+        try:
+            import ray
+        except ImportError:
+            raise KokubanError("--ray needs the 'ray' package: pip install 'kokuban[ray]'") from None
+        ray.init(address=ray_address, ignore_reinit_error=True, include_dashboard=False, log_to_driver=False)
+        remote = ray.remote(fn)
+        return ray.get([remote.remote(x) for x in items])
+    workers = workers or os.cpu_count() or 1
+    if workers == 1 or len(items) <= 1:
+        return [fn(x) for x in items]
+    with ProcessPoolExecutor(max_workers=min(workers, len(items))) as pool:
+        return list(pool.map(fn, items))
+
+
+def _meets(args: tuple[Deployment, WorkloadShape, SchedulerConfig, SLO, float]) -> tuple[float, bool, dict]:
+    dep, shape, sched, slo, rate = args
+    result = simulate(dep, shape.at(rate), sched)
+    s = result.summary()
+    lat = s["latency_s"]
+    return rate, result.meets(slo), {"ttft_p99_s": lat["ttft"]["p99"], "tpot_p99_s": lat["tpot"]["p99"],
+                                     "requests_per_s": s["throughput"]["requests_per_s"]}
+
+
+def saturation_rate(dep: Deployment, shape: WorkloadShape, sched: SchedulerConfig) -> float:
+    """Requests/s served when every request arrives at once (the throughput ceiling)."""
+    return float(simulate(dep, shape.at(float("inf")), sched).summary()["throughput"]["requests_per_s"])
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """Result of `max_rate`: the highest passing rate found and every rate tried."""
+
+    max_rate_per_s: float
+    saturation_rate_per_s: float
+    slo: SLO
+    trials: tuple[dict[str, Any], ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"max_rate_per_s": self.max_rate_per_s, "saturation_rate_per_s": self.saturation_rate_per_s,
+                "slo": self.slo.as_dict(), "trials": list(self.trials)}
+
+
+def max_rate(dep: Deployment, slo: SLO, shape: WorkloadShape | None = None, scheduler: SchedulerConfig | None = None,
+             *, rel_tol: float = 0.02, points: int | None = None, workers: int | None = None,
+             ray_address: str | None = None) -> Capacity:
+    """Highest Poisson (or `shape.arrival`) rate whose run meets `slo` (see module docstring)."""
+    if slo.ttft_s is None and slo.tpot_s is None:
+        raise KokubanError("an SLO needs --ttft-p99 and/or --tpot-p99")
+    shape = shape or WorkloadShape()
+    sched = scheduler or SchedulerConfig()
+    workers = workers or os.cpu_count() or 1
+    points = points or max(3, min(workers, 8))
+    sat = saturation_rate(dep, shape, sched)
+    lo, hi = 0.0, 1.2 * sat
+    trials: list[dict[str, Any]] = []
+
+    def run(rates: list[float]) -> list[tuple[float, bool, dict]]:
+        res = parallel_map(_meets, [(dep, shape, sched, slo, r) for r in rates], workers=workers,
+                           ray_address=ray_address)
+        trials.extend({"rate_per_s": r, "meets_slo": ok, **m} for r, ok, m in res)
+        return res
+
+    while hi - lo > rel_tol * max(hi, 1e-9):
+        rates = list(np.linspace(lo, hi, points + 2)[1:-1])
+        for rate, ok, _ in sorted(run(rates)):
+            if ok:
+                lo = max(lo, rate)
+            else:
+                hi = min(hi, rate)
+                break
+        if lo == 0.0 and hi < 1e-3 * sat:  # misses the SLO even almost idle
+            break
+    trials.sort(key=lambda d: d["rate_per_s"])
+    return Capacity(max_rate_per_s=lo, saturation_rate_per_s=sat, slo=slo, trials=tuple(trials))
+
+
+# ---- cheapest deployment -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Candidate:
+    gpu: str
+    num_gpus: int
+    layout: str
+    max_num_seqs: int | None
+
+
+def _candidate_capacity(args: tuple[Deployment | str, Candidate, WorkloadShape, SchedulerConfig, SLO]
+                        ) -> dict[str, Any]:
+    dep, cand, shape, sched, slo = args
+    row = asdict(cand)
+    if isinstance(dep, str):  # the deployment could not be built: the reason
+        return row | {"max_rate_per_s": 0.0, "error": dep}
+    try:
+        cap = max_rate(dep, slo, shape, replace(sched, max_num_seqs=cand.max_num_seqs), workers=1, points=3,
+                       rel_tol=0.04)
+    except KokubanError as exc:
+        return row | {"max_rate_per_s": 0.0, "error": str(exc)}
+    return row | {"max_rate_per_s": cap.max_rate_per_s, "saturation_rate_per_s": cap.saturation_rate_per_s,
+                  "usd_per_gpu_hour": dep.price_per_hour_usd, "error": None}
+
+
+def cheapest(make: Callable[[str, int, str], Deployment], candidates: Iterable[Candidate], target_rate_per_s: float,
+             slo: SLO, shape: WorkloadShape | None = None, scheduler: SchedulerConfig | None = None, *,
+             workers: int | None = None, ray_address: str | None = None) -> list[dict[str, Any]]:
+    """Every candidate's max rate, replicas for `target_rate_per_s` and USD/hour, cheapest first.
+
+    `make(gpu, num_gpus, layout)` builds a deployment (KokubanError if it cannot).
+    """
+    shape, sched = shape or WorkloadShape(), scheduler or SchedulerConfig()
+    jobs = []
+    for cand in candidates:
+        try:
+            dep: Deployment | str = make(cand.gpu, cand.num_gpus, cand.layout)
+        except KokubanError as exc:
+            dep = str(exc)
+        jobs.append((dep, cand, shape, sched, slo))
+    rows = parallel_map(_candidate_capacity, jobs, workers=workers, ray_address=ray_address)
+    for row in rows:
+        rate = row["max_rate_per_s"]
+        if rate > 0:
+            row["replicas"] = math.ceil(target_rate_per_s / rate)
+            row["usd_per_hour"] = row["replicas"] * row["num_gpus"] * row["usd_per_gpu_hour"]
+        else:
+            row["replicas"], row["usd_per_hour"] = None, math.inf
+            row["error"] = row.get("error") or "misses the SLO at every rate"
+    rows.sort(key=lambda r: (r["usd_per_hour"], r["num_gpus"]))
+    return rows

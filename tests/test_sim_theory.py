@@ -1,0 +1,76 @@
+"""Closed-form checks of the serving simulator: queueing theory, the core's step model, saturation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kokuban.catalog import load_accelerator, load_model
+from kokuban.deployment import Deployment
+from kokuban.estimate import generation
+from kokuban.roofline import decode_step_mixed, prefill
+from kokuban.sim import SchedulerConfig, simulate, synthetic
+from kokuban.sim.kvcache import capacity_blocks
+from kokuban.sim.steptime import StepModel
+
+
+@pytest.fixture(scope="module")
+def h100():
+    return Deployment.make(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"))
+
+
+def test_decode_only_step_is_the_cores_mixed_decode(h100):
+    model = StepModel(h100, 4096, 5000)
+    ctx = np.array([17, 900, 4000, 1234])
+    got = model.step_time_s(4, ctx, np.zeros(0, np.int64), np.zeros(0, np.int64))
+    assert got == pytest.approx(float(decode_step_mixed(h100, ctx).step_time_s), rel=1e-12)
+
+
+def test_prefill_chunk_is_the_cores_prefill_with_cached_tokens(h100):
+    model = StepModel(h100, 8192, 5000)
+    empty = np.zeros(0, np.int64)
+    # chunk [1000, 3000): 2000 new tokens after 1000 cached ones
+    got = model.step_time_s(2000, empty, np.array([1000]), np.array([3000]))
+    assert got == pytest.approx(float(prefill(h100, 1, 3000, 1000).step_time_s), rel=1e-12)
+    # a whole prompt of 4096 tokens in one chunk
+    got = model.step_time_s(4096, empty, np.array([0]), np.array([4096]))
+    assert got == pytest.approx(float(prefill(h100, 1, 4096).step_time_s), rel=1e-12)
+
+
+def test_md1_mean_wait_matches_queueing_theory(h100):
+    # batch size one (max_num_seqs = 1), one-token outputs: each request is served by one prefill step of
+    # 512 tokens, a fixed service time S. Poisson arrivals at λ = ρ/S with ρ = 0.5 make an M/D/1 queue:
+    # Wq = ρ / (2μ(1 − ρ)) with μ = 1/S  →  Wq = 0.5·S / (2·0.5) = S/2.
+    service_s = float(prefill(h100, 1, 512).step_time_s)
+    rho = 0.5
+    wl = synthetic(20_000, rho / service_s, 512, 1, seed=0)
+    result = simulate(h100, wl, SchedulerConfig(max_num_seqs=1))
+    expected_wq = rho * service_s / (2 * (1 - rho))
+    assert result.queue_s.mean() == pytest.approx(expected_wq, rel=0.06)
+    # and every service took exactly S
+    assert np.allclose(result.step_s, service_s)
+
+
+def test_saturated_waves_run_at_the_cores_generation_throughput(h100):
+    # 640 identical requests at t = 0 with max_num_seqs = 64: continuous batching runs 10 waves of 64,
+    # each a prefill of 64×32 tokens and 255 decodes, which is exactly estimate.generation(dep, 64, 32, 256).
+    wl = synthetic(640, float("inf"), 32, 256)
+    result = simulate(h100, wl, SchedulerConfig(max_num_seqs=64))
+    gen = generation(h100, 64, 32, 256)
+    assert result.summary()["throughput"]["output_tokens_per_s"] == pytest.approx(gen.output_tokens_per_s, rel=1e-6)
+
+
+def test_kv_bound_saturation_lies_between_the_cores_throughput_at_the_kv_batches():
+    # On one L4 (24 GB) Llama-3.1-8B leaves a small KV cache. A request of 32 + 512 tokens holds
+    # ⌈543/16⌉ = 34 blocks at its end and ⌈(32 + 256)/16⌉ = 18 blocks at mid-life. Saturated continuous
+    # batching keeps the cache full with requests of every age, so its decode-dominated throughput lies
+    # between the core's generation throughput at B_end = ⌊blocks/34⌋ (every request at its longest)
+    # and at B_mid = ⌊blocks/18⌋ (every request at the mean context).
+    dep = Deployment.make(load_model("llama-3.1-8b"), load_accelerator("l4"))
+    blocks = capacity_blocks(dep, 16, 256)
+    b_end, b_mid = blocks // 34, blocks // 18
+    wl = synthetic(6 * b_end, float("inf"), 32, 512)
+    result = simulate(dep, wl, SchedulerConfig())
+    got = result.summary()["throughput"]["output_tokens_per_s"]
+    assert generation(dep, b_end, 32, 512).output_tokens_per_s <= got <= generation(dep, b_mid, 32, 512).output_tokens_per_s
+    assert result.summary()["kv_cache"]["mean_occupancy"] > 0.75
