@@ -159,9 +159,10 @@ def test_input_output_ratio():
     assert io.output_to_input_ratio == pytest.approx(float(cost.usd_per_m_output(d, dec) / cost.usd_per_m_input(d, pre)))
     # by hand: decode at batch 1 reads 2·7.505e9 B of weights (the embedding is a lookup) + 536.9 MB of KV
     # at 2.68e12 B/s = 5.601 + 0.200 = 5.801 ms per token. Prefill of 4096 tokens is compute-bound:
-    # 2·7.505e9 FLOP ÷ 593.64e12 = 25.284 µs per token, plus attention 32·(4096·4097/2)·16384 FLOP ÷
-    # 593.64e12 ÷ 4096 = 1.809 µs per token → ratio = 5.801 ms ÷ 27.093 µs = 214.1
-    assert io.output_to_input_ratio == pytest.approx(214.1, rel=2e-3)
+    # the LM head (128256·4096 = 0.5253e9) runs for the last position only, so per token
+    # [2·(7.505e9 − 0.5253e9) + 2·0.5253e9 ÷ 4096] FLOP ÷ 593.64e12 = 23.516 µs, plus attention
+    # 32·(4096·4097/2)·16384 FLOP ÷ 593.64e12 ÷ 4096 = 1.809 µs → ratio = 5.801 ms ÷ 25.325 µs = 229.1
+    assert io.output_to_input_ratio == pytest.approx(229.1, rel=2e-3)
     assert io.prefill_bound == "compute" and io.decode_bound == "weights"
     assert "4,096 tokens through each weight read" in io.sentence
     with pytest.raises(KokubanError, match="--batch 1000 does not fit"):

@@ -165,12 +165,21 @@ def comm_time_s(dep: Deployment, tokens: Any) -> tuple[np.ndarray, np.ndarray]:
     return count * (eff.collective_latency_s + per_gpu / link), count * per_gpu
 
 
+def attention_dtype(dep: Deployment) -> str:
+    """Attention (QK^T, AV) runs in 16-bit whatever the weights are (FlashAttention/FlashMLA in bf16),
+    except when the whole deployment computes in fp32 or fp16, then in that dtype."""
+    return dep.compute_dtype if dep.compute_dtype in ("fp32", "fp16") else "bf16"
+
+
 def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_per_pair: int, kv_bytes: Any) -> Step:
     """Assemble a step from the work it does.
 
     tokens: tokens through the weights this step; attended: Σ query-key pairs (over layers);
     kv_bytes: KV bytes moved (read in decode, written in prefill).
-    compute = tokens·2·active ÷ (peak[compute dtype]·eff) + attended·attn_flops ÷ (peak[bf16]·eff), ÷ N
+    Only the last position of each of the `batch` sequences goes through the LM head (engines compute
+    logits for the sampled token only), so
+    compute = [tokens·2·(matmul params − LM head) + batch·2·LM head] ÷ peak[compute dtype]
+              + attended·attn_flops ÷ peak[attention dtype], all ÷ (N·eff)
     weights = weight bytes read(tokens) ÷ N ÷ (HBM bandwidth·eff)      (always-read part ÷ dense shards under EP... see below)
     kv      = kv bytes ÷ kv shards ÷ (HBM bandwidth·eff)
     Under EP each GPU reads the whole always-read part for its own requests, so that part is not
@@ -178,9 +187,10 @@ def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_pe
     """
     m, acc, eff, n = dep.model, dep.accelerator, dep.efficiency, dep.num_gpus
     tokens = np.asarray(tokens, dtype=np.float64)
-    linear_flops = tokens * m.flops_per_token
+    logits = np.asarray(batch, dtype=np.float64)
+    linear_flops = tokens * (m.flops_per_token - 2 * m.params_lm_head) + logits * 2 * m.params_lm_head
     attn_flops = np.asarray(attended, dtype=np.float64) * attn_flops_per_pair
-    compute_s = (linear_flops / acc.flops(dep.compute_dtype) + attn_flops / acc.flops("bf16")) / (n * eff.compute)
+    compute_s = (linear_flops / acc.flops(dep.compute_dtype) + attn_flops / acc.flops(attention_dtype(dep))) / (n * eff.compute)
     read = weight_bytes_read(dep, tokens)
     routed = m.moe_layers * expected_experts_touched(m.num_experts, m.top_k, tokens) * m.params_per_expert * dep.weight_bytes_per_param
     bw = acc.memory_bandwidth_bytes_per_s * eff.memory
