@@ -1,0 +1,298 @@
+"""`kokuban probe | validate | accuracy | calibrate`: prove the roofline on real hardware and published results.
+
+Presentation only: measurements come from `kokuban.probe` / `kokuban.validate`, predictions from the
+core, errors from `kokuban.accuracy`, fits from `kokuban.calibrate`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .cli import console, emit_json, secs, si
+from .errors import KokubanError
+from .hardware import Efficiency
+
+
+def _ints(text: str, name: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise KokubanError(f"{name} must be comma-separated integers, got '{text}'") from None
+    if not values or any(v < 1 for v in values):
+        raise KokubanError(f"{name} must be positive integers, got '{text}'")
+    return values
+
+
+def _efficiency(kw: dict[str, Any]) -> Efficiency:
+    return Efficiency().updated(compute=kw.pop("compute_eff"), memory=kw.pop("memory_eff"),
+                                interconnect=kw.pop("link_eff"), step_overhead_s=kw.pop("step_overhead"))
+
+
+def efficiency_options(func: Any) -> Any:
+    for option in reversed([
+        click.option("--compute-eff", type=float, default=None, help="Achievable fraction of peak FLOP/s (default 0.6)."),
+        click.option("--memory-eff", type=float, default=None, help="Achievable fraction of memory bandwidth (default 0.8)."),
+        click.option("--link-eff", type=float, default=None, help="Achievable fraction of interconnect bandwidth (default 0.75)."),
+        click.option("--step-overhead", type=float, default=None, help="Fixed seconds per step (default 0)."),
+    ]):
+        func = option(func)
+    return func
+
+
+def _progress(as_json: bool) -> bool:
+    return not as_json and sys.stderr.isatty()
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f} %"
+
+
+def _summary_table(title: str, summary: dict[str, Any], split_key: str):
+    from rich.table import Table
+
+    table = Table(title=title)
+    for col in ("rows", "count", "median |error|", "p90 |error|", "max |error|", "median signed"):
+        table.add_column(col, justify="left" if col == "rows" else "right")
+    groups = [("all", summary)] + list(summary.get(split_key, {}).items())
+    for name, s in groups:
+        if s.get("count"):
+            table.add_row(name, str(s["count"]), _pct(s["median_abs_error"]), _pct(s["p90_abs_error"]),
+                          _pct(s["max_abs_error"]), _pct(s["median_signed_error"]))
+    return table
+
+
+# ---- probe ---------------------------------------------------------------------------------------------
+@click.command()
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
+@click.option("--seconds", type=float, default=3.0, show_default=True, help="Rough time budget of the measurements.")
+@click.option("--id", "entry_id", default=None, help="Accelerator id to write (default probed-DEVICE).")
+@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write the entry (TOML, or JSON if .json); use with --gpu-file.")
+@click.option("--json", "as_json", is_flag=True, help="Print the accelerator entry as JSON.")
+def probe(device: str, seconds: float, entry_id: str | None, out: str | None, as_json: bool) -> None:
+    """Measure this machine's memory bandwidth and matmul FLOP/s; print an accelerator entry."""
+    from .probe import entry_to_toml
+    from .probe import probe as run
+
+    entry = run(device, seconds=seconds, entry_id=entry_id, progress=_progress(as_json))
+    if out:
+        text = json.dumps({"accelerator": [entry]}, indent=2) if out.endswith(".json") else entry_to_toml(entry)
+        Path(out).write_text(text)
+    if as_json:
+        emit_json(entry)
+        return
+    c = console()
+    c.print(f"[bold]{entry['device']}[/] — measured {entry['measured_on']}")
+    c.print(f"  memory {si(entry['memory_bytes'], 'B')}, read bandwidth {si(entry['memory_bandwidth_bytes_per_s'], 'B/s')}")
+    for key, value in entry.items():
+        if key.startswith("flops_") and key != "flops_note":
+            c.print(f"  {key[6:]:>5} matmul {si(value, 'FLOP/s')}")
+    c.print(f"  method: {entry['method']}")
+    if out:
+        c.print(f"  written to {out} (use: --gpu-file {out} --gpu {entry['id']})")
+
+
+# ---- validate --------------------------------------------------------------------------------------------
+@click.command()
+@click.option("--model", default="llama-3.2-1b", show_default=True, help="Catalog id or config.json (llama/mistral/qwen2/qwen3).")
+@click.option("--layers", type=int, default=4, show_default=True, help="Keep this many layers (0 = all).")
+@click.option("--hidden", type=int, default=None, help="Scale the hidden size down to this (heads and MLP scale with it).")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="cpu", show_default=True)
+@click.option("--dtype", type=click.Choice(["fp32", "bf16", "fp16"]), default=None, help="Default: fp32 on CPU, bf16 on GPU.")
+@click.option("--linear", type=click.Choice(["auto", "matmul", "onednn"]), default="auto", show_default=True,
+              help="Linear layers: dense matmul, or oneDNN inner product (auto: oneDNN for fp32 on CPU).")
+@click.option("--batches", default="1,2,4,8,16,32,64", show_default=True)
+@click.option("--contexts", default="128,1024,4096", show_default=True)
+@click.option("--prompts", default="16,64,256", show_default=True, help="Prefill prompt lengths (batch --prefill-batch).")
+@click.option("--prefill-batch", type=int, default=1, show_default=True)
+@click.option("--warmup", type=int, default=1, show_default=True)
+@click.option("--repeats", type=int, default=5, show_default=True)
+@click.option("--max-kv-gb", type=float, default=None, help="Skip points whose KV cache exceeds this (default 25 % of memory).")
+@click.option("--gpu", default=None, help="Accelerator id in --gpu-file to predict with (default: probe now).")
+@click.option("--gpu-file", type=click.Path(exists=True), default=None, help="A `kokuban probe --out` file.")
+@click.option("--probe-seconds", type=float, default=3.0, show_default=True)
+@click.option("--out-dir", type=click.Path(file_okay=False), default=None, help="Write validate.csv, validate.json, validate.png here.")
+@efficiency_options
+@click.option("--json", "as_json", is_flag=True, help="Print rows and summary as JSON.")
+def validate(**kw: Any) -> None:
+    """Run a real (scaled) transformer in PyTorch and compare measured step times with kokuban's."""
+    from .validate import read_probe_entry, run_validation
+
+    as_json = kw.pop("as_json")
+    eff = _efficiency(kw)
+    if kw["gpu"] and not kw["gpu_file"]:
+        raise KokubanError("--gpu needs --gpu-file (a `kokuban probe --out` file); without both, validate probes")
+    entry = read_probe_entry(kw["gpu_file"], kw["gpu"]) if kw["gpu_file"] else None
+    report = run_validation(
+        kw["model"], device=kw["device"], dtype=kw["dtype"], num_layers=kw["layers"] or None, hidden_size=kw["hidden"],
+        batches=_ints(kw["batches"], "--batches"), contexts=_ints(kw["contexts"], "--contexts"),
+        prompts=_ints(kw["prompts"], "--prompts") if kw["prompts"] else [], prefill_batch=kw["prefill_batch"],
+        accelerator_entry=entry, efficiency=eff, warmup=kw["warmup"], repeats=kw["repeats"],
+        max_kv_bytes=kw["max_kv_gb"] * 1e9 if kw["max_kv_gb"] else None, probe_seconds=kw["probe_seconds"],
+        progress=_progress(as_json), linear=kw["linear"],
+    )
+    if kw["out_dir"]:
+        write_report(report, Path(kw["out_dir"]))
+    if as_json:
+        emit_json({"rows": report.rows, "summary": report.summary, "setup": report.setup})
+        return
+    from rich.table import Table
+
+    s = report.setup
+    c = console()
+    c.print(f"[bold]{s['model']}[/] ({', '.join(s['scaled']) or 'as published'}; {si(s['params_total'])} params, "
+            f"{s['dtype']}) on {s['device']}: {s['accelerator']['name']}")
+    table = Table(title="measured vs predicted step time (median of repeats)")
+    for col in ("phase", "batch", "context/prompt", "regime", "measured", "predicted", "error"):
+        table.add_column(col, justify="left" if col in ("phase", "regime") else "right")
+    for r in report.rows:
+        table.add_row(r["phase"], str(r["batch"]), str(r["context"] or r["prompt_tokens"]), r["regime"],
+                      secs(r["measured_s"]), secs(r["predicted_s"]), _pct(r["error"]))
+    c.print(table)
+    c.print(_summary_table("error |predicted − measured| ÷ measured, by regime", report.summary, "by_regime"))
+    if s["skipped"]:
+        c.print(f"skipped (KV cache over {si(s['max_kv_bytes'], 'B')}): "
+                + ", ".join(f"{p['phase']} b{p['batch']}×{p['tokens']}" for p in s["skipped"]))
+    if kw["out_dir"]:
+        c.print(f"written: {kw['out_dir']}/validate.csv, validate.json, validate.png")
+
+
+def write_report(report: Any, out_dir: Path) -> None:
+    """validate.csv (rows), validate.json (rows, summary, setup), validate.png (plot)."""
+    import pandas as pd
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    frame = pd.DataFrame([{k: v for k, v in r.items() if k != "repeats_s"} for r in report.rows])
+    frame.to_csv(out_dir / "validate.csv", index=False)
+    (out_dir / "validate.json").write_text(json.dumps(report.as_dict(), indent=2, default=float))
+    plot_validation(report.rows, report.summary, report.setup, out_dir / "validate.png")
+
+
+def plot_validation(rows: list[dict[str, Any]], summary: dict[str, Any], setup: dict[str, Any], path: Path) -> None:
+    """Two panels: predicted vs measured (log-log, ±15 % band, colour = regime, marker = phase), and
+    decode step time against batch per context (measured dots, predicted lines)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    colours = {"compute": "tab:red", "weights": "tab:blue", "kv": "tab:green", "comm": "tab:purple", "overhead": "tab:gray"}
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(13, 5.5))
+    meas = np.array([r["measured_s"] for r in rows])
+    pred = np.array([r["predicted_s"] for r in rows])
+    lo, hi = min(meas.min(), pred.min()) / 1.5, max(meas.max(), pred.max()) * 1.5
+    xs = np.geomspace(lo, hi, 50)
+    ax.plot(xs, xs, "k-", lw=1, label="predicted = measured")
+    ax.fill_between(xs, xs / 1.15, xs * 1.15, color="0.85", label="±15 %")
+    for r in rows:
+        ax.scatter(r["measured_s"], r["predicted_s"], c=colours.get(r["regime"], "k"),
+                   marker="o" if r["phase"] == "decode" else "s", s=28, edgecolors="k", linewidths=0.4)
+    for regime, colour in colours.items():
+        if any(r["regime"] == regime for r in rows):
+            ax.scatter([], [], c=colour, label=f"{regime}-bound")
+    ax.scatter([], [], marker="s", facecolors="none", edgecolors="k", label="prefill (squares)")
+    ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel="measured step time (s)",
+           ylabel="kokuban predicted (s)")
+    ax.set_title(f"median |error| {100 * summary['median_abs_error']:.1f} %, p90 {100 * summary['p90_abs_error']:.1f} %"
+                 f" ({summary['count']} points)")
+    ax.legend(fontsize=8, loc="upper left")
+    decode = [r for r in rows if r["phase"] == "decode"]
+    for i, ctx in enumerate(sorted({r["context"] for r in decode})):
+        sel = sorted((r for r in decode if r["context"] == ctx), key=lambda r: r["batch"])
+        colour = f"C{i}"
+        ax2.plot([r["batch"] for r in sel], [r["predicted_s"] for r in sel], "-", color=colour, label=f"context {ctx}")
+        ax2.plot([r["batch"] for r in sel], [r["measured_s"] for r in sel], "o", color=colour)
+    ax2.set(xscale="log", yscale="log", xlabel="batch", ylabel="decode step time (s)",
+            title="decode: measured (dots) vs predicted (lines)")
+    ax2.legend(fontsize=8)
+    from matplotlib.ticker import NullFormatter
+
+    for axis in (ax.xaxis, ax.yaxis, ax2.xaxis, ax2.yaxis):
+        axis.set_minor_formatter(NullFormatter())
+    eff = setup["efficiency"]
+    fig.suptitle(f"kokuban validate: {setup['model']} ({'; '.join(setup['scaled']) or 'full'}), {setup['dtype']} on "
+                 f"{setup['device']} ({setup['accelerator']['name']}); efficiency compute {eff['compute']:.3g}, "
+                 f"memory {eff['memory']:.3g}, overhead {eff['step_overhead_s']:.3g} s", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# ---- accuracy --------------------------------------------------------------------------------------------
+@click.command()
+@efficiency_options
+@click.option("--json", "as_json", is_flag=True, help="Print rows and summary as JSON.")
+def accuracy(as_json: bool, **kw: Any) -> None:
+    """kokuban's error against every published serving result, and in summary by regime."""
+    from rich.table import Table
+
+    from .accuracy import accuracy as run
+
+    result = run(_efficiency(kw))
+    if as_json:
+        emit_json(result)
+        return
+    c = console()
+    table = Table(title="published results vs kokuban (data/published_results.toml)")
+    for col in ("id", "metric", "layout", "batch", "regime", "measured", "predicted", "error"):
+        table.add_column(col, justify="left" if col in ("id", "metric", "regime", "layout") else "right")
+    for r in result["rows"]:
+        table.add_row(r["id"], "tok/s/user" if r["metric"] == "tokens_per_s_per_user" else "tok/s",
+                      f"{r['replicas']:g}×{r['tp_or_ep']}", str(r["batch_per_replica"]), r["regime"],
+                      f"{r['measured']:,.1f}", f"{r['predicted']:,.1f}", _pct(r["error"]))
+    c.print(table)
+    c.print(_summary_table("error by regime", result["summary"], "by_regime"))
+    c.print(_summary_table("error by metric", result["summary"], "by_metric"))
+    c.print("efficiency: " + ", ".join(f"{k}={v:g}" for k, v in result["efficiency"].items()))
+
+
+# ---- calibrate -------------------------------------------------------------------------------------------
+@click.command()
+@click.option("--source", type=click.Choice(["published", "validate-csv"]), required=True)
+@click.option("--csv", "csv_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="validate.csv (with validate.json beside it), for --source validate-csv.")
+@click.option("--phase", type=click.Choice(["decode", "prefill"]), default=None, help="Fit only these validate rows.")
+@click.option("--params", default=None, help="Comma-separated Efficiency fields to fit (default: compute,memory,"
+              "interconnect,step_overhead_s for published; compute,memory,step_overhead_s for validate).")
+@click.option("--holdout", type=float, default=1 / 3, show_default=True, help="Fraction of rows held out (by hash of id).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Salt of the held-out split.")
+@efficiency_options
+@click.option("--json", "as_json", is_flag=True)
+def calibrate(source: str, csv_path: str | None, phase: str | None, params: str | None, holdout: float, seed: int,
+              as_json: bool, **kw: Any) -> None:
+    """Fit the achievable fractions on some rows; report the error before/after on the held-out rest."""
+    from .calibrate import calibrate_published, calibrate_validation
+
+    start = _efficiency(kw)
+    chosen = tuple(p.strip() for p in params.split(",")) if params else None
+    if source == "published":
+        if phase or csv_path:
+            raise KokubanError("--csv and --phase apply to --source validate-csv only")
+        cal = calibrate_published(*(chosen,) if chosen else (), start=start, holdout_fraction=holdout, seed=seed)
+    else:
+        if not csv_path:
+            raise KokubanError("--source validate-csv needs --csv PATH (a `kokuban validate --out-dir` validate.csv)")
+        cal = calibrate_validation(csv_path, *(chosen,) if chosen else (), phase=phase, start=start,
+                                   holdout_fraction=holdout, seed=seed)
+    if as_json:
+        emit_json(cal.as_dict())
+        return
+    from rich.table import Table
+
+    c = console()
+    table = Table(title=f"calibration on {cal.train_rows} rows, judged on {cal.holdout_rows} held-out rows ({cal.source})")
+    for col in ("parameter", "before", "after"):
+        table.add_column(col, justify="left" if col == "parameter" else "right")
+    for p in cal.params:
+        table.add_row(p, f"{getattr(cal.before, p):.4g}", f"{getattr(cal.after, p):.4g}")
+    c.print(table)
+    c.print(_summary_table("held-out error BEFORE calibration", cal.holdout_before, "by_regime"))
+    c.print(_summary_table("held-out error AFTER calibration", cal.holdout_after, "by_regime"))
+
+
+commands = [probe, validate, accuracy, calibrate]
