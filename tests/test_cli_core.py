@@ -65,7 +65,8 @@ def test_config_path_and_coarse(capsys, tmp_path):
     cfg.write_text((DATA / "models" / "mistral-7b-v0.3.json").read_text())
     code, out, _ = run(capsys, "estimate", str(cfg), "--gpu", "l4", "--json")
     assert code == 0 and json.loads(out)["model"]["family"] == "mistral"
-    code, out, _ = run(capsys, "estimate", "coarse:total=70e9,active=70e9,kv=327680", "--gpu", "h200", "--gpus", "2", "--json")
+    code, out, _ = run(capsys, "estimate", "coarse:total=70e9,active=70e9,kv=327680", "--gpu", "h200", "--gpus", "2",
+                       "--memory-eff", "0.8", "--json")
     d = json.loads(out)
     assert code == 0 and d["model"]["params_total"] == 70e9
     # 70e9 params × 2 B ÷ (2 GPUs × 4.8e12 B/s × 0.8)
@@ -74,7 +75,7 @@ def test_config_path_and_coarse(capsys, tmp_path):
 
 def test_custom_accelerator_flags_and_file(capsys, tmp_path):
     code, out, _ = run(capsys, "estimate", "llama-3.1-8b", "--gpu", "custom:bf16=500e12,bw=2e12,mem=48e9,price=1",
-                       "--json")
+                       "--memory-eff", "0.8", "--json")
     d = json.loads(out)
     assert code == 0
     # every parameter but the input embedding (128256 × 4096, a lookup) is read once, 2 B each, at 2e12 × 0.8 B/s

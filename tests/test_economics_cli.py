@@ -28,8 +28,13 @@ def test_batch_json_csv_plot(capsys, tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+# the textbook fractions (Efficiency.textbook()) that the hand-derived numbers in test_economics*.py use
+TEXTBOOK = ["--compute-eff", "0.6", "--memory-eff", "0.8", "--link-eff", "0.75", "--step-overhead", "0"]
+
+
 def test_batch_readable(capsys):
-    assert main(["batch", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "4", "--context", "1024", "--batch", "64"]) == 0
+    assert main(["batch", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "4", "--context", "1024", "--batch", "64",
+                 *TEXTBOOK]) == 0
     text = capsys.readouterr().out
     assert "compute-bound from batch 458" in text and "An output token costs" in text
 
@@ -45,7 +50,8 @@ def test_io_lanes_frontier_context(capsys, tmp_path):
                            "--plot", str(tmp_path / "f.png")])
     assert fr["summary"]["cheapest_meeting_slo"]["tokens_per_s_per_user"] >= 100
     assert ROW_KEYS <= set(fr["rows"][0]) and (tmp_path / "f.png").exists()
-    cx = run_json(capsys, ["context", "llama-3.1-8b", "--gpu", "h100-sxm", "--points", "8", "--plot", str(tmp_path / "c.png")])
+    cx = run_json(capsys, ["context", "llama-3.1-8b", "--gpu", "h100-sxm", "--points", "8", "--plot", str(tmp_path / "c.png"),
+                          *TEXTBOOK])
     assert cx["summary"]["bandwidth_wall_context"] == 527 and ROW_KEYS <= set(cx["rows"][0])
 
 

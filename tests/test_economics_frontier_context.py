@@ -14,9 +14,10 @@ from kokuban.deployment import Deployment
 from kokuban.errors import KokubanError
 from kokuban.estimate import estimate
 from kokuban.frontier import cheapest_meeting, frontier_sweep, pareto
+from kokuban.hardware import Efficiency
 
 H100, H200 = load_accelerator("h100-sxm"), load_accelerator("h200")
-L8 = Deployment.make(load_model("llama-3.1-8b"), H100)
+L8 = Deployment.make(load_model("llama-3.1-8b"), H100, efficiency=Efficiency.textbook())
 
 
 # ---- frontier --------------------------------------------------------------------------------------
@@ -84,10 +85,10 @@ def test_context_rows_equal_core():
     for _, row in df.iloc[[0, 5, -1]].iterrows():
         ctx, b = int(row["context"]), int(row["batch"])
         assert b == int(memory.max_batch(L8, ctx)) == row["max_batch"]
-        e = estimate("llama-3.1-8b", "h100-sxm", batch="max", context=ctx).as_dict()
+        e = estimate("llama-3.1-8b", "h100-sxm", batch="max", context=ctx, efficiency=L8.efficiency).as_dict()
         assert row["usd_per_m_output"] == pytest.approx(e["cost"]["usd_per_m_output"], rel=1e-12)
         assert row["usd_per_m_input"] == pytest.approx(
-            estimate("llama-3.1-8b", "h100-sxm", batch=1, context=ctx).as_dict()["cost"]["usd_per_m_input"], rel=1e-12)
+            estimate("llama-3.1-8b", "h100-sxm", batch=1, context=ctx, efficiency=L8.efficiency).as_dict()["cost"]["usd_per_m_input"], rel=1e-12)
         # KV per request by hand: 32 layers × 2048 elements × 2 bytes = 131,072 B per token
         assert row["kv_bytes_per_request"] == 131_072 * ctx
 

@@ -9,9 +9,10 @@ from kokuban.catalog import load_accelerator, load_model
 from kokuban.deployment import Deployment
 from kokuban.errors import KokubanError
 from kokuban.estimate import generation
+from kokuban.hardware import Efficiency
 from kokuban.lanes import lane_prices, lane_table
 
-DEP = Deployment.make(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"))
+DEP = Deployment.make(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"), efficiency=Efficiency.textbook())
 FIT = int(memory.max_batch(DEP, 1000 + 100))
 
 

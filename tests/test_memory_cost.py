@@ -12,7 +12,7 @@ from kokuban.errors import KokubanError
 from kokuban.estimate import estimate, generation
 from kokuban.hardware import Efficiency
 
-EFF = Efficiency(compute=0.6, memory=0.8, interconnect=0.75, collective_latency_s=8e-6, step_overhead_s=0.0)
+EFF = Efficiency.textbook()  # compute 0.6, memory 0.8, interconnect 0.75, 8 µs per collective, no overhead
 
 
 def test_max_batch_by_hand_llama8b_h100():

@@ -11,7 +11,7 @@ from kokuban.deployment import Deployment
 from kokuban.errors import KokubanError
 from kokuban.hardware import Accelerator, Efficiency
 
-EFF = Efficiency(compute=0.6, memory=0.8, interconnect=0.75, collective_latency_s=8e-6, step_overhead_s=0.0)
+EFF = Efficiency.textbook()  # compute 0.6, memory 0.8, interconnect 0.75, 8 µs per collective, no overhead
 
 
 def dep(model: str, gpu: str = "h200", n: int = 1, **kw) -> Deployment:

@@ -8,6 +8,7 @@ import pytest
 from kokuban.catalog import load_accelerator, load_model
 from kokuban.deployment import Deployment
 from kokuban.estimate import generation
+from kokuban.hardware import Efficiency
 from kokuban.roofline import decode_step_mixed, prefill
 from kokuban.sim import SchedulerConfig, simulate, synthetic
 from kokuban.sim.kvcache import capacity_blocks
@@ -16,7 +17,7 @@ from kokuban.sim.steptime import StepModel
 
 @pytest.fixture(scope="module")
 def h100():
-    return Deployment.make(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"))
+    return Deployment.make(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"), efficiency=Efficiency.textbook())
 
 
 def test_decode_only_step_is_the_cores_mixed_decode(h100):

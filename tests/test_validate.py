@@ -48,7 +48,7 @@ def test_scaled_config_hand_derived():
 def test_validation_prediction_by_hand():
     spec = ModelSpec.from_config(TINY, name="tiny")
     assert spec.params_total == TINY_PARAMS
-    dep = deployment_for(spec, validation_accelerator(ENTRY, "fp32"), "fp32", Efficiency(memory=0.5))
+    dep = deployment_for(spec, validation_accelerator(ENTRY, "fp32"), "fp32", Efficiency.textbook().updated(memory=0.5))
     sec, bound = predict(dep, ["decode"], [1], [1])
     # weights read: everything but the input embedding, fp32: (86848 − 6400)·4 = 321792 B
     # KV at 1 token: 2 layers · 2·(2 KV heads·16)·4 B = 512 B; at 0.5·1e9 B/s → 643.6 µs + 1.024 µs

@@ -20,6 +20,7 @@ from kokuban.accuracy import (
     replica_layout,
 )
 from kokuban.cli import main
+from kokuban.hardware import Efficiency
 
 
 def _row(row_id: str):
@@ -59,9 +60,9 @@ def test_single_stream_rule_by_hand():
     # llama-2-7b fp16 on an RTX 4090, batch 1; input unknown → 512, output 128 → mean context 576.
     # weights read: all but the 32000·4096 input embedding = 6,738,415,616 − 131,072,000 = 6,607,343,616 params · 2 B
     # KV: 32 layers · 2·4096 elements · 2 B = 524,288 B per token · 576 tokens = 301,989,888 B
-    # time = (13,214,687,232 + 301,989,888) B ÷ (1.008e12 B/s · 0.8)  (catalog bandwidth, default memory efficiency)
+    # time = (13,214,687,232 + 301,989,888) B ÷ (1.008e12 B/s · 0.8)  (catalog bandwidth, textbook memory efficiency)
     r = _row("llamacpp-llama2-7b-f16-rtx4090-tg128")
-    pred = predict_row(r)
+    pred = predict_row(r, Efficiency.textbook())
     from kokuban.catalog import load_accelerator
 
     bw = load_accelerator("rtx-4090").memory_bandwidth_bytes_per_s

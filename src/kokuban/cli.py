@@ -61,10 +61,10 @@ def deployment_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--compute", default=None, help="Matmul dtype (default: what the accelerator runs the weights in)."),
         click.option("--price-per-hour", type=float, default=None, help="USD per accelerator-hour (default: catalog's typical price)."),
         click.option("--gpu-file", type=click.Path(), default=None, help="TOML/JSON file of extra accelerators in the catalog schema."),
-        click.option("--compute-eff", type=float, default=None, help="Achievable fraction of peak FLOP/s (default 0.6)."),
-        click.option("--memory-eff", type=float, default=None, help="Achievable fraction of HBM bandwidth (default 0.8)."),
-        click.option("--link-eff", type=float, default=None, help="Achievable fraction of interconnect bandwidth (default 0.75)."),
-        click.option("--step-overhead", type=float, default=None, help="Fixed seconds per step (default 0)."),
+        click.option("--compute-eff", type=float, default=None, help="Achievable fraction of peak FLOP/s (default 0.67, calibrated)."),
+        click.option("--memory-eff", type=float, default=None, help="Achievable fraction of HBM bandwidth (default 0.81, calibrated)."),
+        click.option("--link-eff", type=float, default=None, help="Achievable fraction of interconnect bandwidth (default 0.26, calibrated)."),
+        click.option("--step-overhead", type=float, default=None, help="Fixed seconds per step (default 2.7e-3, calibrated)."),
         click.option("--json", "as_json", is_flag=True, help="Print JSON (SI units, stable keys)."),
     ]
     for option in reversed(options):
