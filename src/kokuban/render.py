@@ -46,7 +46,8 @@ def blackboard(con: Console, est: Estimate) -> None:
     t.add_row("communication", si(dec["comm_bytes_per_gpu"], "B") if dec["comm_bytes_per_gpu"] else "-", secs(br["comm_s"]), per_tok(br["comm_s"]))
     if br["overhead_s"]:
         t.add_row("fixed overhead", "", secs(br["overhead_s"]), per_tok(br["overhead_s"]))
-    t.add_row("[bold]step = max(compute, weights + KV) + comm[/bold]", f"bound: [bold]{dec['bound']}[/bold]",
+    formula = "step = max(compute, weights + KV) + comm" + (" + overhead" if br["overhead_s"] else "")
+    t.add_row(f"[bold]{formula}[/bold]", f"bound: [bold]{dec['bound']}[/bold]",
               f"[bold]{secs(dec['step_time_s'])}[/bold]", secs(dec["step_time_s"] / dec["batch"]))
     con.print(t)
     con.print(
