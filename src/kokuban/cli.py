@@ -72,15 +72,19 @@ def deployment_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
+def efficiency_from_flags(compute: float | None = None, memory: float | None = None, link: float | None = None,
+                          overhead: float | None = None, base: Any = None):
+    """`Efficiency` with the given flags replacing the shipped (calibrated) defaults, or `base`'s fields."""
+    from .hardware import Efficiency
+
+    return (base or Efficiency()).updated(compute=compute, memory=memory, interconnect=link, step_overhead_s=overhead)
+
+
 def deployment_kwargs(kw: dict[str, Any]) -> dict[str, Any]:
     """Pop the shared options from a command's kwargs into `estimate()`-style keyword arguments."""
     from .catalog import load_accelerator
-    from .hardware import Efficiency
 
-    eff = Efficiency().updated(
-        compute=kw.pop("compute_eff"), memory=kw.pop("memory_eff"), interconnect=kw.pop("link_eff"),
-        step_overhead_s=kw.pop("step_overhead"),
-    )
+    eff = efficiency_from_flags(kw.pop("compute_eff"), kw.pop("memory_eff"), kw.pop("link_eff"), kw.pop("step_overhead"))
     return {
         "model": kw.pop("model"), "gpu": load_accelerator(kw.pop("gpu"), kw.pop("gpu_file")), "gpus": kw.pop("gpus"),
         "layout": kw.pop("layout"), "weights": kw.pop("weights"), "kv": kw.pop("kv"), "compute": kw.pop("compute"),

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from .cli import console, emit_json, si
+from .cli import console, efficiency_from_flags, emit_json, si
 from .errors import KokubanError
 
 #: Batch the automatic accelerator count must hold at the context (a plausible serving batch).
@@ -27,8 +27,8 @@ def _hw_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--kv", default=None, help="KV-cache dtype (default bf16)."),
         click.option("--price-per-hour", type=float, default=None, help="USD per accelerator-hour (default: catalog)."),
         click.option("--gpu-file", type=click.Path(), default=None, help="TOML/JSON file of extra accelerators."),
-        click.option("--compute-eff", type=float, default=None, help="Fraction of peak FLOP/s (default 0.6)."),
-        click.option("--memory-eff", type=float, default=None, help="Fraction of HBM bandwidth (default 0.8)."),
+        click.option("--compute-eff", type=float, default=None, help="Fraction of peak FLOP/s (default 0.67, calibrated)."),
+        click.option("--memory-eff", type=float, default=None, help="Fraction of HBM bandwidth (default 0.81, calibrated)."),
         click.option("--link-eff", type=float, default=None, help="Fraction of link bandwidth (default 0.26, calibrated on small all-reduces)."),
         click.option("--context", type=int, default=8192, show_default=True, help="Tokens each request attends to."),
         click.option("--file", "files", multiple=True, type=click.Path(), help="Extra price file(s) in the prices.toml schema."),
@@ -71,10 +71,9 @@ def _row(kw: dict[str, Any]):
 def _deployment(model_id: str, kw: dict[str, Any]):
     from .catalog import load_accelerator, load_model
     from .deployment import Deployment
-    from .hardware import Efficiency
     from .memory import min_gpus_to_fit
 
-    eff = Efficiency().updated(compute=kw.pop("compute_eff"), memory=kw.pop("memory_eff"), interconnect=kw.pop("link_eff"))
+    eff = efficiency_from_flags(kw.pop("compute_eff"), kw.pop("memory_eff"), kw.pop("link_eff"))
     acc = load_accelerator(kw.pop("gpu"), kw.pop("gpu_file"))
     model = load_model(model_id)
     layout = kw.pop("layout") or ("ep" if model.is_moe else "tp")
@@ -196,11 +195,10 @@ def infer(**kw: Any) -> None:
     speed = kw.pop("speed") or row.output_tokens_per_s
     if kw.pop("closed") or not row.open_model:
         from .catalog import load_accelerator
-        from .hardware import Efficiency
 
         if not speed:
             raise KokubanError(f"{row.key} is closed: give its measured --speed (output tokens/s per user)")
-        eff = Efficiency().updated(compute=kw.pop("compute_eff"), memory=kw.pop("memory_eff"), interconnect=kw.pop("link_eff"))
+        eff = efficiency_from_flags(kw.pop("compute_eff"), kw.pop("memory_eff"), kw.pop("link_eff"))
         result = infer_closed(row.output_usd_per_m, speed, load_accelerator(kw["gpu"], kw["gpu_file"]),
                               usd_per_gpu_hour=kw["price_per_hour"], context=kw["context"], kv_bytes_per_token=kw["kv_per_token"],
                               total_over_active=kw["total_over_active"], weights_dtype=kw["weights"] or "fp8", efficiency=eff)
@@ -343,14 +341,13 @@ def fleet(**kw: Any) -> None:
     """A day of a disaggregated EP fleet: node throughput (roofline), node-hours, cost, revenue, margin."""
     from .catalog import load_accelerator, load_model
     from .deployment import Deployment
-    from .hardware import Efficiency
     from .pricing import fleet_day, node_throughput
 
     row = _row(kw)
     model_id = kw["model_id"] or row.open_model
     if not model_id:
         raise KokubanError(f"{row.key} is closed: give --model (an open stand-in)")
-    eff = Efficiency().updated(compute=kw["compute_eff"], memory=kw["memory_eff"], interconnect=kw["link_eff"])
+    eff = efficiency_from_flags(kw["compute_eff"], kw["memory_eff"], kw["link_eff"])
     acc = load_accelerator(kw["gpu"], kw["gpu_file"])
     m = load_model(model_id)
     layout = "ep" if m.is_moe else "tp"

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from .cli import console, emit_json, secs, si
+from .cli import console, efficiency_from_flags, emit_json, secs, si
 from .errors import KokubanError
 from .hardware import Efficiency
 
@@ -30,8 +30,7 @@ def _ints(text: str, name: str) -> list[int]:
 
 def _efficiency(kw: dict[str, Any], base: Efficiency | None = None) -> Efficiency:
     """The shipped (calibrated) defaults, or `base`, with the flags given on the command line."""
-    return (base or Efficiency()).updated(compute=kw.pop("compute_eff"), memory=kw.pop("memory_eff"),
-                                interconnect=kw.pop("link_eff"), step_overhead_s=kw.pop("step_overhead"))
+    return efficiency_from_flags(kw.pop("compute_eff"), kw.pop("memory_eff"), kw.pop("link_eff"), kw.pop("step_overhead"), base)
 
 
 def efficiency_options(func: Any) -> Any:
