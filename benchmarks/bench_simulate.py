@@ -3,9 +3,10 @@ H100 SXM with vLLM-style continuous batching, on one core.
 
     .venv/bin/python benchmarks/bench_simulate.py [--requests N] [--rate R ...]
 
-Prints, for each arrival rate (requests/s; 'inf' = all at t = 0, the saturated/offline case), the wall
-time of `kokuban.sim.simulate` (best of --repeat runs; workload generation and the one-off step tables
-included), the simulated steps and the wall time per step.
+Prints, for each arrival rate (requests/s; default both 'inf' = all at t = 0, the saturated/offline case,
+and 25, Poisson arrivals just below capacity), the wall time of `kokuban.sim.simulate` (best of --repeat
+runs; workload generation and the one-off step tables included), the simulated steps and the wall time
+per step. Target: ≤ 10 s per case on one core (`taskset -c 0`).
 """
 
 from __future__ import annotations

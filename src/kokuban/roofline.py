@@ -171,6 +171,13 @@ def attention_dtype(dep: Deployment) -> str:
     return dep.compute_dtype if dep.compute_dtype in ("fp32", "fp16") else "bf16"
 
 
+def lm_head_time_s(dep: Deployment) -> float:
+    """Seconds of the LM head for one position: 2·vocab·d FLOP ÷ (peak[compute dtype]·N·eff). A step pays it
+    once per sequence (the sampled position), not once per token."""
+    acc = dep.accelerator
+    return 2.0 * dep.model.params_lm_head / (acc.flops(dep.compute_dtype) * dep.num_gpus * dep.efficiency.compute)
+
+
 def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_per_pair: int, kv_bytes: Any) -> Step:
     """Assemble a step from the work it does.
 
@@ -188,9 +195,11 @@ def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_pe
     m, acc, eff, n = dep.model, dep.accelerator, dep.efficiency, dep.num_gpus
     tokens = np.asarray(tokens, dtype=np.float64)
     logits = np.asarray(batch, dtype=np.float64)
-    linear_flops = tokens * (m.flops_per_token - 2 * m.params_lm_head) + logits * 2 * m.params_lm_head
+    body_flops = tokens * (m.flops_per_token - 2 * m.params_lm_head)
+    linear_flops = body_flops + logits * 2 * m.params_lm_head
     attn_flops = np.asarray(attended, dtype=np.float64) * attn_flops_per_pair
-    compute_s = (linear_flops / acc.flops(dep.compute_dtype) + attn_flops / acc.flops(attention_dtype(dep))) / (n * eff.compute)
+    compute_s = ((body_flops / acc.flops(dep.compute_dtype) + attn_flops / acc.flops(attention_dtype(dep))) / (n * eff.compute)
+                 + logits * lm_head_time_s(dep))
     read = weight_bytes_read(dep, tokens)
     routed = m.moe_layers * expected_experts_touched(m.num_experts, m.top_k, tokens) * m.params_per_expert * dep.weight_bytes_per_param
     bw = acc.memory_bandwidth_bytes_per_s * eff.memory

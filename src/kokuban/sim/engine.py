@@ -10,6 +10,12 @@ to the next arrival. A request's life, in the vLLM V1 vocabulary the engine foll
 The running set lives in NumPy arrays (one slot per running request, in admission order); per step the
 work is a handful of array operations over at most `max_num_seqs` entries, never per token.
 
+Two fast paths give the same results, bit for bit, as the general one (`_schedule` + `_step`; tests
+compare them): `_steady_step`, a continuous-batching step when every running request decoded in the
+last step (the usual step: whole-slice operations for the decodes, scalars for the requests admitted
+now), and `_decode_run`, event skipping (`decoderun`): many pure-decode steps at once while nothing
+can join the batch.
+
 Arrivals are released at step boundaries (a request arriving mid-step waits for the step to end, as it
 does in a real engine loop). With `max_concurrency`, a request is released only when fewer than that
 many are in flight, as `vllm bench serve --max-concurrency` does; its arrival time is then the moment it
@@ -26,7 +32,8 @@ import numpy as np
 
 from ..deployment import Deployment
 from ..errors import KokubanError
-from .kvcache import BlockPool, blocks_for, capacity_blocks
+from .decoderun import MAX_RUN_STEPS, MIN_RUN_STEPS, DecodeRun, plan_decode_run
+from .kvcache import BlockPool, capacity_blocks
 from .metrics import SimResult
 from .scheduler import SchedulerConfig
 from .steptime import StepModel
@@ -67,6 +74,10 @@ class _Engine:
         n, S = len(wl), self.max_seqs
         # per request
         self.arrival = wl.arrival_s.copy()  # becomes the send time under max_concurrency
+        # the workload as lists: per-request scalars without NumPy's per-access cost (release reads only
+        # requests not yet sent, whose arrival_l is still their arrival)
+        self.arrival_l, self.prompt_l, self.out_l = wl.arrival_s.tolist(), wl.prompt_tokens.tolist(), wl.output_tokens.tolist()
+        self.key_l, self.prefix_l = wl.prefix_key.tolist(), wl.prefix_tokens.tolist()
         self.generated = np.zeros(n, np.int64)
         self.first_sched = np.full(n, np.nan)
         self.first_token = np.full(n, np.nan)
@@ -86,6 +97,7 @@ class _Engine:
         self.waiting: deque[int] = deque()
         self.keyed = bool(cfg.prefix_caching and cfg.policy != "static" and (wl.prefix_key >= 0).any())
         self.tokens = 0  # tokens scheduled in the current step
+        self.steady = False  # every running request sampled a token in the last step (see `_steady_step`)
         # records
         self.itl_same: list[tuple[float, int]] = []  # (gap, count) when every token of a step had the same gap
         self.itl_mixed: list[np.ndarray] = []
@@ -105,8 +117,17 @@ class _Engine:
         self.waiting.appendleft(r)
         self.n = v
 
-    def _compact(self, keep: np.ndarray) -> None:
+    def _remove(self, done: np.ndarray) -> None:
+        """Drop the running requests at positions `done` (ascending), keeping the others' order."""
         n = self.n
+        if done.size == 1:  # the usual case: shift the tail left by one
+            i = int(done[0])
+            self.state[:, i:n - 1] = self.state[:, i + 1:n]
+            self.last[i:n - 1] = self.last[i + 1:n]
+            self.n = n - 1
+            return
+        keep = np.ones(n, bool)
+        keep[done] = False
         kept = self.state[:, :n][:, keep]
         m = kept.shape[1]
         self.state[:, :m] = kept
@@ -117,8 +138,15 @@ class _Engine:
         """Give each running request the blocks its tokens up to c1 need, oldest first; when short,
         preempt the newest (vLLM V1). Returns whether anything was preempted."""
         n, bs, pool = self.n, self.bs, self.pool
-        short = c1 > self.cap[:n]
-        if not np.count_nonzero(short):
+        cap = self.cap[:n]
+        short = c1 > cap
+        n_short = np.count_nonzero(short)
+        if not n_short:
+            return False
+        if n_short <= pool.available and not np.count_nonzero(c1 > cap + bs):  # usual: one block each (decodes)
+            pool.take(n_short)
+            self.own[:n] += short
+            cap += short * bs
             return False
         idx = short.nonzero()[0]
         new = (c1[idx] + (bs - 1)) // bs - self.cap[idx] // bs
@@ -152,18 +180,18 @@ class _Engine:
         Blocks taken now (`reserve`): "chunk" for the scheduled tokens (vLLM V1), "prompt" for the whole
         prompt (V0's can_allocate), "all" for prompt + output (static batching). Returns tokens scheduled,
         or −1 when those blocks are not free."""
-        wl, pool, bs = self.wl, self.pool, self.bs
-        prompt = int(wl.prompt_tokens[r])
-        known = prompt + int(self.generated[r])
-        h, key = 0, int(wl.prefix_key[r])
+        pool, bs = self.pool, self.bs
+        prompt, generated = self.prompt_l[r], int(self.generated[r])
+        known = prompt + generated
+        h, key = 0, self.key_l[r]
         if self.keyed and key >= 0:
-            h = min(pool.lookup(key), int(wl.prefix_tokens[r]) // bs, (known - 1) // bs)
+            h = min(pool.lookup(key), self.prefix_l[r] // bs, (known - 1) // bs)
             if h:
                 pool.acquire(key)
         c0 = h * bs
         tokens = min(known - c0, budget)
-        upto = {"chunk": c0 + tokens, "prompt": known, "all": prompt + int(wl.output_tokens[r]) - 1}[reserve]
-        need = blocks_for(upto, bs) - h
+        upto = c0 + tokens if reserve == "chunk" else known if reserve == "prompt" else prompt + self.out_l[r] - 1
+        need = -(-upto // bs) - h  # blocks_for(upto, bs) − h
         if need > pool.available and h:
             pool.trim(key, h)  # cached blocks of this prefix beyond what it uses go, if nobody else needs them
         if need > pool.available:
@@ -172,12 +200,12 @@ class _Engine:
             return -1
         pool.take(need)
         i = self.n
-        self.state[:, i] = (r, c0, known, self.generated[r], wl.output_tokens[r], need, h, (h + need) * bs, h > 0, 0,
-                            tokens)
+        self.state[:, i] = (r, c0, known, generated, self.out_l[r], need, h, (h + need) * bs, h > 0, 0, tokens)
         self.last[i] = self.last_token[r]
         self.n = i + 1
-        if np.isnan(self.first_sched[r]):
-            self.first_sched[r] = t
+        first_sched = self.first_sched
+        if first_sched[r] != first_sched[r]:  # NaN: never scheduled before
+            first_sched[r] = t
         self.cached_tokens[r] += c0
         return tokens
 
@@ -206,11 +234,14 @@ class _Engine:
         """sched[:n] = what each running request gets, oldest first, of `need` within the token budget:
         min(need_i, budget − Σ_{j<i} sched_j) = diff(min(cumsum(need), budget)). Returns c1 = comp + sched."""
         n = self.n
+        total = int(need.sum())
+        if total <= self.budget:  # everyone gets all it needs
+            self.sched[:n] = need
+            self.tokens = total
+            return self.comp[:n] + need
         cs = need.cumsum()
-        total = int(cs[-1])
-        if total > self.budget:
-            np.minimum(cs, self.budget, out=cs)
-            total = self.budget
+        np.minimum(cs, self.budget, out=cs)
+        total = self.budget
         s = self.sched[:n]
         s[0] = cs[0]
         np.subtract(cs[1:], cs[:-1], out=s[1:])
@@ -227,7 +258,7 @@ class _Engine:
                     self.tokens = int(self.sched[: self.n].sum())
             else:
                 self.tokens, preempted = 0, False
-            if not preempted:
+            if not preempted and self.waiting:
                 self.tokens += self._admit_waiting(self.budget - self.tokens, t)
             return self.n > 0
         if policy == "static" and self.n == 0:
@@ -261,22 +292,148 @@ class _Engine:
         n = self.n
         s, c0, known, gen = self.sched[:n], self.comp[:n], self.known[:n], self.gen[:n]
         c1 = c0 + s
-        dec = (s == 1) & (c1 == known) & (gen > 0)
+        sampled = c1 == known  # requests whose known tokens are all computed after this step
+        n_sampled = np.count_nonzero(sampled)
+        dec = (s == 1) & (gen > 0)  # decodes: one token, sampled, not a prompt's first token
+        if n_sampled < n:
+            dec &= sampled
         n_dec = np.count_nonzero(dec)
-        model = self.model
-        if n_dec == n:
-            dt = model.step_time_s(self.tokens, c1, _EMPTY, _EMPTY)
-        else:
-            chunk = (s > 0) & ~dec
-            dt = model.step_time_s(self.tokens, c1[dec], c0[chunk], c1[chunk])
+        dt = self._step_time(n, n_dec, dec, s, c0, c1)
         self.timeline.append((t, dt, self.tokens, n, n_dec, self.pool.used))
         t += dt
         c0[:] = c1
         if self.keyed:
             self._publish_prefixes(n)
-        idx = (c1 == known).nonzero()[0]
-        if not idx.size:
-            return t
+        self.steady = n_sampled == n
+        if n_sampled == n:
+            self._sample_all(n, t)
+        elif n_sampled:
+            self._sample(sampled.nonzero()[0], t)
+        return t
+
+    def _steady_step(self, t: float) -> float | None:
+        """`_schedule` + `_step` of continuous batching (no prefix cache) when every running request sampled
+        a token in the last step, so each now needs exactly one token (at context = its known tokens, in
+        a block it holds or in one new block), and all their latest tokens came out at the same time.
+        The decodes are then handled in whole-slice operations and the requests admitted now one by one.
+        Returns the end time, or None, having changed nothing, when the general path is needed (the
+        decodes exceed the token budget, or their new blocks do not fit: preemption)."""
+        n0, pool = self.n, self.pool
+        if n0 > self.budget:
+            return None
+        known, cap = self.known[:n0], self.cap[:n0]
+        short = known > cap  # decodes that start a new block
+        n_short = np.count_nonzero(short)
+        if n_short > pool.available:
+            return None
+        if n_short:
+            pool.take(n_short)
+            self.own[:n0] += short
+            np.add(cap, self.bs, out=cap, where=short)
+        tokens = n0 + (self._admit_waiting(self.budget - n0, t) if self.waiting else 0)
+        n = self.n
+        tail = self.state[:, n0:n].T.tolist() if n > n0 else []  # the requests admitted now: one row each
+        if any(row[GEN] for row in tail):  # a preempted request resumes: its gaps need the general path
+            self.sched[:n0] = 1
+            self.tokens = tokens
+            return self._step(t)
+        model = self.model
+        compute, kv = model.linear_l[tokens], 0.0
+        if n0:
+            attn, kv = model.decode_terms(known)
+            compute += attn
+        if len(tail) == 1:  # one prefill chunk [c0, c0 + s): the table differences as floats
+            c0, c1 = tail[0][COMP], tail[0][COMP] + tail[0][SCHED]
+            compute += model.prefill_attn_l[c1] - model.prefill_attn_l[c0] + model.lm_head_s  # as chunk_terms
+            kv += model.prefill_kv_l[c1]
+        elif tail:
+            attn, kv_chunk = model.chunk_terms(self.comp[n0:n], self.comp[n0:n] + self.sched[n0:n])
+            compute += attn
+            kv += kv_chunk
+        dt = model.seconds(tokens, compute, kv)
+        self.timeline.append((t, dt, tokens, n, n0, pool.used))
+        t += dt
+        done = []
+        if n0:
+            self.itl_same.append((t - float(self.last[0]), n0))
+            self.comp[:n0] = known
+            self.state[KNOWN:GEN + 1, :n0] += 1  # known and generated
+            self.last[:n0] = t
+            finished = self.gen[:n0] >= self.out[:n0]
+            if np.count_nonzero(finished):
+                done = finished.nonzero()[0].tolist()
+        self.steady = True
+        for i, row in enumerate(tail, n0):
+            c1 = row[COMP] + row[SCHED]
+            self.comp[i] = c1
+            if c1 < row[KNOWN]:  # a chunk of a longer prompt: more to come
+                self.steady = False
+                continue
+            r = row[RID]
+            if self.first_token[r] != self.first_token[r]:
+                self.first_token[r] = t
+            self.last[i] = t
+            self.gen[i] = 1
+            self.known[i] += 1
+            if row[OUT] <= 1:
+                done.append(i)
+        if done:
+            self._retire(np.array(done), t)
+        return t
+
+    def _step_time(self, n: int, n_dec: int, dec: np.ndarray, s: np.ndarray, c0: np.ndarray, c1: np.ndarray) -> float:
+        """Seconds of the step: decodes at contexts c1[dec], prefill chunks [c0, c1) of the others scheduled."""
+        model = self.model
+        compute, kv = model.linear_l[self.tokens], 0.0
+        if n_dec == n:
+            attn, kv = model.decode_terms(c1)
+            return model.seconds(self.tokens, compute + attn, kv)
+        if np.count_nonzero(dec[:n_dec]) == n_dec and np.count_nonzero(s[n_dec:]) == n - n_dec:
+            # the usual layout: decodes first, then the prefill chunks of the newest requests
+            if n_dec:
+                attn, kv = model.decode_terms(c1[:n_dec])
+                compute += attn
+            attn, kv_chunk = model.chunk_terms(c0[n_dec:], c1[n_dec:])
+            return model.seconds(self.tokens, compute + attn, kv + kv_chunk)
+        if n_dec:
+            attn, kv = model.decode_terms(c1[dec])
+            compute += attn
+        chunk = (s > 0) & ~dec
+        if np.count_nonzero(chunk):
+            attn, kv_chunk = model.chunk_terms(c0[chunk], c1[chunk])
+            compute += attn
+            kv += kv_chunk
+        return model.seconds(self.tokens, compute, kv)
+
+    def _sample_all(self, n: int, t: float) -> None:
+        """Every running request samples a token at time t (the usual step): slices, no gathers."""
+        gen, last = self.gen[:n], self.last[:n]
+        first = gen == 0
+        n_first = np.count_nonzero(first)
+        if n_first:
+            first_token, rid = self.first_token, self.rid
+            for i in first.nonzero()[0].tolist():
+                r = int(rid[i])
+                if first_token[r] != first_token[r]:  # NaN: the request's first token (not a recomputed one)
+                    first_token[r] = t
+            if n_first == n:
+                pass
+            elif np.count_nonzero(first[n - n_first:]) == n_first:  # the usual: new requests are the newest
+                self._record_gaps(t - last[:n - n_first])
+            else:
+                self._record_gaps(t - last[~first])
+        else:
+            self._record_gaps(t - last)
+        last[:] = t
+        gen += 1
+        self.known[:n] += 1
+        done = gen >= self.out[:n]
+        if np.count_nonzero(done):
+            self._retire(done.nonzero()[0], t)
+
+    def _sample(self, idx: np.ndarray, t: float) -> None:
+        """The running requests at positions `idx` sample a token at time t."""
+        gen = self.gen
         g = gen[idx]
         first = g == 0
         n_first = np.count_nonzero(first)
@@ -288,19 +445,21 @@ class _Engine:
         else:
             later = idx
         if later.size:
-            gaps = t - self.last[later]
-            if np.count_nonzero(gaps != gaps[0]):
-                self.itl_mixed.append(gaps)
-            else:
-                self.itl_same.append((float(gaps[0]), int(later.size)))
+            self._record_gaps(t - self.last[later])
         self.last[idx] = t
         g += 1
         gen[idx] = g
-        known[idx] += 1
+        self.known[idx] += 1
         done = g >= self.out[idx]
         if np.count_nonzero(done):
             self._retire(idx[done], t)
-        return t
+
+    def _record_gaps(self, gaps: np.ndarray) -> None:
+        """Inter-token gaps of one step: (gap, count) when all equal (the usual case), else the array."""
+        if np.count_nonzero(gaps != gaps[0]):
+            self.itl_mixed.append(gaps)
+        else:
+            self.itl_same.append((float(gaps[0]), int(gaps.size)))
 
     def _publish_prefixes(self, n: int) -> None:
         wl, bs = self.wl, self.bs
@@ -311,27 +470,42 @@ class _Engine:
             self._publish(i, int(wl.prefix_tokens[self.rid[i]]) // bs)
 
     def _retire(self, done: np.ndarray, t: float) -> None:
+        """The running requests at positions `done` finished at time t: record, free their blocks, remove."""
         wl, pool = self.wl, self.pool
-        for i in done.tolist():
+        if done.size == 1 and not self.keyed:  # the usual: scalars, no array calls
+            i = int(done[0])
             r = int(self.rid[i])
             self.finish[r] = t
             self.generated[r] = self.gen[i]
-            if self.keyed and wl.session[r]:
-                self._publish(i, int(self.comp[i]) // self.bs)
             pool.give(int(self.own[i]))
-            if self.user[i]:
-                pool.release(int(wl.prefix_key[r]))
             if self.slot_heap is not None:
                 heapq.heappush(self.slot_heap, t)
-        keep = np.ones(self.n, bool)
-        keep[done] = False
-        self._compact(keep)
+            self._remove(done)
+            self.finished += 1
+            return
+        r = self.rid[done]
+        self.finish[r] = t
+        self.generated[r] = self.gen[done]
+        if self.keyed:  # prefix bookkeeping, one request at a time
+            for i in done.tolist():
+                key = self.key_l[int(self.rid[i])]
+                if wl.session[int(self.rid[i])]:
+                    self._publish(i, int(self.comp[i]) // self.bs)
+                pool.give(int(self.own[i]))
+                if self.user[i]:
+                    pool.release(key)
+        else:
+            pool.give(int(self.own[done].sum()))
+        if self.slot_heap is not None:
+            for _ in range(done.size):
+                heapq.heappush(self.slot_heap, t)
+        self._remove(done)
         self.finished += int(done.size)
 
     # ---- the loop ----------------------------------------------------------------------------------------
     def _release(self, t: float) -> None:
         """Move requests that have arrived (and may be sent) by time t into the waiting queue."""
-        arr, N, heap = self.arrival, len(self.wl), self.slot_heap
+        arr, N, heap = self.arrival_l, self.N, self.slot_heap
         while self.next < N:
             a = arr[self.next]
             if heap is not None:
@@ -340,24 +514,25 @@ class _Engine:
                 return
             if heap is not None:
                 heapq.heappop(heap)
-                arr[self.next] = a
+                self.arrival[self.next] = a
             self.waiting.append(self.next)
             self.next += 1
 
     def _next_release(self) -> float:
-        if self.next >= len(self.wl):
+        if self.next >= self.N:
             return np.inf
-        a = self.arrival[self.next]
+        a = self.arrival_l[self.next]
         if self.slot_heap is not None:
             a = max(a, self.slot_heap[0]) if self.slot_heap else np.inf
         return float(a)
 
     def run(self, progress: bool) -> SimResult:
         cfg, N = self.cfg, len(self.wl)
-        self.next, self.finished = 0, 0
+        self.next, self.finished, self.N = 0, 0, N
         self.slot_heap = [0.0] * cfg.max_concurrency if cfg.max_concurrency else None
         bar = _progress(N, progress)
         t, steps = 0.0, 0
+        fast = cfg.policy == "continuous" and not self.keyed  # `_steady_step` applies
         while self.finished < N:
             self._release(t)
             if self.n == 0 and not self.waiting:
@@ -366,12 +541,20 @@ class _Engine:
             if cfg.policy == "static" and self.n == 0 and not self._batch_ready(t):
                 t = min(self._next_release(), self.arrival[self.waiting[0]] + cfg.batch_timeout_s)
                 continue
-            if not self._schedule(t) or self.n == 0:
-                if self._next_release() == np.inf:
-                    raise KokubanError("no waiting request can be admitted and none will arrive: the KV cache is too small")
-                t = max(t, self._next_release())
+            skipped = self._decode_run(t) if self.n and not self.keyed else 0
+            if skipped:
+                t = self.timeline[-1][0] + self.timeline[-1][1]
+                steps += skipped
                 continue
-            t = self._step(t)
+            end = self._steady_step(t) if self.steady and self.n and fast else None
+            if end is None:
+                if not self._schedule(t) or self.n == 0:
+                    if self._next_release() == np.inf:
+                        raise KokubanError("no waiting request can be admitted and none will arrive: the KV cache is too small")
+                    t = max(t, self._next_release())
+                    continue
+                end = self._step(t)
+            t = end
             steps += 1
             if bar is not None and steps % 512 == 0:
                 bar.update(self.finished - bar.n)
@@ -380,13 +563,80 @@ class _Engine:
             bar.close()
         return SimResult.build(self, t)
 
+    # ---- event skipping ----------------------------------------------------------------------------------
+    def _decode_run(self, t: float) -> int:
+        """If the next steps can only be pure decodes of the running set, take as many of them at once as
+        `decoderun.plan_decode_run` allows (up to the next arrival; up to the first completion when that
+        could let a waiting request in, or free a client slot). Returns the steps taken (0: step normally).
+
+        Conditions, from the schedulers' rules: every running request decodes (one known token left to
+        compute, at least one generated) and they fit the token budget; no request can be admitted
+        (static batching admits only into an empty engine; the others need an empty queue, or a full
+        `max_num_seqs` until a request finishes); no prefix caching (its bookkeeping is per step).
+        """
+        n, waiting = self.n, bool(self.waiting) and self.cfg.policy != "static"
+        if n > self.budget or (waiting and n < self.max_seqs):
+            return 0
+        t_stop = self._next_release()
+        until_completion = waiting or self.slot_heap is not None
+        if not until_completion:  # enough steps to reach the next arrival if steps stay as long as the last one
+            last_dt = self.timeline[-1][1] if self.timeline else 0.0
+            max_steps = MAX_RUN_STEPS if t_stop == np.inf or last_dt <= 0 else int((t_stop - t) / last_dt) + 2
+            if max_steps < MIN_RUN_STEPS:
+                return 0
+        gen = self.gen[:n]
+        if not self.steady and (np.count_nonzero(self.known[:n] - self.comp[:n] != 1) or np.count_nonzero(gen == 0)):
+            return 0
+        left = self.out[:n] - gen
+        if until_completion:
+            max_steps = int(left.min())
+            if max_steps < MIN_RUN_STEPS:
+                return 0
+        pool = self.pool
+        run = plan_decode_run(self.model, self.bs, self.known[:n], self.own[:n], left, pool.used, pool.total, t, t_stop,
+                              max_steps)
+        if run is None:
+            return 0
+        self._apply_run(run, left)
+        return run.steps
+
+    def _apply_run(self, run: DecodeRun, left: np.ndarray) -> None:
+        """Record a decode run's steps and advance the running set past it, as `_step` would have."""
+        n, k, start = self.n, run.steps, run.start_s
+        self.steady = True  # every request left sampled in the run's last step
+        batch = run.batch.tolist()
+        self.timeline.extend(zip(start[:k].tolist(), run.step_s.tolist(), batch, batch, batch, run.used_blocks.tolist(),
+                                 strict=True))
+        self._record_gaps(start[1] - self.last[:n])
+        self.itl_same.extend(zip((start[2:] - start[1:-1]).tolist(), batch[1:], strict=True))
+        taken = int(run.owned.sum() - self.own[:n].sum())
+        self.own[:n] = run.owned
+        np.multiply(run.owned, self.bs, out=self.cap[:n])
+        advance = np.minimum(left, k)
+        self.known[:n] += advance
+        np.subtract(self.known[:n], 1, out=self.comp[:n])
+        self.gen[:n] += advance
+        self.last[:n] = start[advance]
+        done = (left <= k).nonzero()[0]
+        if done.size:  # the pool's free count nets out (no prefix cache): give back first, then take
+            r = self.rid[done]
+            self.finish[r] = start[left[done]]
+            self.generated[r] = self.out[done]
+            self.pool.give(int(run.owned[done].sum()))
+            if self.slot_heap is not None:
+                for finish_s in start[left[done]].tolist():
+                    heapq.heappush(self.slot_heap, finish_s)
+        self.pool.take(taken)
+        if done.size:
+            self._remove(done)
+            self.finished += int(done.size)
+
     def _batch_ready(self, t: float) -> bool:
         cfg = self.cfg
         return (len(self.waiting) >= cfg.max_num_seqs or t >= self.arrival[self.waiting[0]] + cfg.batch_timeout_s
                 or self._next_release() == np.inf)
 
 
-_EMPTY = np.zeros(0, np.int64)
 
 
 def _progress(total: int, enabled: bool) -> Any:

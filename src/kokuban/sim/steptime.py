@@ -15,6 +15,11 @@ table lookups (`StepModel`) are the core's functions evaluated once on every int
 token count, so a simulated step costs a few array gathers, not a call into the physics. A batch of
 decodes only reproduces `roofline.decode_step_mixed`, and one chunk [0, T) reproduces
 `roofline.prefill(dep, 1, c1, c0)` (tests check both).
+
+For speed the engine adds the terms itself (`linear_l[T]` + `decode_terms` + `chunk_terms`, or several
+decode steps at once with `decode_run_terms`) and turns them into seconds with `seconds` — `Step.step_time_s` on
+plain Python floats, with the token terms read from lists (a NumPy call on a scalar costs ~1 µs, the
+float arithmetic ~0.1 µs; a test checks `seconds` against the core's `Step` on both communication modes).
 """
 
 from __future__ import annotations
@@ -22,21 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..deployment import Deployment
-from ..roofline import Step, decode_step, prefill
-
-
-class _Terms:
-    """The four times a step's length depends on; `step_time_s` is the core's own `Step` property."""
-
-    __slots__ = ("comm_overlapped", "comm_s", "compute_s", "kv_s", "overhead_s", "weights_s")
-    memory_s = Step.memory_s
-    step_time_s = Step.step_time_s
-
-    def __init__(self, compute_s: float, weights_s: float, kv_s: float, comm_s: float, overhead_s: float,
-                 comm_overlapped: bool) -> None:
-        self.compute_s, self.weights_s, self.kv_s, self.comm_s, self.overhead_s = (
-            compute_s, weights_s, kv_s, comm_s, overhead_s)
-        self.comm_overlapped = comm_overlapped
+from ..roofline import Step, decode_step, lm_head_time_s, prefill
 
 
 class StepModel:
@@ -54,26 +45,67 @@ class StepModel:
         one = decode_step(dep, 1.0, c)
         self.decode_attn_s = np.asarray(one.compute_s - one.compute_s[0], dtype=np.float64)
         self.decode_kv_s = np.asarray(one.kv_s, dtype=np.float64)
-        pre = prefill(dep, 1.0, c[1:])  # a whole prompt of c ≥ 1 tokens
-        linear_c = decode_step(dep, c[1:], 0.0).compute_s  # the linear FLOPs of those c tokens
-        self.prefill_attn_s = np.concatenate([[0.0], pre.compute_s - linear_c])  # causal attention of c tokens
+        pre = prefill(dep, 1.0, c[1:])  # a whole prompt of c ≥ 1 tokens (one LM-head position)
+        linear_c = decode_step(dep, c[1:], 0.0).compute_s  # the linear FLOPs of c tokens, c LM-head positions
+        # causal attention of c tokens minus c LM heads: pre − linear_c = attention − (c − 1)·lm, so − lm more
+        self.lm_head_s = lm_head_time_s(dep)
+        self.prefill_attn_s = np.concatenate([[0.0], pre.compute_s - linear_c - self.lm_head_s])
         self.prefill_kv_s = np.concatenate([[0.0], pre.kv_s])  # KV traffic of a prompt reaching c tokens
         self.overlap = bool(dep.overlap_comm)
         self.max_tokens, self.max_context = int(max_tokens), int(max_context)
-        self.weights_l, self.comm_l = self.weights_s.tolist(), self.comm_s.tolist()  # fast scalar lookups
+        # the token terms as lists: scalar lookups without NumPy's per-call cost
+        self.linear_l, self.weights_l = self.linear_compute_s.tolist(), self.weights_s.tolist()
+        self.comm_l = self.comm_s.tolist()
+        self.prefill_attn_l, self.prefill_kv_l = self.prefill_attn_s.tolist(), self.prefill_kv_s.tolist()
+
+    def decode_terms(self, ctx: np.ndarray) -> tuple[float, float]:
+        """(attention compute seconds, KV seconds) of decodes at contexts `ctx`: Σ attn[c], Σ kv[c]."""
+        return float(self.decode_attn_s[ctx].sum()), float(self.decode_kv_s[ctx].sum())
+
+    def decode_run_terms(self, ctx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`decode_terms` of several steps at once: `ctx` is (steps, requests); sums along each row."""
+        return self.decode_attn_s[ctx].sum(axis=1), self.decode_kv_s[ctx].sum(axis=1)
+
+    def chunk_terms(self, chunk_start: np.ndarray, chunk_end: np.ndarray) -> tuple[float, float]:
+        """(compute seconds beyond the token table, KV seconds) of prefill chunks [start, end):
+        Σ (attn_prefill[end] − attn_prefill[start]) + chunks·lm_head, Σ kv_prefill[end]. The token table
+        charges every token an LM head; a chunk needs one (its last position), so the table entries
+        attention(c) − c·lm_head take the others back."""
+        return (float((self.prefill_attn_s[chunk_end] - self.prefill_attn_s[chunk_start]).sum()) + chunk_start.size * self.lm_head_s,
+                float(self.prefill_kv_s[chunk_end].sum()))
 
     def terms(self, tokens: int, decode_ctx: np.ndarray, chunk_start: np.ndarray, chunk_end: np.ndarray
               ) -> tuple[float, float]:
         """(compute seconds, KV seconds) of a step's per-request work."""
-        compute = self.linear_compute_s[tokens]
+        compute = self.linear_l[tokens]
         kv = 0.0
         if decode_ctx.size:
-            compute += self.decode_attn_s[decode_ctx].sum()
-            kv += self.decode_kv_s[decode_ctx].sum()
+            attn, kv_d = self.decode_terms(decode_ctx)
+            compute += attn
+            kv += kv_d
         if chunk_start.size:
-            compute += (self.prefill_attn_s[chunk_end] - self.prefill_attn_s[chunk_start]).sum()
-            kv += self.prefill_kv_s[chunk_end].sum()
-        return float(compute), float(kv)
+            attn, kv_c = self.chunk_terms(chunk_start, chunk_end)
+            compute += attn
+            kv += kv_c
+        return compute, kv
+
+    def seconds(self, tokens: int, compute_s: float, kv_s: float) -> float:
+        """Seconds of a step of `tokens` tokens with `compute_s` of compute (linear_l[tokens] + attention)
+        and `kv_s` of KV traffic: the core's `Step.step_time_s` on floats, max(compute, weights + KV) +
+        comm + overhead, or max(compute, weights + KV, comm) + overhead with overlapped communication."""
+        roof = max(compute_s, self.weights_l[tokens] + kv_s)
+        if self.overlap:
+            return max(roof, self.comm_l[tokens]) + self.overhead_s
+        return roof + self.comm_l[tokens] + self.overhead_s
+
+    def run_seconds(self, tokens: int, attn_s: np.ndarray, kv_s: np.ndarray) -> np.ndarray:
+        """Seconds of several steps of `tokens` tokens each, with attention compute `attn_s` and KV traffic
+        `kv_s` (arrays, one entry a step): the core's `Step.step_time_s`, vectorised."""
+        return Step(
+            tokens=float(tokens), batch=np.nan, flops=np.nan, weight_bytes=np.nan, kv_bytes=np.nan, comm_bytes=np.nan,
+            experts_touched=np.nan, compute_s=self.linear_l[tokens] + attn_s, weights_s=self.weights_l[tokens],
+            kv_s=kv_s, comm_s=self.comm_l[tokens], overhead_s=self.overhead_s, comm_overlapped=self.overlap,
+        ).step_time_s
 
     def step(self, tokens: int, decode_ctx: np.ndarray, chunk_start: np.ndarray, chunk_end: np.ndarray) -> Step:
         """The core's `Step` for T = `tokens` tokens: decodes at `decode_ctx`, chunks [start, end)."""
@@ -88,6 +120,4 @@ class StepModel:
     def step_time_s(self, tokens: int, decode_ctx: np.ndarray, chunk_start: np.ndarray, chunk_end: np.ndarray
                     ) -> float:
         """Seconds of the step (the core's `Step.step_time_s` of `step(...)`)."""
-        compute, kv = self.terms(tokens, decode_ctx, chunk_start, chunk_end)
-        return float(_Terms(compute, self.weights_l[tokens], kv, self.comm_l[tokens], self.overhead_s,
-                            self.overlap).step_time_s)
+        return self.seconds(tokens, *self.terms(tokens, decode_ctx, chunk_start, chunk_end))
