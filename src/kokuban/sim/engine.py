@@ -298,7 +298,7 @@ class _Engine:
         if n_sampled < n:
             dec &= sampled
         n_dec = np.count_nonzero(dec)
-        dt = self._step_time(n, n_dec, dec, s, c0, c1)
+        dt = self._step_time(n, n_dec, dec, s, c0, c1, sampled)
         self.timeline.append((t, dt, self.tokens, n, n_dec, self.pool.used))
         t += dt
         c0[:] = c1
@@ -344,10 +344,12 @@ class _Engine:
             compute += attn
         if len(tail) == 1:  # one prefill chunk [c0, c0 + s): the table differences as floats
             c0, c1 = tail[0][COMP], tail[0][COMP] + tail[0][SCHED]
-            compute += model.prefill_attn_l[c1] - model.prefill_attn_l[c0] + model.lm_head_s  # as chunk_terms
+            # as chunk_terms: one LM head if the chunk completes its prompt
+            compute += model.prefill_attn_l[c1] - model.prefill_attn_l[c0] + (model.lm_head_s if c1 == tail[0][KNOWN] else 0.0)
             kv += model.prefill_kv_l[c1]
         elif tail:
-            attn, kv_chunk = model.chunk_terms(self.comp[n0:n], self.comp[n0:n] + self.sched[n0:n])
+            ends = self.comp[n0:n] + self.sched[n0:n]
+            attn, kv_chunk = model.chunk_terms(self.comp[n0:n], ends, int(np.count_nonzero(ends == self.known[n0:n])))
             compute += attn
             kv += kv_chunk
         dt = model.seconds(tokens, compute, kv)
@@ -381,8 +383,10 @@ class _Engine:
             self._retire(np.array(done), t)
         return t
 
-    def _step_time(self, n: int, n_dec: int, dec: np.ndarray, s: np.ndarray, c0: np.ndarray, c1: np.ndarray) -> float:
-        """Seconds of the step: decodes at contexts c1[dec], prefill chunks [c0, c1) of the others scheduled."""
+    def _step_time(self, n: int, n_dec: int, dec: np.ndarray, s: np.ndarray, c0: np.ndarray, c1: np.ndarray,
+                   sampled: np.ndarray) -> float:
+        """Seconds of the step: decodes at contexts c1[dec], prefill chunks [c0, c1) of the others scheduled
+        (`sampled`: the chunks that complete their prompt)."""
         model = self.model
         compute, kv = model.linear_l[self.tokens], 0.0
         if n_dec == n:
@@ -393,14 +397,14 @@ class _Engine:
             if n_dec:
                 attn, kv = model.decode_terms(c1[:n_dec])
                 compute += attn
-            attn, kv_chunk = model.chunk_terms(c0[n_dec:], c1[n_dec:])
+            attn, kv_chunk = model.chunk_terms(c0[n_dec:], c1[n_dec:], int(np.count_nonzero(sampled[n_dec:])))
             return model.seconds(self.tokens, compute + attn, kv + kv_chunk)
         if n_dec:
             attn, kv = model.decode_terms(c1[dec])
             compute += attn
         chunk = (s > 0) & ~dec
         if np.count_nonzero(chunk):
-            attn, kv_chunk = model.chunk_terms(c0[chunk], c1[chunk])
+            attn, kv_chunk = model.chunk_terms(c0[chunk], c1[chunk], int(np.count_nonzero(sampled[chunk])))
             compute += attn
             kv += kv_chunk
         return model.seconds(self.tokens, compute, kv)

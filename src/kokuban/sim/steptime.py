@@ -66,12 +66,13 @@ class StepModel:
         """`decode_terms` of several steps at once: `ctx` is (steps, requests); sums along each row."""
         return self.decode_attn_s[ctx].sum(axis=1), self.decode_kv_s[ctx].sum(axis=1)
 
-    def chunk_terms(self, chunk_start: np.ndarray, chunk_end: np.ndarray) -> tuple[float, float]:
-        """(compute seconds beyond the token table, KV seconds) of prefill chunks [start, end):
-        Σ (attn_prefill[end] − attn_prefill[start]) + chunks·lm_head, Σ kv_prefill[end]. The token table
-        charges every token an LM head; a chunk needs one (its last position), so the table entries
-        attention(c) − c·lm_head take the others back."""
-        return (float((self.prefill_attn_s[chunk_end] - self.prefill_attn_s[chunk_start]).sum()) + chunk_start.size * self.lm_head_s,
+    def chunk_terms(self, chunk_start: np.ndarray, chunk_end: np.ndarray, finals: int) -> tuple[float, float]:
+        """(compute seconds beyond the token table, KV seconds) of prefill chunks [start, end), `finals` of
+        which complete their prompt: Σ (attn_prefill[end] − attn_prefill[start]) + finals·lm_head,
+        Σ kv_prefill[end]. The token table charges every token an LM head; only a chunk that completes its
+        prompt samples a token and needs one (as `roofline.prefill` charges one per prompt), so the table
+        entries attention(c) − c·lm_head take the others back."""
+        return (float((self.prefill_attn_s[chunk_end] - self.prefill_attn_s[chunk_start]).sum()) + finals * self.lm_head_s,
                 float(self.prefill_kv_s[chunk_end].sum()))
 
     def terms(self, tokens: int, decode_ctx: np.ndarray, chunk_start: np.ndarray, chunk_end: np.ndarray
@@ -84,7 +85,7 @@ class StepModel:
             compute += attn
             kv += kv_d
         if chunk_start.size:
-            attn, kv_c = self.chunk_terms(chunk_start, chunk_end)
+            attn, kv_c = self.chunk_terms(chunk_start, chunk_end, chunk_start.size)
             compute += attn
             kv += kv_c
         return compute, kv
