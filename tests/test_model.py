@@ -146,3 +146,10 @@ def test_catalog_has_twenty_models_with_sources():
 def test_unknown_model_suggests():
     with pytest.raises(KokubanError, match="did you mean llama-3.1-70b"):
         load_model("lama-3.1-70b")
+
+
+def test_kv_bytes_per_token_by_dtype_and_window():
+    g = load_model("gpt-oss-120b")
+    # 36 layers × 2·8·64 elements; fp8 = 1 byte each; beyond the 128-token windows only the 18 global layers grow
+    assert g.kv_bytes_per_token("fp8") == 36 * 2 * 8 * 64
+    assert g.kv_bytes_per_token("bf16", beyond_windows=True) == 18 * 2 * 8 * 64 * 2

@@ -30,6 +30,7 @@ def _hw_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--compute-eff", type=float, default=None, help="Fraction of peak FLOP/s (default 0.67, calibrated)."),
         click.option("--memory-eff", type=float, default=None, help="Fraction of HBM bandwidth (default 0.81, calibrated)."),
         click.option("--link-eff", type=float, default=None, help="Fraction of link bandwidth (default 0.26, calibrated on small all-reduces)."),
+        click.option("--step-overhead", type=float, default=None, help="Fixed seconds per step (default 2.7e-3, calibrated)."),
         click.option("--context", type=int, default=8192, show_default=True, help="Tokens each request attends to."),
         click.option("--file", "files", multiple=True, type=click.Path(), help="Extra price file(s) in the prices.toml schema."),
         click.option("--json", "as_json", is_flag=True, help="Print JSON (SI units, stable keys)."),
@@ -73,7 +74,7 @@ def _deployment(model_id: str, kw: dict[str, Any]):
     from .deployment import Deployment
     from .memory import min_gpus_to_fit
 
-    eff = efficiency_from_flags(kw.pop("compute_eff"), kw.pop("memory_eff"), kw.pop("link_eff"))
+    eff = efficiency_from_flags(kw.pop("compute_eff"), kw.pop("memory_eff"), kw.pop("link_eff"), kw.pop("step_overhead"))
     acc = load_accelerator(kw.pop("gpu"), kw.pop("gpu_file"))
     model = load_model(model_id)
     layout = kw.pop("layout") or ("ep" if model.is_moe else "tp")
@@ -198,7 +199,7 @@ def infer(**kw: Any) -> None:
 
         if not speed:
             raise KokubanError(f"{row.key} is closed: give its measured --speed (output tokens/s per user)")
-        eff = efficiency_from_flags(kw.pop("compute_eff"), kw.pop("memory_eff"), kw.pop("link_eff"))
+        eff = efficiency_from_flags(kw.pop("compute_eff"), kw.pop("memory_eff"), kw.pop("link_eff"), kw.pop("step_overhead"))
         result = infer_closed(row.output_usd_per_m, speed, load_accelerator(kw["gpu"], kw["gpu_file"]),
                               usd_per_gpu_hour=kw["price_per_hour"], context=kw["context"], kv_bytes_per_token=kw["kv_per_token"],
                               total_over_active=kw["total_over_active"], weights_dtype=kw["weights"] or "fp8", efficiency=eff)
@@ -335,6 +336,7 @@ def compare(**kw: Any) -> None:
 @click.option("--compute-eff", type=float, default=None)
 @click.option("--memory-eff", type=float, default=None)
 @click.option("--link-eff", type=float, default=None)
+@click.option("--step-overhead", type=float, default=None)
 @click.option("--file", "files", multiple=True, type=click.Path())
 @click.option("--json", "as_json", is_flag=True)
 def fleet(**kw: Any) -> None:
@@ -347,7 +349,7 @@ def fleet(**kw: Any) -> None:
     model_id = kw["model_id"] or row.open_model
     if not model_id:
         raise KokubanError(f"{row.key} is closed: give --model (an open stand-in)")
-    eff = efficiency_from_flags(kw["compute_eff"], kw["memory_eff"], kw["link_eff"])
+    eff = efficiency_from_flags(kw["compute_eff"], kw["memory_eff"], kw["link_eff"], kw["step_overhead"])
     acc = load_accelerator(kw["gpu"], kw["gpu_file"])
     m = load_model(model_id)
     layout = "ep" if m.is_moe else "tp"

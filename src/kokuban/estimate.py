@@ -77,8 +77,8 @@ class Estimate:
             "model": {
                 "name": m.name, "family": m.family, "params_total": m.params_total, "params_active": m.params_active,
                 "flops_per_token": m.flops_per_token, "max_context": m.max_context, "attention": m.attention,
-                "kv_bytes_per_token": m.kv_elements_per_token * dep.kv_bytes_per_element,
-                "kv_bytes_per_token_beyond_windows": m.kv_elements_per_token_global * dep.kv_bytes_per_element,
+                "kv_bytes_per_token": m.kv_bytes_per_token(dep.kv_dtype),
+                "kv_bytes_per_token_beyond_windows": m.kv_bytes_per_token(dep.kv_dtype, beyond_windows=True),
                 "num_experts": m.num_experts, "top_k": m.top_k, "notes": list(m.notes), "source": m.source,
             },
             "hardware": {

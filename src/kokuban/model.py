@@ -141,6 +141,14 @@ class ModelSpec:
         """KV elements per extra token once every sliding window is full (global layers only)."""
         return self.kv_elements_per_token_per_layer * sum(1 for w in self.layer_windows if w is None)
 
+    def kv_bytes_per_token(self, kv_dtype: str = "bf16", *, beyond_windows: bool = False) -> float:
+        """KV-cache bytes per token of context in `kv_dtype`: elements per token × bytes per element; with
+        `beyond_windows`, the marginal bytes once every sliding window is full (global layers only)."""
+        from .dtypes import bytes_per_element
+
+        elements = self.kv_elements_per_token_global if beyond_windows else self.kv_elements_per_token
+        return elements * bytes_per_element(kv_dtype)
+
     # ---- construction ---------------------------------------------------------------------------
     @classmethod
     def from_config(cls, config: dict[str, Any], name: str = "", source: str = "") -> ModelSpec:
