@@ -94,10 +94,11 @@ def test_context_rows_equal_core():
 
 
 def test_bandwidth_wall_by_hand():
-    # k(L) = 131,072 B·L ÷ 2.68e12 = 48.91 ns·L; c(L) = 25.284 µs + 32·16384 FLOP·L ÷ 593.64e12 = 25.284 µs + 0.883 ns·L
-    # k > c ⇔ L > 25.284 µs ÷ 48.03 ns = 526.4 → first integer 527
+    # the attention kernel of one request at context L is KV-bound: k(L) = 131,072 B·L ÷ 2.68e12 = 48.91 ns·L
+    # (its compute 32·16384 FLOP·L ÷ 593.64e12 = 0.883 ns·L is smaller); the linear compute c = 25.284 µs
+    # k > c ⇔ L > 25.284 µs ÷ 48.91 ns = 516.9 → first integer 517
     s = context_summary(L8, context_wall(L8, 1024, 8192, points=4))
-    assert s.bandwidth_wall_context == 527
+    assert s.bandwidth_wall_context == 517
 
 
 def test_capacity_wall_is_where_the_largest_batch_stops_amortising_weights():
@@ -107,7 +108,7 @@ def test_capacity_wall_is_where_the_largest_batch_stops_amortising_weights():
     for ctx, binds in ((L - 1, False), (L, True)):
         b = int(memory.max_batch(L8, ctx))
         step = roofline.decode_step(L8, b, ctx)
-        assert (float(step.weights_s) > float(step.compute_s)) is binds
+        assert (float(step.weights_s) > float(step.linear_compute_s)) is binds
     # by hand: 15.01 GB ÷ B > 2·7.505e9 FLOP·B ÷ ... ⇔ B < 221.5 (the ridge); B(L) ≈ 60.1 GB free ÷ 131 kB·L,
     # so L ≈ 60.1e9 ÷ (131072 × 221.5) ≈ 2,070 tokens (attention FLOPs lower c; the exact wall is a little later)
     assert 2000 < L < 2400

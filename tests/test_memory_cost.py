@@ -43,8 +43,12 @@ def test_usd_per_million_output_by_hand():
     assert est.as_dict()["cost"]["usd_per_m_output"] == pytest.approx(6 / 3600 * step / 16 * 1e6)
     split = cost.decode_split_usd_per_m(est.deployment, est.decode)
     assert sum(float(v) for v in split.values()) == pytest.approx(est.as_dict()["cost"]["usd_per_m_output"])
-    # memory-bound: compute's share is its raw time scaled by max(c, w+k)/(c+w+k), KV's share ∝ its read
-    assert float(split["kv"]) / float(split["weights"]) == pytest.approx(float(est.decode.kv_s / est.decode.weights_s))
+    # memory-bound kernels: the weights' share is w·max(c_lin, w)/(c_lin + w) = w²/(c_lin + w), the KV's
+    # k·max(c_attn, k)/(c_attn + k) = k²/(c_attn + k)
+    d = est.decode
+    w, k, c_lin, c_attn = (float(x) for x in (d.weights_s, d.kv_s, d.linear_compute_s, d.attn_compute_s))
+    assert w > c_lin and k > c_attn
+    assert float(split["kv"]) / float(split["weights"]) == pytest.approx((k * k / (c_attn + k)) / (w * w / (c_lin + w)))
 
 
 def test_output_dearer_than_input():

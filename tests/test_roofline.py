@@ -179,3 +179,33 @@ def test_overlapped_communication_takes_the_max():
     roof = float(np.maximum(a.compute_s, a.memory_s))
     assert float(a.step_time_s) == pytest.approx(roof + float(a.comm_s))
     assert float(b.step_time_s) == pytest.approx(max(roof, float(a.comm_s)))
+
+
+def test_weight_multiplies_and_attention_run_one_after_the_other():
+    # Llama-3.1-8B, bf16, one H100 (989.4 TFLOP/s dense bf16, 3.35 TB/s; textbook fractions), batch 256 at
+    # context 1024: the weight multiplies are compute-bound, the attention kernels KV-bound; the two add.
+    F, BW = 989.4e12 * 0.6, 3.35e12 * 0.8
+    matmul_params = 8_030_261_248 - 128256 * 4096  # all but the embedding lookup, at 2 FLOP each (norms: 0.004 %)
+    c_lin = 256 * 2 * matmul_params / F  # 6.473 ms
+    w = (8_030_261_248 - 128256 * 4096) * 2 / BW  # 15.01 GB of weights (norms included): 5.601 ms
+    k = 256 * 1024 * (32 * 2 * 8 * 128 * 2) / BW  # 131,072 B of KV per token: 12.82 ms
+    a = 256 * 32 * (4 * 32 * 128) * 1024 / F  # 4·heads·head_dim FLOP per context token per layer: 0.2315 ms
+    step = roofline.decode_step(dep("llama-3.1-8b", "h100-sxm"), 256, 1024)
+    assert float(step.linear_compute_s) == pytest.approx(c_lin, rel=1e-9)
+    assert float(step.attn_compute_s) == pytest.approx(a, rel=1e-9)
+    assert float(step.step_time_s) == pytest.approx(c_lin + k, rel=1e-9)  # max(c_lin, w) + max(a, k) = 19.29 ms
+    assert float(step.step_time_s) > max(c_lin + a, w + k)  # one max over everything would hide the KV read
+    assert step.bound == "kv"  # 12.82 ms of KV-bound attention against 6.47 ms of compute-bound multiplies
+    # both kinds memory-bound (batch 8): the sum of the two maxima is the single max, (w + k)
+    small = roofline.decode_step(dep("llama-3.1-8b", "h100-sxm"), 8, 1024)
+    assert float(small.step_time_s) == pytest.approx(w + 8 * 1024 * 131072 / BW, rel=1e-9)
+
+
+def test_kv_memory_fraction_reads_the_cache_only():
+    slow_kv = Efficiency.textbook().updated(kv_memory=0.4)
+    base = roofline.decode_step(dep("llama-3.1-8b", "h100-sxm"), 8, 4096)
+    slow = roofline.decode_step(Deployment.make(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"), efficiency=slow_kv), 8, 4096)
+    assert float(slow.kv_s) == pytest.approx(2 * float(base.kv_s))  # 0.8 → 0.4 of the bandwidth
+    assert float(slow.weights_s) == float(base.weights_s)
+    with pytest.raises(KokubanError, match="kv_memory"):
+        Efficiency(kv_memory=1.5)

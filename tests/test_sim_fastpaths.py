@@ -30,7 +30,7 @@ def test_float_step_time_is_the_cores(overlap):
     core = float(decode_step_mixed(dep, ctx).step_time_s)
     assert model.step_time_s(5, ctx, EMPTY, EMPTY) == pytest.approx(core, rel=1e-12)
     attn, kv = model.decode_terms(ctx)
-    one = model.seconds(5, model.linear_l[5] + attn, kv)
+    one = model.seconds(5, 5, attn, kv)
     many = model.run_seconds(5, np.array([attn, attn]), np.array([kv, kv]))
     assert one == pytest.approx(core, rel=1e-12)
     assert many.tolist() == [one, one]  # the vectorised form is the same arithmetic

@@ -61,10 +61,7 @@ def deployment_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--compute", default=None, help="Matmul dtype (default: what the accelerator runs the weights in)."),
         click.option("--price-per-hour", type=float, default=None, help="USD per accelerator-hour (default: catalog's typical price)."),
         click.option("--gpu-file", type=click.Path(), default=None, help="TOML/JSON file of extra accelerators in the catalog schema."),
-        click.option("--compute-eff", type=float, default=None, help="Achievable fraction of peak FLOP/s (default 0.67, calibrated)."),
-        click.option("--memory-eff", type=float, default=None, help="Achievable fraction of HBM bandwidth (default 0.81, calibrated)."),
-        click.option("--link-eff", type=float, default=None, help="Achievable fraction of interconnect bandwidth (default 0.26, calibrated)."),
-        click.option("--step-overhead", type=float, default=None, help="Fixed seconds per step (default 2.7e-3, calibrated)."),
+        *efficiency_option_list(),
         click.option("--json", "as_json", is_flag=True, help="Print JSON (SI units, stable keys)."),
     ]
     for option in reversed(options):
@@ -72,19 +69,43 @@ def deployment_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
-def efficiency_from_flags(compute: float | None = None, memory: float | None = None, link: float | None = None,
-                          overhead: float | None = None, base: Any = None):
-    """`Efficiency` with the given flags replacing the shipped (calibrated) defaults, or `base`'s fields."""
+def efficiency_option_list(base: Any = None, note: str = "calibrated") -> list[Callable[..., Any]]:
+    """The five achievable-fraction flags, their help naming `base`'s values (default: the shipped ones)."""
     from .hardware import Efficiency
 
-    return (base or Efficiency()).updated(compute=compute, memory=memory, interconnect=link, step_overhead_s=overhead)
+    e = base or Efficiency()
+    kv = "--memory-eff's" if e.kv_memory is None else f"{e.kv_memory:g}"
+    return [
+        click.option("--compute-eff", type=float, default=None, help=f"Achievable fraction of peak FLOP/s (default {e.compute:g}, {note})."),
+        click.option("--memory-eff", type=float, default=None, help=f"Achievable fraction of memory bandwidth for weight reads (default {e.memory:g}, {note})."),
+        click.option("--kv-eff", type=float, default=None, help=f"Achievable fraction of memory bandwidth for KV-cache reads (default {kv}, {note})."),
+        click.option("--link-eff", type=float, default=None, help=f"Achievable fraction of interconnect bandwidth (default {e.interconnect:g}, {note})."),
+        click.option("--step-overhead", type=float, default=None, help=f"Fixed seconds per step (default {e.step_overhead_s:g}, {note})."),
+    ]
+
+
+def efficiency_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorate a command with `efficiency_option_list()` (help naming the shipped defaults)."""
+    for option in reversed(efficiency_option_list()):
+        func = option(func)
+    return func
+
+
+def efficiency_from_flags(kw: dict[str, Any], base: Any = None):
+    """`Efficiency` with the flags of `efficiency_option_list` (popped from `kw`) replacing the shipped
+    (calibrated) defaults, or `base`'s fields."""
+    from .hardware import Efficiency
+
+    return (base or Efficiency()).updated(
+        compute=kw.pop("compute_eff", None), memory=kw.pop("memory_eff", None), kv_memory=kw.pop("kv_eff", None),
+        interconnect=kw.pop("link_eff", None), step_overhead_s=kw.pop("step_overhead", None))
 
 
 def deployment_kwargs(kw: dict[str, Any]) -> dict[str, Any]:
     """Pop the shared options from a command's kwargs into `estimate()`-style keyword arguments."""
     from .catalog import load_accelerator
 
-    eff = efficiency_from_flags(kw.pop("compute_eff"), kw.pop("memory_eff"), kw.pop("link_eff"), kw.pop("step_overhead"))
+    eff = efficiency_from_flags(kw)
     return {
         "model": kw.pop("model"), "gpu": load_accelerator(kw.pop("gpu"), kw.pop("gpu_file")), "gpus": kw.pop("gpus"),
         "layout": kw.pop("layout"), "weights": kw.pop("weights"), "kv": kw.pop("kv"), "compute": kw.pop("compute"),

@@ -16,7 +16,18 @@ import click
 import numpy as np
 import pandas as pd
 
-from .cli import BatchType, console, deployment_kwargs, deployment_options, emit_json, make_deployment, secs, si
+from .cli import (
+    BatchType,
+    console,
+    deployment_kwargs,
+    deployment_options,
+    efficiency_from_flags,
+    efficiency_options,
+    emit_json,
+    make_deployment,
+    secs,
+    si,
+)
 
 
 def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -118,7 +129,7 @@ def batch(**kw: Any) -> None:
     }, highlight=set(df.index[df["batch"] == op]))
     con = console()
     con.print(f"crossover: {summary['reason']}. Blackboard at context 0 (F/BW × bytes/weight ÷ 2 × params read/active): "
-              f"{summary['blackboard_crossover_batch']:.1f}; each request's KV read moves it up")
+              f"{summary['blackboard_crossover_batch']:.1f} (the KV read runs in its own kernels, paid per request, and does not move it)")
     con.print(f"most / least expensive token on the curve: ×{summary['cost_ratio_max_to_min']:.3g} "
               f"(batch 1 {_usd(summary['usd_per_m_output_batch_1'])}/M, batch {summary['cheapest_batch']:,} {_usd(summary['usd_per_m_output_cheapest'])}/M)")
     con.print(io.sentence)
@@ -223,9 +234,7 @@ def _ints(text: str) -> tuple[int, ...]:
 @click.option("--slo-ttft", type=float, default=None, help="SLO: first token within this many seconds.")
 @click.option("--price-per-hour", type=float, default=None, help="USD per accelerator-hour (default: catalog's).")
 @click.option("--gpu-file", type=click.Path(), default=None, help="Extra accelerators (catalog schema).")
-@click.option("--compute-eff", type=float, default=None)
-@click.option("--memory-eff", type=float, default=None)
-@click.option("--link-eff", type=float, default=None)
+@efficiency_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (SI units, stable keys).")
 @output_options
 def frontier(**kw: Any) -> None:
@@ -234,7 +243,6 @@ def frontier(**kw: Any) -> None:
     from .errors import KokubanError
     from .estimate import DEFAULT_CONTEXT
     from .frontier import cheapest_meeting, frontier_sweep
-    from .hardware import Efficiency
 
     _check_plot(kw["plot_path"])
     model = load_model(kw["model"])
@@ -243,7 +251,7 @@ def frontier(**kw: Any) -> None:
     bad = [x for x in layouts if x not in ("tp", "ep")]
     if bad or not layouts:
         raise KokubanError(f"--layouts must list tp and/or ep, got {kw['layouts']!r}")
-    eff = Efficiency().updated(compute=kw["compute_eff"], memory=kw["memory_eff"], interconnect=kw["link_eff"])
+    eff = efficiency_from_flags(kw)
     context = kw["context"] or min(DEFAULT_CONTEXT, model.max_context)
     df, skipped = frontier_sweep(model, accs, context, counts=_ints(kw["counts"]), layouts=layouts,
                                  weights=kw["weights_dtypes"] or (None,), prompt=kw["prompt"], efficiency=eff,

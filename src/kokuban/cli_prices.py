@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from .cli import console, efficiency_from_flags, emit_json, si
+from .cli import console, efficiency_from_flags, efficiency_option_list, efficiency_options, emit_json, si
 from .errors import KokubanError
 
 #: Batch the automatic accelerator count must hold at the context (a plausible serving batch).
@@ -27,10 +27,7 @@ def _hw_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--kv", default=None, help="KV-cache dtype (default bf16)."),
         click.option("--price-per-hour", type=float, default=None, help="USD per accelerator-hour (default: catalog)."),
         click.option("--gpu-file", type=click.Path(), default=None, help="TOML/JSON file of extra accelerators."),
-        click.option("--compute-eff", type=float, default=None, help="Fraction of peak FLOP/s (default 0.67, calibrated)."),
-        click.option("--memory-eff", type=float, default=None, help="Fraction of HBM bandwidth (default 0.81, calibrated)."),
-        click.option("--link-eff", type=float, default=None, help="Fraction of link bandwidth (default 0.26, calibrated on small all-reduces)."),
-        click.option("--step-overhead", type=float, default=None, help="Fixed seconds per step (default 2.7e-3, calibrated)."),
+        *efficiency_option_list(),
         click.option("--context", type=int, default=8192, show_default=True, help="Tokens each request attends to."),
         click.option("--file", "files", multiple=True, type=click.Path(), help="Extra price file(s) in the prices.toml schema."),
         click.option("--json", "as_json", is_flag=True, help="Print JSON (SI units, stable keys)."),
@@ -74,7 +71,7 @@ def _deployment(model_id: str, kw: dict[str, Any]):
     from .deployment import Deployment
     from .memory import min_gpus_to_fit
 
-    eff = efficiency_from_flags(kw.pop("compute_eff"), kw.pop("memory_eff"), kw.pop("link_eff"), kw.pop("step_overhead"))
+    eff = efficiency_from_flags(kw)
     acc = load_accelerator(kw.pop("gpu"), kw.pop("gpu_file"))
     model = load_model(model_id)
     layout = kw.pop("layout") or ("ep" if model.is_moe else "tp")
@@ -199,7 +196,7 @@ def infer(**kw: Any) -> None:
 
         if not speed:
             raise KokubanError(f"{row.key} is closed: give its measured --speed (output tokens/s per user)")
-        eff = efficiency_from_flags(kw.pop("compute_eff"), kw.pop("memory_eff"), kw.pop("link_eff"), kw.pop("step_overhead"))
+        eff = efficiency_from_flags(kw)
         result = infer_closed(row.output_usd_per_m, speed, load_accelerator(kw["gpu"], kw["gpu_file"]),
                               usd_per_gpu_hour=kw["price_per_hour"], context=kw["context"], kv_bytes_per_token=kw["kv_per_token"],
                               total_over_active=kw["total_over_active"], weights_dtype=kw["weights"] or "fp8", efficiency=eff)
@@ -333,10 +330,7 @@ def compare(**kw: Any) -> None:
 @click.option("--prompt", type=int, default=None, help="Prompt length for prefill (default: the context).")
 @click.option("--prefill-tps", type=float, default=None, help="Use this measured prefill tokens/s per node instead.")
 @click.option("--decode-tps", type=float, default=None, help="Use this measured decode tokens/s per node instead.")
-@click.option("--compute-eff", type=float, default=None)
-@click.option("--memory-eff", type=float, default=None)
-@click.option("--link-eff", type=float, default=None)
-@click.option("--step-overhead", type=float, default=None)
+@efficiency_options
 @click.option("--file", "files", multiple=True, type=click.Path())
 @click.option("--json", "as_json", is_flag=True)
 def fleet(**kw: Any) -> None:
@@ -349,7 +343,7 @@ def fleet(**kw: Any) -> None:
     model_id = kw["model_id"] or row.open_model
     if not model_id:
         raise KokubanError(f"{row.key} is closed: give --model (an open stand-in)")
-    eff = efficiency_from_flags(kw["compute_eff"], kw["memory_eff"], kw["link_eff"], kw["step_overhead"])
+    eff = efficiency_from_flags(kw)
     acc = load_accelerator(kw["gpu"], kw["gpu_file"])
     m = load_model(model_id)
     layout = "ep" if m.is_moe else "tp"

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from .cli import console, efficiency_from_flags, emit_json, secs, si
+from .cli import console, efficiency_from_flags, efficiency_option_list, efficiency_options, emit_json, secs, si
 from .errors import KokubanError
 from .hardware import Efficiency
 
@@ -30,16 +30,12 @@ def _ints(text: str, name: str) -> list[int]:
 
 def _efficiency(kw: dict[str, Any], base: Efficiency | None = None) -> Efficiency:
     """The shipped (calibrated) defaults, or `base`, with the flags given on the command line."""
-    return efficiency_from_flags(kw.pop("compute_eff"), kw.pop("memory_eff"), kw.pop("link_eff"), kw.pop("step_overhead"), base)
+    return efficiency_from_flags(kw, base)
 
 
-def efficiency_options(func: Any) -> Any:
-    for option in reversed([
-        click.option("--compute-eff", type=float, default=None, help="Achievable fraction of peak FLOP/s (default: calibrated 0.67; textbook 0.6 for validate/calibrate)."),
-        click.option("--memory-eff", type=float, default=None, help="Achievable fraction of memory bandwidth (default: calibrated 0.81; 0.8 for validate/calibrate)."),
-        click.option("--link-eff", type=float, default=None, help="Achievable fraction of interconnect bandwidth (default: calibrated 0.26; 0.75 for validate/calibrate)."),
-        click.option("--step-overhead", type=float, default=None, help="Fixed seconds per step (default 0)."),
-    ]):
+def textbook_efficiency_options(func: Any) -> Any:
+    """The efficiency flags, their help naming the textbook fractions validate and calibrate start from."""
+    for option in reversed(efficiency_option_list(Efficiency.textbook(), "textbook; `accuracy` uses the calibrated ones")):
         func = option(func)
     return func
 
@@ -116,7 +112,7 @@ def probe(device: str, seconds: float, entry_id: str | None, out: str | None, as
 @click.option("--gpu-file", type=click.Path(exists=True), default=None, help="A `kokuban probe --out` file.")
 @click.option("--probe-seconds", type=float, default=3.0, show_default=True)
 @click.option("--out-dir", type=click.Path(file_okay=False), default=None, help="Write validate.csv, validate.json, validate.png here.")
-@efficiency_options
+@textbook_efficiency_options
 @click.option("--json", "as_json", is_flag=True, help="Print rows and summary as JSON.")
 def validate(**kw: Any) -> None:
     """Run a real (scaled) transformer in PyTorch and compare measured step times with kokuban's."""
@@ -263,7 +259,7 @@ def accuracy(as_json: bool, **kw: Any) -> None:
               "interconnect,step_overhead_s for published; compute,memory,step_overhead_s for validate).")
 @click.option("--holdout", type=float, default=1 / 3, show_default=True, help="Fraction of rows held out (by hash of id).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Salt of the held-out split.")
-@efficiency_options
+@textbook_efficiency_options
 @click.option("--json", "as_json", is_flag=True)
 def calibrate(source: str, csv_path: str | None, phase: str | None, params: str | None, holdout: float, seed: int,
               as_json: bool, **kw: Any) -> None:

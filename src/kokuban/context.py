@@ -69,7 +69,7 @@ def capacity_wall(dep: Deployment, end: int) -> int | None:
         if b < 1:
             return True
         s = roofline.decode_step(dep, b, L)
-        return float(s.weights_s) > float(s.compute_s)
+        return float(s.weights_s) > float(s.linear_compute_s)
 
     return _first_true(binds, 1, end)
 
@@ -79,7 +79,7 @@ def bandwidth_wall(dep: Deployment, end: int) -> int | None:
     decode is memory-bound at every batch and each token pays ∝ L for KV no batch can share."""
     def binds(L: int) -> bool:
         s = roofline.decode_step(dep, 1, L)
-        return float(s.kv_s) > float(s.compute_s)
+        return float(s.attention_s) > float(s.linear_compute_s)
 
     return _first_true(binds, 1, end)
 

@@ -4,10 +4,11 @@
     USD per M output   = USD/s × decode step time ÷ batch × 10⁶
     USD per M input    = USD/s × prefill time ÷ (batch × prompt tokens) × 10⁶
 
-The three-part split of a decode token: the step is max(compute, weights + KV) + comm + overhead,
-so compute and memory overlap. Each part's share of the overlapped term is its raw time scaled by
-max(c, w + k) ÷ (c + w + k); comm and overhead are charged as they are. The parts add up to the
-token's cost exactly. Weight read is shared by the batch (÷ B), compute and KV are per request.
+The three-part split of a decode token: the step is max(linear compute, weights) + max(attention
+compute, KV) + comm + overhead, each max over two overlapping times. Inside each max, each part's
+share is its raw time scaled by max(a, b) ÷ (a + b); comm and overhead are charged as they are. The
+parts add up to the token's cost exactly. Weight read is shared by the batch (÷ B), compute and KV
+are per request.
 """
 
 from __future__ import annotations
@@ -34,13 +35,17 @@ def usd_per_m_input(dep: Deployment, prefill_step: Step) -> Any:
 
 def decode_split_usd_per_m(dep: Deployment, step: Step) -> dict[str, Any]:
     """The cost of a decode token split into compute, weight read, KV read, comm and overhead (USD / M)."""
-    raw = step.compute_s + step.weights_s + step.kv_s
-    scale = np.divide(np.maximum(step.compute_s, step.memory_s), raw, out=np.zeros_like(np.asarray(raw, float)), where=raw > 0)
+    def scale(a: Any, b: Any) -> np.ndarray:  # max(a, b) ÷ (a + b), 0 where both are 0
+        raw = np.asarray(a + b, dtype=np.float64)
+        return np.divide(np.maximum(a, b), raw, out=np.zeros_like(raw), where=raw > 0)
+
+    lin = scale(step.linear_compute_s, step.weights_s)
+    attn = scale(step.attn_compute_s, step.kv_s)
     per_token_usd = dep.usd_per_s / np.asarray(step.batch, dtype=np.float64) * PER_MILLION
     return {
-        "compute": per_token_usd * step.compute_s * scale,
-        "weights": per_token_usd * step.weights_s * scale,
-        "kv": per_token_usd * step.kv_s * scale,
+        "compute": per_token_usd * (step.linear_compute_s * lin + step.attn_compute_s * attn),
+        "weights": per_token_usd * step.weights_s * lin,
+        "kv": per_token_usd * step.kv_s * attn,
         "comm": per_token_usd * step.comm_s,
         "overhead": per_token_usd * step.overhead_s,
     }

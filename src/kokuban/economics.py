@@ -99,7 +99,7 @@ def blackboard_crossover_batch(dep: Deployment) -> float:
     def crossover_at(batch: float) -> float:
         step = roofline.decode_step(dep, batch, 0)
         bytes_read = float(step.weights_s) * bw
-        active_per_gpu = float(step.compute_s) * peak / batch / 2.0
+        active_per_gpu = float(step.linear_compute_s) * peak / batch / 2.0
         return compute_bound_batch(peak, bw, b_w, bytes_read / b_w / active_per_gpu)
 
     b = 1.0
@@ -112,18 +112,19 @@ def blackboard_crossover_batch(dep: Deployment) -> float:
 
 
 def crossover_batch(dep: Deployment, context: int) -> int | None:
-    """Smallest integer batch whose decode step at `context` is compute-bound in the core (compute ≥
-    weights + KV), or None when no batch is: per request, c·B − k·B − w(B) must turn positive, which
-    needs c > k (compute per request above its KV read). w(B) is concave in B, so the difference is
-    convex and, once positive, stays positive: a bisection finds the first integer. May exceed the
+    """Smallest integer batch whose decode step at `context` is compute-bound in the core (its `bound`
+    is 'compute': the weight multiplies are compute-bound, c·B ≥ w(B), and that compute outlasts the KV
+    read, c·B ≥ k·B), or None when no batch is: that needs c > k, the linear compute per request above
+    its own KV read (decode attention itself is always KV-bound). c·B − w(B) is convex in B (w is
+    concave), so once positive it stays positive: a bisection finds the first integer. May exceed the
     largest batch that fits (compare with `memory.max_batch`). Communication is not part of the test.
     """
     def margin(b: float) -> float:
         s = roofline.decode_step(dep, b, context)
-        return float(s.compute_s - s.memory_s)
+        return float(s.linear_compute_s - s.weights_s)
 
     one = roofline.decode_step(dep, 1.0, context)
-    if float(one.compute_s) <= float(one.kv_s):
+    if float(one.linear_compute_s) <= float(one.attention_s):
         return None
     lo, hi = 0, 1
     while margin(hi) < 0:
@@ -211,7 +212,7 @@ def batch_summary(dep: Deployment, curve: pd.DataFrame) -> BatchSummary:
     one = roofline.decode_step(dep, 1, context)
     if cross is None:
         reason = (f"never compute-bound at context {context}: each request's KV read "
-                  f"({float(one.kv_s) * 1e6:.3g} µs) outlasts its compute ({float(one.compute_s) * 1e6:.3g} µs)")
+                  f"({float(one.kv_s) * 1e6:.3g} µs) outlasts its compute ({float(one.linear_compute_s) * 1e6:.3g} µs)")
     elif cross > fit:
         reason = f"compute-bound from batch {cross}, beyond the {fit} that fit: HBM capacity stops the batch first"
     else:

@@ -105,16 +105,26 @@ class Efficiency:
     interconnect: float = 0.26
     collective_latency_s: float = 8e-6
     step_overhead_s: float = 2.7e-3
+    kv_memory: float | None = None
+
+    @property
+    def kv_memory_fraction(self) -> float:
+        """Fraction of memory bandwidth attention kernels reach reading the KV cache: `kv_memory`, or
+        `memory` when unset (decode-attention kernels such as FlashDecoding/FlashInfer stream the cache
+        at about the rate a weight read reaches; a machine whose attention kernels do not is calibrated)."""
+        return self.memory if self.kv_memory is None else self.kv_memory
 
     @classmethod
     def textbook(cls) -> Efficiency:
         """The uncalibrated fractions (compute 0.6, memory 0.8, interconnect 0.75, no step overhead): round
         numbers for arithmetic done by hand on a blackboard, and the starting point of calibration."""
-        return cls(compute=0.6, memory=0.8, interconnect=0.75, collective_latency_s=8e-6, step_overhead_s=0.0)
+        return cls(compute=0.6, memory=0.8, interconnect=0.75, collective_latency_s=8e-6, step_overhead_s=0.0, kv_memory=None)
 
     def __post_init__(self) -> None:
-        for name in ("compute", "memory", "interconnect"):
+        for name in ("compute", "memory", "interconnect", "kv_memory"):
             value = getattr(self, name)
+            if name == "kv_memory" and value is None:
+                continue
             if not (isinstance(value, (int, float)) and 0 < value <= 1):
                 raise KokubanError(f"efficiency {name} must be in (0, 1], got {value!r}")
         for name in ("collective_latency_s", "step_overhead_s"):

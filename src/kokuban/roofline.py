@@ -1,10 +1,15 @@
 """The roofline step model: how long one decode step or one prefill takes, and why.
 
-    step time = max(compute time, weight-read time + KV-read time) + communication + overhead
+    step time = max(linear compute, weight read) + max(attention compute, KV read) + comm + overhead
 
-Compute and memory traffic overlap (kernels stream weights while tensor cores run); communication
-(tensor-parallel all-reduces, expert-parallel all-to-alls) sits on the critical path between layers
-and is added. Every time is per GPU, for the busiest GPU of a balanced deployment.
+A step runs two kinds of kernels one after the other in every layer: the matrix multiplies against
+the weights (QKV/output projections, MLP or experts, LM head) and attention over the KV cache. Inside
+each kind compute and memory traffic overlap (a kernel streams its operand while the tensor cores
+run), so each kind takes the larger of its two times; the two kinds do not overlap each other, so
+their times add. (A single max over everything would let a long context's KV read hide under a large
+batch's weight-multiply compute, which no engine that runs the kernels in sequence achieves.)
+Communication (tensor-parallel all-reduces, expert-parallel all-to-alls) sits on the critical path
+between layers and is added. Every time is per GPU, for the busiest GPU of a balanced deployment.
 
 Every function is pure and vectorised: `batch` and `context` may be NumPy arrays that broadcast,
 so a sweep over a million configurations is one call.
@@ -89,7 +94,8 @@ class Step:
     kv_bytes: Any
     comm_bytes: Any
     experts_touched: Any
-    compute_s: Any
+    compute_s: Any  # linear + attention compute
+    attn_compute_s: Any  # the attention part of compute_s
     weights_s: Any
     kv_s: Any
     comm_s: Any
@@ -101,20 +107,45 @@ class Step:
         return self.weights_s + self.kv_s
 
     @property
+    def linear_compute_s(self) -> Any:
+        """Compute of the weight matrix multiplies (compute_s − attention)."""
+        return self.compute_s - self.attn_compute_s
+
+    @property
+    def linear_s(self) -> Any:
+        """The weight-multiply kernels: max(linear compute, weight read)."""
+        return np.maximum(self.linear_compute_s, self.weights_s)
+
+    @property
+    def attention_s(self) -> Any:
+        """The attention kernels: max(attention compute, KV read)."""
+        return np.maximum(self.attn_compute_s, self.kv_s)
+
+    @property
+    def roof_s(self) -> Any:
+        """The roofline part of the step: linear_s + attention_s (the two kinds run one after the other)."""
+        return self.linear_s + self.attention_s
+
+    @property
     def step_time_s(self) -> Any:
-        """max(compute, weights + KV) + comm + overhead; with overlapped communication (two micro-batches
-        ping-ponging, as DeepSeek's dual-batch overlap does) max(compute, weights + KV, comm) + overhead."""
-        roof = np.maximum(self.compute_s, self.memory_s)
+        """roof + comm + overhead; with overlapped communication (two micro-batches ping-ponging, as
+        DeepSeek's dual-batch overlap does) max(roof, comm) + overhead."""
         if self.comm_overlapped:
-            return np.maximum(roof, self.comm_s) + self.overhead_s
-        return roof + self.comm_s + self.overhead_s
+            return np.maximum(self.roof_s, self.comm_s) + self.overhead_s
+        return self.roof_s + self.comm_s + self.overhead_s
 
     @property
     def bound(self) -> Any:
-        """Which term sets the step: 'compute', 'weights', 'kv' (memory, split by the larger read),
-        'comm' if communication exceeds the roofline part, 'overhead' if the fixed cost does."""
-        roof = np.maximum(self.compute_s, self.memory_s)
-        label = np.where(self.compute_s >= self.memory_s, "compute", np.where(self.weights_s >= self.kv_s, "weights", "kv"))
+        """Which resource sets the step: of the roofline time, the seconds spent compute-bound (each kind
+        whose compute is the larger of its two times), weight-bound and KV-bound are compared and the
+        largest names the step ('compute', 'weights', 'kv'); 'comm' if communication exceeds the
+        roofline part, 'overhead' if the fixed cost exceeds both."""
+        lin_c, attn_c = self.linear_compute_s >= self.weights_s, self.attn_compute_s >= self.kv_s
+        compute = np.where(lin_c, self.linear_compute_s, 0.0) + np.where(attn_c, self.attn_compute_s, 0.0)
+        weights = np.where(lin_c, 0.0, self.weights_s)
+        kv = np.where(attn_c, 0.0, self.kv_s)
+        label = np.where((compute >= weights) & (compute >= kv), "compute", np.where(weights >= kv, "weights", "kv"))
+        roof = self.roof_s
         label = np.where(self.comm_s > roof, "comm", label)
         label = np.where(np.asarray(self.overhead_s) > np.maximum(roof, self.comm_s), "overhead", label)
         return label if label.ndim else str(label)
@@ -128,6 +159,7 @@ class Step:
             "bound": self.bound,
             "breakdown": {
                 "compute_s": f(self.compute_s),
+                "attention_compute_s": f(self.attn_compute_s),
                 "weights_s": f(self.weights_s),
                 "kv_s": f(self.kv_s),
                 "comm_s": f(self.comm_s),
@@ -185,12 +217,12 @@ def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_pe
     kv_bytes: KV bytes moved (read in decode, written in prefill).
     Only the last position of each of the `batch` sequences goes through the LM head (engines compute
     logits for the sampled token only), so
-    compute = [tokens·2·(matmul params − LM head) + batch·2·LM head] ÷ peak[compute dtype]
-              + attended·attn_flops ÷ peak[attention dtype], all ÷ (N·eff)
-    weights = weight bytes read(tokens) ÷ N ÷ (HBM bandwidth·eff)      (always-read part ÷ dense shards under EP... see below)
-    kv      = kv bytes ÷ kv shards ÷ (HBM bandwidth·eff)
-    Under EP each GPU reads the whole always-read part for its own requests, so that part is not
-    divided; under TP everything is divided by N.
+    linear compute = [tokens·2·(matmul params − LM head) + batch·2·LM head] ÷ peak[compute dtype] ÷ (N·eff)
+    attention compute = attended·attn_flops ÷ peak[attention dtype] ÷ (N·eff)
+    weights = weight bytes read(tokens) ÷ N ÷ (HBM bandwidth·memory eff)
+    kv      = kv bytes ÷ kv shards ÷ (HBM bandwidth·kv_memory eff)
+    Under EP each GPU reads the whole always-read part for its own requests, so that part is divided
+    by the dense shards only; routed experts and everything under TP are divided by N.
     """
     m, acc, eff, n = dep.model, dep.accelerator, dep.efficiency, dep.num_gpus
     tokens = np.asarray(tokens, dtype=np.float64)
@@ -198,18 +230,18 @@ def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_pe
     body_flops = tokens * (m.flops_per_token - 2 * m.params_lm_head)
     linear_flops = body_flops + logits * 2 * m.params_lm_head
     attn_flops = np.asarray(attended, dtype=np.float64) * attn_flops_per_pair
-    compute_s = ((body_flops / acc.flops(dep.compute_dtype) + attn_flops / acc.flops(attention_dtype(dep))) / (n * eff.compute)
-                 + logits * lm_head_time_s(dep))
+    attn_compute_s = attn_flops / acc.flops(attention_dtype(dep)) / (n * eff.compute)
+    compute_s = body_flops / acc.flops(dep.compute_dtype) / (n * eff.compute) + logits * lm_head_time_s(dep) + attn_compute_s
     read = weight_bytes_read(dep, tokens)
     routed = m.moe_layers * expected_experts_touched(m.num_experts, m.top_k, tokens) * m.params_per_expert * dep.weight_bytes_per_param
-    bw = acc.memory_bandwidth_bytes_per_s * eff.memory
-    weights_s = ((read - routed) / dep.dense_shards + routed / n) / bw
-    kv_s = np.asarray(kv_bytes, dtype=np.float64) / (n if dep.layout == "ep" else dep.kv_shards) / bw
+    weights_s = ((read - routed) / dep.dense_shards + routed / n) / (acc.memory_bandwidth_bytes_per_s * eff.memory)
+    kv_bw = acc.memory_bandwidth_bytes_per_s * eff.kv_memory_fraction
+    kv_s = np.asarray(kv_bytes, dtype=np.float64) / (n if dep.layout == "ep" else dep.kv_shards) / kv_bw
     comm_s, comm_bytes = comm_time_s(dep, tokens)
     return Step(
         tokens=tokens, batch=batch, flops=linear_flops + attn_flops, weight_bytes=read, kv_bytes=kv_bytes,
         comm_bytes=comm_bytes, experts_touched=expected_experts_touched(m.num_experts, m.top_k, tokens),
-        compute_s=compute_s, weights_s=weights_s, kv_s=kv_s, comm_s=comm_s,
+        compute_s=compute_s, attn_compute_s=attn_compute_s, weights_s=weights_s, kv_s=kv_s, comm_s=comm_s,
         overhead_s=np.full_like(weights_s, eff.step_overhead_s), comm_overlapped=dep.overlap_comm,
     )
 

@@ -338,21 +338,21 @@ class _Engine:
             self.tokens = tokens
             return self._step(t)
         model = self.model
-        compute, kv = model.linear_l[tokens], 0.0
+        attn, kv, heads = 0.0, 0.0, n0  # an LM head for every decode and every chunk completing its prompt
         if n0:
             attn, kv = model.decode_terms(known)
-            compute += attn
         if len(tail) == 1:  # one prefill chunk [c0, c0 + s): the table differences as floats
             c0, c1 = tail[0][COMP], tail[0][COMP] + tail[0][SCHED]
-            # as chunk_terms: one LM head if the chunk completes its prompt
-            compute += model.prefill_attn_l[c1] - model.prefill_attn_l[c0] + (model.lm_head_s if c1 == tail[0][KNOWN] else 0.0)
+            attn += model.prefill_attn_l[c1] - model.prefill_attn_l[c0]
             kv += model.prefill_kv_l[c1]
+            heads += c1 == tail[0][KNOWN]
         elif tail:
             ends = self.comp[n0:n] + self.sched[n0:n]
-            attn, kv_chunk = model.chunk_terms(self.comp[n0:n], ends, int(np.count_nonzero(ends == self.known[n0:n])))
-            compute += attn
-            kv += kv_chunk
-        dt = model.seconds(tokens, compute, kv)
+            attn_c, kv_c = model.chunk_terms(self.comp[n0:n], ends)
+            attn += attn_c
+            kv += kv_c
+            heads += int(np.count_nonzero(ends == self.known[n0:n]))
+        dt = model.seconds(tokens, heads, attn, kv)
         self.timeline.append((t, dt, tokens, n, n0, pool.used))
         t += dt
         done = []
@@ -388,26 +388,21 @@ class _Engine:
         """Seconds of the step: decodes at contexts c1[dec], prefill chunks [c0, c1) of the others scheduled
         (`sampled`: the chunks that complete their prompt)."""
         model = self.model
-        compute, kv = model.linear_l[self.tokens], 0.0
         if n_dec == n:
-            attn, kv = model.decode_terms(c1)
-            return model.seconds(self.tokens, compute + attn, kv)
+            return model.seconds(self.tokens, n, *model.decode_terms(c1))
+        heads = n_dec + int(np.count_nonzero(sampled & (s > 0) & ~dec))  # decodes + chunks completing a prompt
         if np.count_nonzero(dec[:n_dec]) == n_dec and np.count_nonzero(s[n_dec:]) == n - n_dec:
             # the usual layout: decodes first, then the prefill chunks of the newest requests
-            if n_dec:
-                attn, kv = model.decode_terms(c1[:n_dec])
-                compute += attn
-            attn, kv_chunk = model.chunk_terms(c0[n_dec:], c1[n_dec:], int(np.count_nonzero(sampled[n_dec:])))
-            return model.seconds(self.tokens, compute + attn, kv + kv_chunk)
-        if n_dec:
-            attn, kv = model.decode_terms(c1[dec])
-            compute += attn
+            attn, kv = model.decode_terms(c1[:n_dec]) if n_dec else (0.0, 0.0)
+            attn_c, kv_c = model.chunk_terms(c0[n_dec:], c1[n_dec:])
+            return model.seconds(self.tokens, heads, attn + attn_c, kv + kv_c)
+        attn, kv = model.decode_terms(c1[dec]) if n_dec else (0.0, 0.0)
         chunk = (s > 0) & ~dec
         if np.count_nonzero(chunk):
-            attn, kv_chunk = model.chunk_terms(c0[chunk], c1[chunk], int(np.count_nonzero(sampled[chunk])))
-            compute += attn
-            kv += kv_chunk
-        return model.seconds(self.tokens, compute, kv)
+            attn_c, kv_c = model.chunk_terms(c0[chunk], c1[chunk])
+            attn += attn_c
+            kv += kv_c
+        return model.seconds(self.tokens, heads, attn, kv)
 
     def _sample_all(self, n: int, t: float) -> None:
         """Every running request samples a token at time t (the usual step): slices, no gathers."""

@@ -4,11 +4,15 @@ A continuous-batching step runs, in one forward pass, T tokens in total: one tok
 request and a chunk [c0, c1) of the prompt of each prefilling request. Its terms are the core's:
 
     token terms (weights read, linear FLOPs, communication, overhead)  = roofline.decode_step(dep, T, 0)
+                                          less the LM head of every token
+    LM heads                              one per sampled position: each decode, each chunk that
+                                          completes its prompt
     a decode at context c                 adds the attention FLOPs and KV read of decode_step(dep, 1, c)
     a prefill chunk [c0, c1)              adds the attention FLOPs and KV traffic of
                                           prefill(dep, 1, c1, cached_tokens=c0): causal(c1) − causal(c0)
                                           query-key pairs, kv(c1) bytes (new KV written, cached KV read)
-    step time = Step.step_time_s          (the core's max(compute, weights + KV) + comm + overhead)
+    step time = Step.step_time_s          (the core's max(linear, weights) + max(attention, KV)
+                                          + comm + overhead)
 
 Each of those per-request terms is linear in its own inputs, so the differences above are exact; the
 table lookups (`StepModel`) are the core's functions evaluated once on every integer context and every
@@ -16,8 +20,8 @@ token count, so a simulated step costs a few array gathers, not a call into the 
 decodes only reproduces `roofline.decode_step_mixed`, and one chunk [0, T) reproduces
 `roofline.prefill(dep, 1, c1, c0)` (tests check both).
 
-For speed the engine adds the terms itself (`linear_l[T]` + `decode_terms` + `chunk_terms`, or several
-decode steps at once with `decode_run_terms`) and turns them into seconds with `seconds` — `Step.step_time_s` on
+For speed the engine adds the terms itself (`decode_terms` + `chunk_terms`, or several decode steps at
+once with `decode_run_terms`, and a count of LM heads) and turns them into seconds with `seconds` — `Step.step_time_s` on
 plain Python floats, with the token terms read from lists (a NumPy call on a scalar costs ~1 µs, the
 float arithmetic ~0.1 µs; a test checks `seconds` against the core's `Step` on both communication modes).
 """
@@ -36,25 +40,23 @@ class StepModel:
     def __init__(self, dep: Deployment, max_tokens: int, max_context: int) -> None:
         self.dep = dep
         t = np.arange(max_tokens + 1, dtype=np.float64)
-        base = decode_step(dep, t, 0.0)  # token terms only: no context, no attention, no KV
-        self.linear_compute_s = np.asarray(base.compute_s, dtype=np.float64)
+        base = decode_step(dep, t, 0.0)  # token terms only: no context, no attention, no KV; t LM heads
+        self.lm_head_s = lm_head_time_s(dep)
+        self.body_compute_s = np.asarray(base.linear_compute_s - t * self.lm_head_s, dtype=np.float64)
         self.weights_s = np.asarray(base.weights_s, dtype=np.float64)
         self.comm_s = np.asarray(base.comm_s, dtype=np.float64)
         self.overhead_s = float(np.asarray(base.overhead_s).ravel()[0])
         c = np.arange(max_context + 1, dtype=np.float64)
         one = decode_step(dep, 1.0, c)
-        self.decode_attn_s = np.asarray(one.compute_s - one.compute_s[0], dtype=np.float64)
+        self.decode_attn_s = np.asarray(one.attn_compute_s, dtype=np.float64)
         self.decode_kv_s = np.asarray(one.kv_s, dtype=np.float64)
-        pre = prefill(dep, 1.0, c[1:])  # a whole prompt of c ≥ 1 tokens (one LM-head position)
-        linear_c = decode_step(dep, c[1:], 0.0).compute_s  # the linear FLOPs of c tokens, c LM-head positions
-        # causal attention of c tokens minus c LM heads: pre − linear_c = attention − (c − 1)·lm, so − lm more
-        self.lm_head_s = lm_head_time_s(dep)
-        self.prefill_attn_s = np.concatenate([[0.0], pre.compute_s - linear_c - self.lm_head_s])
+        pre = prefill(dep, 1.0, c[1:])  # a whole prompt of c ≥ 1 tokens
+        self.prefill_attn_s = np.concatenate([[0.0], pre.attn_compute_s])  # causal attention of c tokens
         self.prefill_kv_s = np.concatenate([[0.0], pre.kv_s])  # KV traffic of a prompt reaching c tokens
         self.overlap = bool(dep.overlap_comm)
         self.max_tokens, self.max_context = int(max_tokens), int(max_context)
         # the token terms as lists: scalar lookups without NumPy's per-call cost
-        self.linear_l, self.weights_l = self.linear_compute_s.tolist(), self.weights_s.tolist()
+        self.body_l, self.weights_l = self.body_compute_s.tolist(), self.weights_s.tolist()
         self.comm_l = self.comm_s.tolist()
         self.prefill_attn_l, self.prefill_kv_l = self.prefill_attn_s.tolist(), self.prefill_kv_s.tolist()
 
@@ -66,59 +68,56 @@ class StepModel:
         """`decode_terms` of several steps at once: `ctx` is (steps, requests); sums along each row."""
         return self.decode_attn_s[ctx].sum(axis=1), self.decode_kv_s[ctx].sum(axis=1)
 
-    def chunk_terms(self, chunk_start: np.ndarray, chunk_end: np.ndarray, finals: int) -> tuple[float, float]:
-        """(compute seconds beyond the token table, KV seconds) of prefill chunks [start, end), `finals` of
-        which complete their prompt: Σ (attn_prefill[end] − attn_prefill[start]) + finals·lm_head,
-        Σ kv_prefill[end]. The token table charges every token an LM head; only a chunk that completes its
-        prompt samples a token and needs one (as `roofline.prefill` charges one per prompt), so the table
-        entries attention(c) − c·lm_head take the others back."""
-        return (float((self.prefill_attn_s[chunk_end] - self.prefill_attn_s[chunk_start]).sum()) + finals * self.lm_head_s,
+    def chunk_terms(self, chunk_start: np.ndarray, chunk_end: np.ndarray) -> tuple[float, float]:
+        """(attention compute seconds, KV seconds) of prefill chunks [start, end):
+        Σ (attn_prefill[end] − attn_prefill[start]), Σ kv_prefill[end]."""
+        return (float((self.prefill_attn_s[chunk_end] - self.prefill_attn_s[chunk_start]).sum()),
                 float(self.prefill_kv_s[chunk_end].sum()))
 
-    def terms(self, tokens: int, decode_ctx: np.ndarray, chunk_start: np.ndarray, chunk_end: np.ndarray
-              ) -> tuple[float, float]:
-        """(compute seconds, KV seconds) of a step's per-request work."""
-        compute = self.linear_l[tokens]
-        kv = 0.0
+    def terms(self, decode_ctx: np.ndarray, chunk_start: np.ndarray, chunk_end: np.ndarray) -> tuple[float, float]:
+        """(attention compute seconds, KV seconds) of a step's per-request work."""
+        attn = kv = 0.0
         if decode_ctx.size:
-            attn, kv_d = self.decode_terms(decode_ctx)
-            compute += attn
-            kv += kv_d
+            attn, kv = self.decode_terms(decode_ctx)
         if chunk_start.size:
-            attn, kv_c = self.chunk_terms(chunk_start, chunk_end, chunk_start.size)
-            compute += attn
+            attn_c, kv_c = self.chunk_terms(chunk_start, chunk_end)
+            attn += attn_c
             kv += kv_c
-        return compute, kv
+        return attn, kv
 
-    def seconds(self, tokens: int, compute_s: float, kv_s: float) -> float:
-        """Seconds of a step of `tokens` tokens with `compute_s` of compute (linear_l[tokens] + attention)
-        and `kv_s` of KV traffic: the core's `Step.step_time_s` on floats, max(compute, weights + KV) +
-        comm + overhead, or max(compute, weights + KV, comm) + overhead with overlapped communication."""
-        roof = max(compute_s, self.weights_l[tokens] + kv_s)
+    def seconds(self, tokens: int, heads: int, attn_s: float, kv_s: float) -> float:
+        """Seconds of a step of `tokens` tokens, `heads` of them sampled (LM heads), with `attn_s` of
+        attention compute and `kv_s` of KV traffic: the core's `Step.step_time_s` on floats,
+        max(body + heads·LM head, weights) + max(attention, KV) + comm + overhead, or with overlapped
+        communication max(that roofline part, comm) + overhead."""
+        roof = max(self.body_l[tokens] + heads * self.lm_head_s, self.weights_l[tokens]) + max(attn_s, kv_s)
         if self.overlap:
             return max(roof, self.comm_l[tokens]) + self.overhead_s
         return roof + self.comm_l[tokens] + self.overhead_s
 
     def run_seconds(self, tokens: int, attn_s: np.ndarray, kv_s: np.ndarray) -> np.ndarray:
-        """Seconds of several steps of `tokens` tokens each, with attention compute `attn_s` and KV traffic
-        `kv_s` (arrays, one entry a step): the core's `Step.step_time_s`, vectorised."""
-        return Step(
-            tokens=float(tokens), batch=np.nan, flops=np.nan, weight_bytes=np.nan, kv_bytes=np.nan, comm_bytes=np.nan,
-            experts_touched=np.nan, compute_s=self.linear_l[tokens] + attn_s, weights_s=self.weights_l[tokens],
-            kv_s=kv_s, comm_s=self.comm_l[tokens], overhead_s=self.overhead_s, comm_overlapped=self.overlap,
-        ).step_time_s
+        """Seconds of several decode steps of `tokens` requests each (every token sampled), with attention
+        compute `attn_s` and KV traffic `kv_s` (arrays, one entry a step): the core's `Step.step_time_s`,
+        vectorised."""
+        return self._step(tokens, tokens, attn_s, kv_s).step_time_s
 
-    def step(self, tokens: int, decode_ctx: np.ndarray, chunk_start: np.ndarray, chunk_end: np.ndarray) -> Step:
-        """The core's `Step` for T = `tokens` tokens: decodes at `decode_ctx`, chunks [start, end)."""
-        compute, kv = self.terms(tokens, decode_ctx, chunk_start, chunk_end)
+    def _step(self, tokens: int, heads: float, attn_s: object, kv_s: object) -> Step:
+        linear = self.body_l[tokens] + heads * self.lm_head_s
         return Step(
-            tokens=float(tokens), batch=float(decode_ctx.size + chunk_start.size), flops=np.nan, weight_bytes=np.nan,
-            kv_bytes=np.nan, comm_bytes=np.nan, experts_touched=np.nan, compute_s=compute,
-            weights_s=float(self.weights_s[tokens]), kv_s=kv, comm_s=float(self.comm_s[tokens]),
-            overhead_s=self.overhead_s, comm_overlapped=self.overlap,
+            tokens=float(tokens), batch=float(heads), flops=np.nan, weight_bytes=np.nan, kv_bytes=np.nan,
+            comm_bytes=np.nan, experts_touched=np.nan, compute_s=linear + attn_s, attn_compute_s=attn_s,
+            weights_s=self.weights_l[tokens], kv_s=kv_s, comm_s=self.comm_l[tokens], overhead_s=self.overhead_s,
+            comm_overlapped=self.overlap,
         )
 
-    def step_time_s(self, tokens: int, decode_ctx: np.ndarray, chunk_start: np.ndarray, chunk_end: np.ndarray
-                    ) -> float:
+    def step(self, tokens: int, decode_ctx: np.ndarray, chunk_start: np.ndarray, chunk_end: np.ndarray,
+             finals: int | None = None) -> Step:
+        """The core's `Step` for T = `tokens` tokens: decodes at `decode_ctx`, chunks [start, end), `finals`
+        of which complete their prompt (default: all)."""
+        heads = decode_ctx.size + (chunk_start.size if finals is None else finals)
+        return self._step(tokens, heads, *self.terms(decode_ctx, chunk_start, chunk_end))
+
+    def step_time_s(self, tokens: int, decode_ctx: np.ndarray, chunk_start: np.ndarray, chunk_end: np.ndarray,
+                    finals: int | None = None) -> float:
         """Seconds of the step (the core's `Step.step_time_s` of `step(...)`)."""
-        return self.seconds(tokens, *self.terms(tokens, decode_ctx, chunk_start, chunk_end))
+        return float(self.step(tokens, decode_ctx, chunk_start, chunk_end, finals).step_time_s)
