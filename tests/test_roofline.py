@@ -209,3 +209,18 @@ def test_kv_memory_fraction_reads_the_cache_only():
     assert float(slow.weights_s) == float(base.weights_s)
     with pytest.raises(KokubanError, match="kv_memory"):
         Efficiency(kv_memory=1.5)
+
+
+def test_partial_overlap_shows_part_of_the_shorter_time():
+    # Llama-3.1-8B on one H100, batch 8 at context 1024, textbook fractions but overlap 0.25: each kernel takes
+    # max(c, m) + 0.75·min(c, m)
+    F, BW = 989.4e12 * 0.6, 3.35e12 * 0.8
+    c_lin = 8 * 2 * (8_030_261_248 - 128256 * 4096) / F
+    w = (8_030_261_248 - 128256 * 4096) * 2 / BW
+    a = 8 * 32 * 16384 * 1024 / F
+    k = 8 * 1024 * 131072 / BW
+    d = Deployment.make(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"), efficiency=EFF.updated(overlap=0.25))
+    step = roofline.decode_step(d, 8, 1024)
+    assert float(step.step_time_s) == pytest.approx(w + 0.75 * c_lin + k + 0.75 * a, rel=1e-9)
+    with pytest.raises(KokubanError, match="overlap"):
+        Efficiency(overlap=-0.1)

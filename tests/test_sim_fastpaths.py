@@ -7,6 +7,7 @@ import pytest
 
 from kokuban.catalog import load_accelerator, load_model
 from kokuban.deployment import Deployment
+from kokuban.hardware import Efficiency
 from kokuban.roofline import decode_step_mixed
 from kokuban.sim import SchedulerConfig, simulate, synthetic
 from kokuban.sim.decoderun import plan_decode_run
@@ -21,10 +22,12 @@ def h100():
     return Deployment.make(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"))
 
 
-@pytest.mark.parametrize("overlap", [False, True])
-def test_float_step_time_is_the_cores(overlap):
-    # 8 GPUs of tensor parallelism: communication is a real term, and with overlap it enters the max()
-    dep = Deployment.make(load_model("llama-3.1-70b"), load_accelerator("h100-sxm"), 8, overlap_comm=overlap)
+@pytest.mark.parametrize("overlap,hidden", [(False, 1.0), (True, 1.0), (False, 0.3)])
+def test_float_step_time_is_the_cores(overlap, hidden):
+    # 8 GPUs of tensor parallelism: communication is a real term, and with overlap it enters the max();
+    # hidden < 1: part of each kernel's shorter time shows (Efficiency.overlap)
+    dep = Deployment.make(load_model("llama-3.1-70b"), load_accelerator("h100-sxm"), 8, overlap_comm=overlap,
+                          efficiency=Efficiency(overlap=hidden))
     model = StepModel(dep, 512, 5000)
     ctx = np.array([17, 900, 4000, 1234, 2])
     core = float(decode_step_mixed(dep, ctx).step_time_s)

@@ -2,7 +2,7 @@
 
     loss(θ) = mean over training rows of ln(predicted_θ ÷ measured)²
 
-θ is a few `Efficiency` fields (compute, memory, interconnect fractions in (0, 1]; step_overhead_s
+θ is a few `Efficiency` fields (compute, memory, kv_memory, interconnect, overlap fractions in (0, 1]; step_overhead_s
 ≥ 0 seconds). Fractions are searched as logistic(z), the overhead as 10^z seconds, with SciPy's
 Nelder–Mead from several starts (the core's defaults among them); the best fit is kept. The loss is
 symmetric in over- and under-prediction and not dominated by the slowest rows.
@@ -24,7 +24,7 @@ from .accuracy import error_summary
 from .errors import KokubanError
 from .hardware import Efficiency
 
-FRACTIONS = ("compute", "memory", "interconnect")
+FRACTIONS = ("compute", "memory", "interconnect", "kv_memory", "overlap")
 SECONDS = ("step_overhead_s", "collective_latency_s")
 MIN_SECONDS, MAX_SECONDS = 1e-7, 1.0
 
@@ -39,7 +39,7 @@ def holdout_mask(ids: Sequence[str], fraction: float = 1 / 3, seed: int = 0) -> 
 def _encode(eff: Efficiency, params: Sequence[str]) -> np.ndarray:
     z = []
     for p in params:
-        v = getattr(eff, p)
+        v = eff.kv_memory_fraction if p == "kv_memory" else getattr(eff, p)
         if p in FRACTIONS:
             v = min(max(v, 1e-4), 1 - 1e-4)
             z.append(np.log(v / (1 - v)))
@@ -177,7 +177,7 @@ def read_validation(csv_path: str) -> tuple[Any, dict[str, Any]]:
     return frame, setup
 
 
-def calibrate_validation(csv_path: str, params: Sequence[str] = ("compute", "memory", "step_overhead_s"), *,
+def calibrate_validation(csv_path: str, params: Sequence[str] = ("compute", "memory", "kv_memory", "overlap", "step_overhead_s"), *,
                          phase: str | None = None, start: Efficiency | None = None, holdout_fraction: float = 1 / 3,
                          seed: int = 0) -> Calibration:
     """Fit to a `kokuban validate` report (optionally one phase), re-predicting with `validate.predict`."""

@@ -80,6 +80,7 @@ def efficiency_option_list(base: Any = None, note: str = "calibrated") -> list[C
         click.option("--memory-eff", type=float, default=None, help=f"Achievable fraction of memory bandwidth for weight reads (default {e.memory:g}, {note})."),
         click.option("--kv-eff", type=float, default=None, help=f"Achievable fraction of memory bandwidth for KV-cache reads (default {kv}, {note})."),
         click.option("--link-eff", type=float, default=None, help=f"Achievable fraction of interconnect bandwidth (default {e.interconnect:g}, {note})."),
+        click.option("--overlap", type=float, default=None, help=f"Fraction of the shorter of a kernel's compute and memory times hidden under the longer (default {e.overlap:g}, {note}; 1 = roofline)."),
         click.option("--step-overhead", type=float, default=None, help=f"Fixed seconds per step (default {e.step_overhead_s:g}, {note})."),
     ]
 
@@ -98,7 +99,7 @@ def efficiency_from_flags(kw: dict[str, Any], base: Any = None):
 
     return (base or Efficiency()).updated(
         compute=kw.pop("compute_eff", None), memory=kw.pop("memory_eff", None), kv_memory=kw.pop("kv_eff", None),
-        interconnect=kw.pop("link_eff", None), step_overhead_s=kw.pop("step_overhead", None))
+        interconnect=kw.pop("link_eff", None), overlap=kw.pop("overlap", None), step_overhead_s=kw.pop("step_overhead", None))
 
 
 def deployment_kwargs(kw: dict[str, Any]) -> dict[str, Any]:

@@ -105,8 +105,8 @@ def probe(device: str, seconds: float, entry_id: str | None, out: str | None, as
 @click.option("--contexts", default="128,1024,4096", show_default=True)
 @click.option("--prompts", default="16,64,256", show_default=True, help="Prefill prompt lengths (batch --prefill-batch).")
 @click.option("--prefill-batch", type=int, default=1, show_default=True)
-@click.option("--warmup", type=int, default=1, show_default=True)
-@click.option("--repeats", type=int, default=5, show_default=True)
+@click.option("--warmup", type=int, default=1, show_default=True, help="Untimed calls before each timed one.")
+@click.option("--repeats", type=int, default=5, show_default=True, help="Rounds over the whole grid; one timed call per point in each.")
 @click.option("--max-kv-gb", type=float, default=None, help="Skip points whose KV cache exceeds this (default 25 % of memory).")
 @click.option("--gpu", default=None, help="Accelerator id in --gpu-file to predict with (default: probe now).")
 @click.option("--gpu-file", type=click.Path(exists=True), default=None, help="A `kokuban probe --out` file.")
@@ -144,7 +144,7 @@ def validate(**kw: Any) -> None:
     c = console()
     c.print(f"[bold]{s['model']}[/] ({', '.join(s['scaled']) or 'as published'}; {si(s['params_total'])} params, "
             f"{s['dtype']}) on {s['device']}: {s['accelerator']['name']}")
-    table = Table(title="measured vs predicted step time (median of repeats)")
+    table = Table(title="measured vs predicted step time (median of interleaved rounds)")
     for col in ("phase", "batch", "context/prompt", "regime", "measured", "predicted", "error"):
         table.add_column(col, justify="left" if col in ("phase", "regime") else "right")
     for r in report.rows:
@@ -246,7 +246,7 @@ def accuracy(as_json: bool, **kw: Any) -> None:
     c.print(table)
     c.print(_summary_table("error by regime", result["summary"], "by_regime"))
     c.print(_summary_table("error by metric", result["summary"], "by_metric"))
-    c.print("efficiency: " + ", ".join(f"{k}={v:g}" for k, v in result["efficiency"].items()))
+    c.print("efficiency: " + ", ".join(f"{k}={v:g}" if v is not None else f"{k}=memory" for k, v in result["efficiency"].items()))
 
 
 # ---- calibrate -------------------------------------------------------------------------------------------
@@ -256,7 +256,7 @@ def accuracy(as_json: bool, **kw: Any) -> None:
               help="validate.csv (with validate.json beside it), for --source validate-csv.")
 @click.option("--phase", type=click.Choice(["decode", "prefill"]), default=None, help="Fit only these validate rows.")
 @click.option("--params", default=None, help="Comma-separated Efficiency fields to fit (default: compute,memory,"
-              "interconnect,step_overhead_s for published; compute,memory,step_overhead_s for validate).")
+              "interconnect,step_overhead_s for published; compute,memory,kv_memory,overlap,step_overhead_s for validate).")
 @click.option("--holdout", type=float, default=1 / 3, show_default=True, help="Fraction of rows held out (by hash of id).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Salt of the held-out split.")
 @textbook_efficiency_options
@@ -286,8 +286,11 @@ def calibrate(source: str, csv_path: str | None, phase: str | None, params: str 
     table = Table(title=f"calibration on {cal.train_rows} rows, judged on {cal.holdout_rows} held-out rows ({cal.source})")
     for col in ("parameter", "before", "after"):
         table.add_column(col, justify="left" if col == "parameter" else "right")
+    def value(e: Efficiency, name: str) -> float:
+        return e.kv_memory_fraction if name == "kv_memory" else getattr(e, name)
+
     for p in cal.params:
-        table.add_row(p, f"{getattr(cal.before, p):.4g}", f"{getattr(cal.after, p):.4g}")
+        table.add_row(p, f"{value(cal.before, p):.4g}", f"{value(cal.after, p):.4g}")
     c.print(table)
     c.print(_summary_table("held-out error BEFORE calibration", cal.holdout_before, "by_regime"))
     c.print(_summary_table("held-out error AFTER calibration", cal.holdout_after, "by_regime"))

@@ -5,8 +5,8 @@
     USD per M input    = USD/s × prefill time ÷ (batch × prompt tokens) × 10⁶
 
 The three-part split of a decode token: the step is max(linear compute, weights) + max(attention
-compute, KV) + comm + overhead, each max over two overlapping times. Inside each max, each part's
-share is its raw time scaled by max(a, b) ÷ (a + b); comm and overhead are charged as they are. The
+compute, KV) + comm + overhead, each max over two overlapping times (`Step.kernel_s`). Inside each
+kernel, each part's share is its raw time scaled by the kernel's time ÷ (a + b); comm and overhead are charged as they are. The
 parts add up to the token's cost exactly. Weight read is shared by the batch (÷ B), compute and KV
 are per request.
 """
@@ -35,12 +35,12 @@ def usd_per_m_input(dep: Deployment, prefill_step: Step) -> Any:
 
 def decode_split_usd_per_m(dep: Deployment, step: Step) -> dict[str, Any]:
     """The cost of a decode token split into compute, weight read, KV read, comm and overhead (USD / M)."""
-    def scale(a: Any, b: Any) -> np.ndarray:  # max(a, b) ÷ (a + b), 0 where both are 0
+    def scale(kernel_s: Any, a: Any, b: Any) -> np.ndarray:  # kernel time ÷ (a + b), 0 where both are 0
         raw = np.asarray(a + b, dtype=np.float64)
-        return np.divide(np.maximum(a, b), raw, out=np.zeros_like(raw), where=raw > 0)
+        return np.divide(np.asarray(kernel_s, dtype=np.float64), raw, out=np.zeros_like(raw), where=raw > 0)
 
-    lin = scale(step.linear_compute_s, step.weights_s)
-    attn = scale(step.attn_compute_s, step.kv_s)
+    lin = scale(step.linear_s, step.linear_compute_s, step.weights_s)
+    attn = scale(step.attention_s, step.attn_compute_s, step.kv_s)
     per_token_usd = dep.usd_per_s / np.asarray(step.batch, dtype=np.float64) * PER_MILLION
     return {
         "compute": per_token_usd * (step.linear_compute_s * lin + step.attn_compute_s * attn),

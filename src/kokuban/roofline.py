@@ -2,6 +2,8 @@
 
     step time = max(linear compute, weight read) + max(attention compute, KV read) + comm + overhead
 
+(each max with `Efficiency.overlap` = 1; below 1 part of the shorter time shows: see `Step.kernel_s`).
+
 A step runs two kinds of kernels one after the other in every layer: the matrix multiplies against
 the weights (QKV/output projections, MLP or experts, LM head) and attention over the KV cache. Inside
 each kind compute and memory traffic overlap (a kernel streams its operand while the tensor cores
@@ -101,6 +103,7 @@ class Step:
     comm_s: Any
     overhead_s: Any
     comm_overlapped: bool = False
+    overlap: float = 1.0  # the fraction of the shorter of a kernel's compute and memory times hidden under the longer
 
     @property
     def memory_s(self) -> Any:
@@ -111,15 +114,23 @@ class Step:
         """Compute of the weight matrix multiplies (compute_s − attention)."""
         return self.compute_s - self.attn_compute_s
 
+    def kernel_s(self, compute_s: Any, memory_s: Any) -> Any:
+        """A kernel's time from its compute and memory times: max(c, m) + (1 − overlap)·min(c, m).
+
+        overlap = 1 (the default) is the roofline: the shorter time hides entirely under the longer.
+        Kernels that cannot stream operands and multiply at once (small-batch GEMMs on CPUs) have
+        overlap < 1; 0 means the two times add."""
+        return np.maximum(compute_s, memory_s) + (1.0 - self.overlap) * np.minimum(compute_s, memory_s)
+
     @property
     def linear_s(self) -> Any:
-        """The weight-multiply kernels: max(linear compute, weight read)."""
-        return np.maximum(self.linear_compute_s, self.weights_s)
+        """The weight-multiply kernels: kernel_s(linear compute, weight read)."""
+        return self.kernel_s(self.linear_compute_s, self.weights_s)
 
     @property
     def attention_s(self) -> Any:
-        """The attention kernels: max(attention compute, KV read)."""
-        return np.maximum(self.attn_compute_s, self.kv_s)
+        """The attention kernels: kernel_s(attention compute, KV read)."""
+        return self.kernel_s(self.attn_compute_s, self.kv_s)
 
     @property
     def roof_s(self) -> Any:
@@ -242,7 +253,7 @@ def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_pe
         tokens=tokens, batch=batch, flops=linear_flops + attn_flops, weight_bytes=read, kv_bytes=kv_bytes,
         comm_bytes=comm_bytes, experts_touched=expected_experts_touched(m.num_experts, m.top_k, tokens),
         compute_s=compute_s, attn_compute_s=attn_compute_s, weights_s=weights_s, kv_s=kv_s, comm_s=comm_s,
-        overhead_s=np.full_like(weights_s, eff.step_overhead_s), comm_overlapped=dep.overlap_comm,
+        overhead_s=np.full_like(weights_s, eff.step_overhead_s), comm_overlapped=dep.overlap_comm, overlap=eff.overlap,
     )
 
 

@@ -14,8 +14,10 @@ What is run (random weights, greedy sampling, no torch.compile, no CUDA graphs):
 - prefill: `batch` prompts of `prompt` tokens through every layer with causal attention, the K/V
   written to a fresh cache, and logits for every position (as Hugging Face's forward computes them,
   and as kokuban's prefill counts the LM head: for each prompt token).
-Timing: `warmup` untimed calls, then `repeats` calls each between two device syncs; the median is
-reported. Nothing is cached between calls: each call runs the whole forward again.
+Timing: `repeats` rounds over the whole grid (interleaved, so a drifting machine does not bias some
+points); in each round a point gets `warmup` untimed calls and one call timed between two device
+syncs; the median over the rounds is reported. Nothing is cached between calls: each call runs the
+whole forward again.
 """
 
 from __future__ import annotations
@@ -230,18 +232,35 @@ class TorchTransformer:
         return self.linear(self.torch.nn.functional.silu(gate) * up, layer["wdown"])
 
     # ---- the two passes ----
-    def new_cache(self, batch: int, context: int, *, random: bool) -> list[tuple[Any, Any]]:
-        """Per layer (K, V), each [batch, kv_heads, context, head_dim]; random values if `random`."""
+    def new_cache(self, batch: int, context: int, *, random: bool, pool: Any = None) -> list[tuple[Any, Any]]:
+        """Per layer (K, V), each [batch, kv_heads, context, head_dim]; random values if `random`.
+
+        With `pool` (a flat tensor from `cache_pool`), the caches are views into it: no allocation, and
+        whatever values the pool holds."""
         s, torch = self.shape, self.torch
+        shape = (batch, s.kv_heads, context, s.head_dim)
+        n = math.prod(shape)
+        if pool is not None:
+            if pool.numel() < 2 * s.layers * n:
+                raise KokubanError(f"internal: KV pool of {pool.numel()} elements is smaller than {2 * s.layers * n}")
+            return [(pool[(2 * i) * n:(2 * i + 1) * n].view(shape), pool[(2 * i + 1) * n:(2 * i + 2) * n].view(shape))
+                    for i in range(s.layers)]
         cache = []
         for _ in range(s.layers):
-            k = torch.empty(batch, s.kv_heads, context, s.head_dim, device=self.device, dtype=self.dtype)
+            k = torch.empty(shape, device=self.device, dtype=self.dtype)
             v = torch.empty_like(k)
             if random:
                 k.uniform_(-1, 1)
                 v.uniform_(-1, 1)
             cache.append((k, v))
         return cache
+
+    def cache_pool(self, points: Sequence[tuple[int, int]]) -> Any:
+        """One flat buffer of random values large enough for the KV cache of every (batch, context) in
+        `points`, so that timed rounds reuse it instead of allocating (and page-faulting) a cache each time."""
+        s = self.shape
+        need = max((2 * s.layers * b * s.kv_heads * c * s.head_dim for b, c in points), default=0)
+        return self.torch.empty(need, device=self.device, dtype=self.dtype).uniform_(-1, 1)
 
     def decode(self, tokens: Any, cache: list[tuple[Any, Any]]) -> Any:
         """One decode step (see `decode_logits`), greedy: the next token of each request [B]."""
@@ -321,26 +340,39 @@ def kv_cache_bytes(shape: TorchShape, batch: int, context: int, bytes_per_elemen
 
 def measure(model: TorchTransformer, points: Sequence[Point], *, warmup: int = 2, repeats: int = 5,
             progress: bool = False, seed: int = 0) -> list[Measurement]:
-    """Time every point (see the module docstring); progress bar on stderr if asked."""
+    """Time every point in `repeats` rounds; the median of its rounds is reported.
+
+    Each round visits every point once: it runs `warmup` untimed calls, then one call timed between two
+    device syncs. Decode caches are views into one buffer of random values (`cache_pool`), allocated
+    once for the largest point: a step's cost does not depend on what the cache holds, and allocating
+    gigabytes per round would time the operating system's page zeroing instead. Interleaving the points
+    spreads a slow drift of the machine (clock speed, a neighbour's memory traffic on a shared host)
+    over all of them, instead of biasing whichever points were measured while it lasted. Progress bar
+    on stderr if asked.
+    """
     from tqdm import tqdm
 
     torch, sync = model.torch, synchronizer(model.device)
     gen = torch.Generator(device="cpu").manual_seed(seed)
-    out = []
-    with torch.inference_mode():
-        for p in tqdm(points, desc="validate", unit="point", disable=not progress, leave=False):
-            if p.phase == "decode":
-                tokens = torch.randint(model.shape.vocab, (p.batch,), generator=gen).to(model.device)
-                fn: Callable[[], Any] = partial(model.decode, tokens, model.new_cache(p.batch, p.tokens, random=True))
-            else:
-                tokens = torch.randint(model.shape.vocab, (p.batch, p.tokens), generator=gen).to(model.device)
-                fn = partial(model.prefill, tokens)
-            times = time_calls(fn, warmup=warmup, repeats=repeats, sync=sync)
-            out.append(Measurement(p, float(np.median(times)), [float(t) for t in times]))
-            del fn  # frees this point's KV cache before the next is allocated
-            if model.device == "cuda":
-                torch.cuda.empty_cache()
-    return out
+    tokens = [torch.randint(model.shape.vocab, (p.batch,) if p.phase == "decode" else (p.batch, p.tokens), generator=gen)
+              .to(model.device) for p in points]
+    pool = model.cache_pool([(p.batch, p.tokens) for p in points if p.phase == "decode"])
+    times: list[list[float]] = [[] for _ in points]
+    with torch.inference_mode(), tqdm(total=repeats * len(points), desc="validate", unit="call", disable=not progress,
+                                      leave=False) as bar:
+        for _ in range(repeats):
+            for i, p in enumerate(points):
+                if p.phase == "decode":
+                    cache = model.new_cache(p.batch, p.tokens, random=False, pool=pool)
+                    fn: Callable[[], Any] = partial(model.decode, tokens[i], cache)
+                else:
+                    fn = partial(model.prefill, tokens[i])
+                times[i].extend(float(t) for t in time_calls(fn, warmup=warmup, repeats=1, sync=sync))
+                bar.update()
+    del pool
+    if model.device == "cuda":
+        torch.cuda.empty_cache()
+    return [Measurement(p, float(np.median(t)), t) for p, t in zip(points, times, strict=True)]
 
 
 # ---- the prediction ---------------------------------------------------------------------------------
@@ -470,7 +502,7 @@ def run_validation(
     setup = {
         "model": model, "scaled": changes, "config": cfg, "params_total": spec.params_total, "device": device,
         "dtype": dtype, "accelerator": accelerator_entry, "efficiency": asdict(dep.efficiency),
-        "warmup": warmup, "repeats": repeats, "statistic": "median",
+        "warmup": warmup, "repeats": repeats, "statistic": "median of interleaved rounds",
         "skipped": [asdict(p) for p in skipped], "max_kv_bytes": limit,
         "load_average_1min": {"before": load_before, "after": load_after},
         "torch": torch_model.torch.__version__, "linear_backend": torch_model.linear_backend,

@@ -54,6 +54,7 @@ class StepModel:
         self.prefill_attn_s = np.concatenate([[0.0], pre.attn_compute_s])  # causal attention of c tokens
         self.prefill_kv_s = np.concatenate([[0.0], pre.kv_s])  # KV traffic of a prompt reaching c tokens
         self.overlap = bool(dep.overlap_comm)
+        self.hidden = float(dep.efficiency.overlap)  # Step.kernel_s's overlap of compute and memory
         self.max_tokens, self.max_context = int(max_tokens), int(max_context)
         # the token terms as lists: scalar lookups without NumPy's per-call cost
         self.body_l, self.weights_l = self.body_compute_s.tolist(), self.weights_s.tolist()
@@ -88,9 +89,14 @@ class StepModel:
     def seconds(self, tokens: int, heads: int, attn_s: float, kv_s: float) -> float:
         """Seconds of a step of `tokens` tokens, `heads` of them sampled (LM heads), with `attn_s` of
         attention compute and `kv_s` of KV traffic: the core's `Step.step_time_s` on floats,
-        max(body + heads·LM head, weights) + max(attention, KV) + comm + overhead, or with overlapped
-        communication max(that roofline part, comm) + overhead."""
-        roof = max(self.body_l[tokens] + heads * self.lm_head_s, self.weights_l[tokens]) + max(attn_s, kv_s)
+        kernel(body + heads·LM head, weights) + kernel(attention, KV) + comm + overhead, or with overlapped
+        communication max(that roofline part, comm) + overhead (kernel(c, m) = max + (1 − overlap)·min)."""
+        lin, w = self.body_l[tokens] + heads * self.lm_head_s, self.weights_l[tokens]
+        if self.hidden == 1.0:
+            roof = max(lin, w) + max(attn_s, kv_s)
+        else:
+            shown = 1.0 - self.hidden
+            roof = max(lin, w) + shown * min(lin, w) + max(attn_s, kv_s) + shown * min(attn_s, kv_s)
         if self.overlap:
             return max(roof, self.comm_l[tokens]) + self.overhead_s
         return roof + self.comm_l[tokens] + self.overhead_s
@@ -107,7 +113,7 @@ class StepModel:
             tokens=float(tokens), batch=float(heads), flops=np.nan, weight_bytes=np.nan, kv_bytes=np.nan,
             comm_bytes=np.nan, experts_touched=np.nan, compute_s=linear + attn_s, attn_compute_s=attn_s,
             weights_s=self.weights_l[tokens], kv_s=kv_s, comm_s=self.comm_l[tokens], overhead_s=self.overhead_s,
-            comm_overlapped=self.overlap,
+            comm_overlapped=self.overlap, overlap=self.hidden,
         )
 
     def step(self, tokens: int, decode_ctx: np.ndarray, chunk_start: np.ndarray, chunk_end: np.ndarray,
