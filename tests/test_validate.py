@@ -115,7 +115,32 @@ def test_decode_with_cache_matches_prefill():
                  for k, v in cache]
         step = model.decode_logits(tokens[:, 6], grown)
     # the decode step at position 6 over a 7-slot cache must give the prefill's last-position logits
-    assert torch.allclose(step, full[:, -1], atol=1e-5)
+    assert torch.allclose(step, full, atol=1e-5)
+
+
+def test_measure_interleaves_rounds_over_one_kv_pool(monkeypatch):
+    pytest.importorskip("torch")
+    from kokuban import validate as v
+
+    model = v.TorchTransformer(TINY, device="cpu", dtype="fp32", seed=1)
+    pool = model.cache_pool([(2, 8), (1, 16)])
+    s = model.shape
+    assert pool.numel() == 2 * s.layers * 2 * s.kv_heads * 8 * s.head_dim  # the larger of 2·8 and 1·16 positions (equal)
+    cache = model.new_cache(2, 8, random=False, pool=pool)
+    assert cache[0][0].shape == (2, s.kv_heads, 8, s.head_dim) and cache[0][0].data_ptr() == pool.data_ptr()
+    order = []
+    real = v.time_calls
+
+    def spy(fn, **kw):
+        order.append(fn.func.__name__ + str(tuple(fn.args[0].shape)))
+        return real(fn, **kw)
+
+    monkeypatch.setattr(v, "time_calls", spy)
+    points = [v.Point("decode", 2, 8), v.Point("prefill", 1, 4)]
+    out = v.measure(model, points, warmup=1, repeats=3)
+    # three rounds, each visiting both points once: decode, prefill, decode, prefill, …
+    assert order == ["decode(2,)", "prefill(1, 4)"] * 3
+    assert [len(m.times_s) for m in out] == [3, 3] and all(m.median_s == np.median(m.times_s) for m in out)
 
 
 def test_time_calls_syncs_every_timed_call():

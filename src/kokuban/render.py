@@ -40,13 +40,16 @@ def blackboard(con: Console, est: Estimate) -> None:
     def per_tok(seconds: float) -> str:  # the same seconds, shown per token of the batch
         return secs(seconds / dec["batch"])
     experts = f", {dec['experts_touched_per_layer']:.1f} experts/layer" if m["num_experts"] else ""
-    t.add_row("compute", si(dec["flops"], "FLOP"), secs(br["compute_s"]), per_tok(br["compute_s"]))
+    lin_c = br["compute_s"] - br["attention_compute_s"]
+    t.add_row("multiply compute", si(dec["flops"] - dec["attention_flops"], "FLOP"), secs(lin_c), per_tok(lin_c))
     t.add_row("weight read (shared)", si(dec["weight_bytes_read"], "B") + experts, secs(br["weights_s"]), per_tok(br["weights_s"]))
+    t.add_row("attention compute", si(dec["attention_flops"], "FLOP"), secs(br["attention_compute_s"]), per_tok(br["attention_compute_s"]))
     t.add_row("KV read (per request)", si(dec["kv_bytes_read"], "B"), secs(br["kv_s"]), per_tok(br["kv_s"]))
     t.add_row("communication", si(dec["comm_bytes_per_gpu"], "B") if dec["comm_bytes_per_gpu"] else "-", secs(br["comm_s"]), per_tok(br["comm_s"]))
     if br["overhead_s"]:
         t.add_row("fixed overhead", "", secs(br["overhead_s"]), per_tok(br["overhead_s"]))
-    formula = "step = max(compute, weights + KV) + comm" + (" + overhead" if br["overhead_s"] else "")
+    kernel = "max" if eff["overlap"] == 1 else f"max+{1 - eff['overlap']:.2g}·min"
+    formula = f"step = {kernel}(multiply, weights) + {kernel}(attention, KV) + comm" + (" + overhead" if br["overhead_s"] else "")
     t.add_row(f"[bold]{formula}[/bold]", f"bound: [bold]{dec['bound']}[/bold]",
               f"[bold]{secs(dec['step_time_s'])}[/bold]", secs(dec["step_time_s"] / dec["batch"]))
     con.print(t)

@@ -103,6 +103,7 @@ class Step:
     comm_s: Any
     overhead_s: Any
     comm_overlapped: bool = False
+    attn_flops: Any = np.nan  # the attention part of `flops`
     overlap: float = 1.0  # the fraction of the shorter of a kernel's compute and memory times hidden under the longer
 
     @property
@@ -177,6 +178,7 @@ class Step:
                 "overhead_s": f(self.overhead_s),
             },
             "flops": f(self.flops),
+            "attention_flops": f(self.attn_flops),
             "weight_bytes_read": f(self.weight_bytes),
             "kv_bytes_read": f(self.kv_bytes),
             "comm_bytes_per_gpu": f(self.comm_bytes),
@@ -253,7 +255,8 @@ def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_pe
         tokens=tokens, batch=batch, flops=linear_flops + attn_flops, weight_bytes=read, kv_bytes=kv_bytes,
         comm_bytes=comm_bytes, experts_touched=expected_experts_touched(m.num_experts, m.top_k, tokens),
         compute_s=compute_s, attn_compute_s=attn_compute_s, weights_s=weights_s, kv_s=kv_s, comm_s=comm_s,
-        overhead_s=np.full_like(weights_s, eff.step_overhead_s), comm_overlapped=dep.overlap_comm, overlap=eff.overlap,
+        overhead_s=np.full_like(weights_s, eff.step_overhead_s), comm_overlapped=dep.overlap_comm, attn_flops=attn_flops,
+        overlap=eff.overlap,
     )
 
 

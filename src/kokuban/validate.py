@@ -12,8 +12,8 @@ What is run (random weights, greedy sampling, no torch.compile, no CUDA graphs):
   gate/up + SiLU + down MLP — then the LM head and an argmax. The cache is filled with random
   values instead of a prefill: a decode step's cost does not depend on what the cache holds.
 - prefill: `batch` prompts of `prompt` tokens through every layer with causal attention, the K/V
-  written to a fresh cache, and logits for every position (as Hugging Face's forward computes them,
-  and as kokuban's prefill counts the LM head: for each prompt token).
+  written to a fresh cache, and logits for the last position only (engines sample one token per
+  prompt, and kokuban's prefill counts one LM head per prompt).
 Timing: `repeats` rounds over the whole grid (interleaved, so a drifting machine does not bias some
 points); in each round a point gets `warmup` untimed calls and one call timed between two device
 syncs; the median over the rounds is reported. Nothing is cached between calls: each call runs the
@@ -285,11 +285,12 @@ class TorchTransformer:
         return self.linear(self._rms(x[:, 0], self.final_norm), self.lm_head)
 
     def prefill(self, tokens: Any) -> Any:
-        """Prefill (see `prefill_logits`), greedy: the next token after every position [B, T]."""
+        """Prefill (see `prefill_logits`), greedy: the first generated token of each prompt [B]."""
         return self.prefill_logits(tokens)[0].argmax(-1)
 
     def prefill_logits(self, tokens: Any) -> tuple[Any, list[tuple[Any, Any]]]:
-        """Prefill tokens [B, T]: causal attention, K/V written to a new cache; (logits [B, T, V], cache)."""
+        """Prefill tokens [B, T]: causal attention, K/V written to a new cache; (logits of the last position
+        [B, V], cache). Serving engines sample from the last position only, so only it goes through the LM head."""
         s, torch = self.shape, self.torch
         b, t = tokens.shape
         positions = torch.arange(t, device=self.device)
@@ -305,7 +306,7 @@ class TorchTransformer:
             attn = sdpa(q.transpose(1, 2), kr, vr, is_causal=True)
             x = x + self.linear(attn.transpose(1, 2).reshape(b, t, -1), layer["wo"])
             x = x + self._mlp(layer, self._rms(x, layer["mlp_norm"]))
-        return self.linear(self._rms(x, self.final_norm), self.lm_head), cache
+        return self.linear(self._rms(x[:, -1], self.final_norm), self.lm_head), cache
 
 
 # ---- the grid, timed --------------------------------------------------------------------------------
