@@ -1,8 +1,8 @@
 """The long-context wall: what a token costs as every request's context grows.
 
 At each context L the provider runs the largest batch that fits, B(L) = `memory.max_batch`. A decode
-token then pays (per busiest GPU)  max(c(L), w/B(L) + k(L))  with
-    c(L)  compute per request (weights' FLOPs + attention over L tokens),
+token then pays (per busiest GPU)  max(c(L), w/B(L)) + k(L)  with
+    c(L)  compute per request of the weight multiplies,
     w/B   the weight read shared by the batch: grows with L because B(L) ∝ 1/L   → the CAPACITY wall,
     k(L)  the request's own KV read ∝ L; no batch can share it                  → the BANDWIDTH wall.
 Each wall is where its term first exceeds the compute per request (`walls`). Rows come from the core
@@ -75,7 +75,7 @@ def capacity_wall(dep: Deployment, end: int) -> int | None:
 
 
 def bandwidth_wall(dep: Deployment, end: int) -> int | None:
-    """First context at which a request's own KV read outlasts its compute, k(L) > c(L): from here
+    """First context at which a request's own attention (its KV read) outlasts its multiply compute, k(L) > c(L): from here
     decode is memory-bound at every batch and each token pays ∝ L for KV no batch can share."""
     def binds(L: int) -> bool:
         s = roofline.decode_step(dep, 1, L)
