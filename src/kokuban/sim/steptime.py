@@ -53,8 +53,8 @@ class StepModel:
         pre = prefill(dep, 1.0, c[1:])  # a whole prompt of c ≥ 1 tokens
         self.prefill_attn_s = np.concatenate([[0.0], pre.attn_compute_s])  # causal attention of c tokens
         self.prefill_kv_s = np.concatenate([[0.0], pre.kv_s])  # KV traffic of a prompt reaching c tokens
-        self.overlap = bool(dep.overlap_comm)
-        self.hidden = float(dep.efficiency.overlap)  # Step.kernel_s's overlap of compute and memory
+        self.comm_overlapped = bool(dep.overlap_comm)
+        self.kernel_overlap = float(dep.efficiency.overlap)  # Step.kernel_s's overlap of compute and memory
         self.max_tokens, self.max_context = int(max_tokens), int(max_context)
         # the token terms as lists: scalar lookups without NumPy's per-call cost
         self.body_l, self.weights_l = self.body_compute_s.tolist(), self.weights_s.tolist()
@@ -92,12 +92,8 @@ class StepModel:
         kernel(body + heads·LM head, weights) + kernel(attention, KV) + comm + overhead, or with overlapped
         communication max(that roofline part, comm) + overhead (kernel(c, m) = max + (1 − overlap)·min)."""
         lin, w = self.body_l[tokens] + heads * self.lm_head_s, self.weights_l[tokens]
-        if self.hidden == 1.0:
-            roof = max(lin, w) + max(attn_s, kv_s)
-        else:
-            shown = 1.0 - self.hidden
-            roof = max(lin, w) + shown * min(lin, w) + max(attn_s, kv_s) + shown * min(attn_s, kv_s)
-        if self.overlap:
+        roof = max(lin, w) + max(attn_s, kv_s) + (1.0 - self.kernel_overlap) * (min(lin, w) + min(attn_s, kv_s))
+        if self.comm_overlapped:
             return max(roof, self.comm_l[tokens]) + self.overhead_s
         return roof + self.comm_l[tokens] + self.overhead_s
 
@@ -113,7 +109,7 @@ class StepModel:
             tokens=float(tokens), batch=float(heads), flops=np.nan, weight_bytes=np.nan, kv_bytes=np.nan,
             comm_bytes=np.nan, experts_touched=np.nan, compute_s=linear + attn_s, attn_compute_s=attn_s,
             weights_s=self.weights_l[tokens], kv_s=kv_s, comm_s=self.comm_l[tokens], overhead_s=self.overhead_s,
-            comm_overlapped=self.overlap, overlap=self.hidden,
+            comm_overlapped=self.comm_overlapped, overlap=self.kernel_overlap,
         )
 
     def step(self, tokens: int, decode_ctx: np.ndarray, chunk_start: np.ndarray, chunk_end: np.ndarray,
