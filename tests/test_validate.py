@@ -185,6 +185,15 @@ def test_run_validation_cli_json_and_calibrate(tmp_path, capsys):
     seed = next(s for s in range(100) if holdout_mask(ids, 0.5, s).sum() == 1)
     cal = calibrate_validation(str(out / "validate.csv"), ("memory",), holdout_fraction=0.5, seed=seed)
     assert cal.train_rows == 1 and cal.holdout_rows == 1 and 0 < cal.after.memory <= 1
+    # per-row results: the held-out flags are the split's, and the after-predictions give the held-out summary
+    assert [r["held_out"] for r in cal.rows] == list(holdout_mask(ids, 0.5, seed))
+    held = next(r for r in cal.rows if r["held_out"])
+    assert cal.holdout_after["median_abs_error"] == pytest.approx(abs(held["predicted_after"] - held["measured"]) / held["measured"])
+    png = tmp_path / "cal.png"
+    assert main(["calibrate", "--source", "validate-csv", "--csv", str(out / "validate.csv"), "--params", "memory",
+                 "--holdout", "0.5", "--seed", str(seed), "--plot", str(png), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"][0]["id"] == "decode-b1-t8"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_probe_entry_round_trips(tmp_path):

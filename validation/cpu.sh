@@ -2,7 +2,7 @@
 # Probe + validate + calibrate on this machine's CPU; about 2-3 minutes on 2 cores. Run it on an idle machine:
 # every other process competes for the same two cores and the same memory bandwidth.
 # Writes under validation/cpu/ (or $1): probe.toml, probe.txt, validate.csv/.json/.png/.txt, calibrate.json
-# (held-out split seed 0) and calibrate.txt (seeds 0, 1, 2). Needs `kokuban` installed with the `validate` extra.
+# and calibrate.png (held-out split seed 0) and calibrate.txt (seeds 0, 1, 2). Needs `kokuban` installed with the `validate` extra.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT_DIR=${1:-validation/cpu}
@@ -12,7 +12,8 @@ kokuban probe --device cpu --seconds 4 --out "$OUT_DIR/probe.toml" | tee "$OUT_D
 # 2. Llama-3.2-1B, 4 of 16 layers, fp32, batch 1-64 x context 128-4096, prompts 16-256; 5 interleaved rounds
 kokuban validate --gpu-file "$OUT_DIR/probe.toml" --out-dir "$OUT_DIR" | tee "$OUT_DIR/validate.txt"
 # 3. fit compute, memory, KV-read, overlap fractions and per-step overhead on 2/3 of the decode rows, judge on the rest
-kokuban calibrate --source validate-csv --csv "$OUT_DIR/validate.csv" --phase decode --json > "$OUT_DIR/calibrate.json"
+kokuban calibrate --source validate-csv --csv "$OUT_DIR/validate.csv" --phase decode --json \
+  --plot "$OUT_DIR/calibrate.png" > "$OUT_DIR/calibrate.json"
 for seed in 0 1 2; do
   echo "== held-out split, seed $seed"
   kokuban calibrate --source validate-csv --csv "$OUT_DIR/validate.csv" --phase decode --seed "$seed"

@@ -26,6 +26,7 @@ fi
     --batches 1,8,32,64,128,256 --contexts 512,2048,4096 --prompts 512,2048,8192 --prefill-batch 1 \
     --warmup 1 --repeats 7 --max-kv-gb 60 --gpu-file "$OUT_DIR/probe.toml" --gpu probed-cuda --out-dir "$OUT_DIR"
   # 3. fit compute, memory, KV-read and overlap fractions and the per-step overhead on 2/3 of the decode rows, judge on the rest
-  "${K[@]}" calibrate --source validate-csv --csv "$OUT_DIR/validate.csv" --phase decode --json > "$OUT_DIR/calibrate.json"
+  "${K[@]}" calibrate --source validate-csv --csv "$OUT_DIR/validate.csv" --phase decode --json \
+    --plot "$OUT_DIR/calibrate.png" > "$OUT_DIR/calibrate.json"
   "${K[@]}" calibrate --source validate-csv --csv "$OUT_DIR/validate.csv" --phase decode
 } 2>&1 | tee "$OUT_DIR/log.txt"

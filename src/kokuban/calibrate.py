@@ -36,10 +36,15 @@ def holdout_mask(ids: Sequence[str], fraction: float = 1 / 3, seed: int = 0) -> 
     return np.array([zlib.crc32(f"{seed}:{i}".encode()) % 10_000 < fraction * 10_000 for i in ids], dtype=bool)
 
 
+def param_value(eff: Efficiency, name: str) -> float:
+    """The value of a fittable field (kv_memory unset reads as the memory fraction it follows)."""
+    return eff.kv_memory_fraction if name == "kv_memory" else float(getattr(eff, name))
+
+
 def _encode(eff: Efficiency, params: Sequence[str]) -> np.ndarray:
     z = []
     for p in params:
-        v = eff.kv_memory_fraction if p == "kv_memory" else getattr(eff, p)
+        v = param_value(eff, p)
         if p in FRACTIONS:
             v = min(max(v, 1e-4), 1 - 1e-4)
             z.append(np.log(v / (1 - v)))
@@ -105,6 +110,7 @@ class Calibration:
     train_before: dict[str, Any]
     train_after: dict[str, Any]
     holdout_ids: tuple[str, ...]
+    rows: tuple[dict[str, Any], ...] = ()  # per row: id, measured, predicted before/after, regime after, held_out
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -126,16 +132,19 @@ def calibrate(source: str, ids: Sequence[str], measured: Sequence[float], predic
         raise KokubanError(f"the split left {int((~held).sum())} training and {int(held.sum())} held-out rows; "
                            "change --holdout or --seed")
     after, _ = fit_efficiency(lambda e: predict(e)[0][~held], m[~held], params, start)
+    (pred_b, reg_b), (pred_a, reg_a) = (tuple(np.asarray(x) for x in predict(e)) for e in (start, after))
 
-    def side(eff: Efficiency, mask: np.ndarray) -> dict[str, Any]:
-        pred, regime = predict(eff)
-        return error_summary(m[mask], pred[mask], np.asarray(regime)[mask])
+    def side(pred: np.ndarray, regime: np.ndarray, mask: np.ndarray) -> dict[str, Any]:
+        return error_summary(m[mask], pred[mask], regime[mask])
 
+    rows = tuple({"id": str(i), "measured": float(v), "predicted_before": float(b), "predicted_after": float(a),
+                  "regime_after": str(r), "held_out": bool(h)}
+                 for i, v, b, a, r, h in zip(ids, m, pred_b, pred_a, reg_a, held, strict=True))
     return Calibration(
         source=source, params=tuple(params), before=start, after=after, train_rows=int((~held).sum()),
-        holdout_rows=int(held.sum()), holdout_before=side(start, held), holdout_after=side(after, held),
-        train_before=side(start, ~held), train_after=side(after, ~held),
-        holdout_ids=tuple(i for i, h in zip(ids, held, strict=True) if h),
+        holdout_rows=int(held.sum()), holdout_before=side(pred_b, reg_b, held), holdout_after=side(pred_a, reg_a, held),
+        train_before=side(pred_b, reg_b, ~held), train_after=side(pred_a, reg_a, ~held),
+        holdout_ids=tuple(i for i, h in zip(ids, held, strict=True) if h), rows=rows,
     )
 
 

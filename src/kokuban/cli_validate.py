@@ -221,6 +221,46 @@ def plot_validation(rows: list[dict[str, Any]], summary: dict[str, Any], setup: 
     plt.close(fig)
 
 
+def plot_calibration(cal: Any, path: Path) -> None:
+    """Predicted vs measured with the starting fractions and with the fitted ones (log-log, ±15 % band);
+    training rows hollow, held-out rows filled; each panel titled with its held-out error."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.ticker import NullFormatter
+
+    meas = np.array([r["measured"] for r in cal.rows])
+    held = np.array([r["held_out"] for r in cal.rows])
+    panels = (("before", "predicted_before", cal.holdout_before), ("after", "predicted_after", cal.holdout_after))
+    preds = [np.array([r[key] for r in cal.rows]) for _, key, _ in panels]
+    lo = min(meas.min(), *(p.min() for p in preds)) / 1.5
+    hi = max(meas.max(), *(p.max() for p in preds)) * 1.5
+    xs = np.geomspace(lo, hi, 50)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5.2), sharey=True)
+    for ax, (name, _, summary), pred in zip(axes, panels, preds, strict=True):
+        ax.plot(xs, xs, "k-", lw=1, label="predicted = measured")
+        ax.fill_between(xs, xs / 1.15, xs * 1.15, color="0.85", label="±15 %")
+        ax.scatter(meas[~held], pred[~held], facecolors="none", edgecolors="tab:blue", s=30, label="fitted on")
+        ax.scatter(meas[held], pred[held], c="tab:red", edgecolors="k", linewidths=0.4, s=30, label="held out")
+        ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel="measured")
+        ax.set_title(f"{name}: held-out median |error| {100 * summary['median_abs_error']:.1f} %, "
+                     f"p90 {100 * summary['p90_abs_error']:.1f} %", fontsize=10)
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_minor_formatter(NullFormatter())
+    axes[0].set_ylabel("kokuban predicted")
+    axes[0].legend(fontsize=8, loc="upper left")
+    from .calibrate import param_value
+
+    fitted = ", ".join(f"{p} {param_value(cal.after, p):.3g}" for p in cal.params)
+    fig.suptitle(f"kokuban calibrate ({cal.source}): {cal.train_rows} rows fitted, {cal.holdout_rows} held out; {fitted}",
+                 fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 # ---- accuracy --------------------------------------------------------------------------------------------
 @click.command()
 @efficiency_options
@@ -259,12 +299,18 @@ def accuracy(as_json: bool, **kw: Any) -> None:
               "interconnect,step_overhead_s for published; compute,memory,kv_memory,overlap,step_overhead_s for validate).")
 @click.option("--holdout", type=float, default=1 / 3, show_default=True, help="Fraction of rows held out (by hash of id).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Salt of the held-out split.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+              help="Write predicted vs measured before and after (.png, .svg or .pdf); held-out rows filled.")
 @textbook_efficiency_options
 @click.option("--json", "as_json", is_flag=True)
 def calibrate(source: str, csv_path: str | None, phase: str | None, params: str | None, holdout: float, seed: int,
-              as_json: bool, **kw: Any) -> None:
+              plot_path: str | None, as_json: bool, **kw: Any) -> None:
     """Fit the achievable fractions on some rows; report the error before/after on the held-out rest."""
-    from .calibrate import calibrate_published, calibrate_validation
+    from .calibrate import calibrate_published, calibrate_validation, param_value
+    from .plots import check_plot_path
+
+    if plot_path:
+        check_plot_path(plot_path)
 
     start = _efficiency(kw, Efficiency.textbook())  # calibration starts from the uncalibrated fractions
     chosen = tuple(p.strip() for p in params.split(",")) if params else None
@@ -277,6 +323,8 @@ def calibrate(source: str, csv_path: str | None, phase: str | None, params: str 
             raise KokubanError("--source validate-csv needs --csv PATH (a `kokuban validate --out-dir` validate.csv)")
         cal = calibrate_validation(csv_path, *(chosen,) if chosen else (), phase=phase, start=start,
                                    holdout_fraction=holdout, seed=seed)
+    if plot_path:
+        plot_calibration(cal, Path(plot_path))
     if as_json:
         emit_json(cal.as_dict())
         return
@@ -286,11 +334,8 @@ def calibrate(source: str, csv_path: str | None, phase: str | None, params: str 
     table = Table(title=f"calibration on {cal.train_rows} rows, judged on {cal.holdout_rows} held-out rows ({cal.source})")
     for col in ("parameter", "before", "after"):
         table.add_column(col, justify="left" if col == "parameter" else "right")
-    def value(e: Efficiency, name: str) -> float:
-        return e.kv_memory_fraction if name == "kv_memory" else getattr(e, name)
-
     for p in cal.params:
-        table.add_row(p, f"{value(cal.before, p):.4g}", f"{value(cal.after, p):.4g}")
+        table.add_row(p, f"{param_value(cal.before, p):.4g}", f"{param_value(cal.after, p):.4g}")
     c.print(table)
     c.print(_summary_table("held-out error BEFORE calibration", cal.holdout_before, "by_regime"))
     c.print(_summary_table("held-out error AFTER calibration", cal.holdout_after, "by_regime"))
