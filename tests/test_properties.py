@@ -113,3 +113,17 @@ def test_step_lies_between_one_max_and_the_sum(dep, b, c):
     lo = np.maximum(s.compute_s, s.memory_s)
     assert s.step_time_s >= lo + fixed - 1e-15
     assert s.step_time_s <= s.compute_s + s.memory_s + fixed + 1e-15
+
+
+@SETTINGS
+@given(deployments, batches, contexts, st.floats(0.05, 1.0), st.floats(0.05, 1.0), st.floats(0.0, 1.0), st.floats(0.0, 1.0))
+def test_lower_fractions_never_make_a_step_faster(dep, b, c, kv1, kv2, ov1, ov2):
+    # a slower KV read or less compute/memory overlap can only lengthen a step
+    def step(kv: float, ov: float) -> float:
+        d = Deployment.make(dep.model, dep.accelerator, dep.num_gpus, layout=dep.layout, weights_dtype=dep.weights_dtype,
+                            kv_dtype=dep.kv_dtype, efficiency=dep.efficiency.updated(kv_memory=kv, overlap=ov))
+        return float(roofline.decode_step(d, b, c).step_time_s)
+
+    (kv_lo, kv_hi), (ov_lo, ov_hi) = sorted((kv1, kv2)), sorted((ov1, ov2))
+    assert step(kv_lo, ov_hi) >= step(kv_hi, ov_hi) * (1 - 1e-12)
+    assert step(kv_hi, ov_lo) >= step(kv_hi, ov_hi) * (1 - 1e-12)
