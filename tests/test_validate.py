@@ -189,6 +189,11 @@ def test_run_validation_cli_json_and_calibrate(tmp_path, capsys):
     assert [r["held_out"] for r in cal.rows] == list(holdout_mask(ids, 0.5, seed))
     held = next(r for r in cal.rows if r["held_out"])
     assert cal.holdout_after["median_abs_error"] == pytest.approx(abs(held["predicted_after"] - held["measured"]) / held["measured"])
+    # a structured split: the decode row (context 8) held out, the prefill (context 0) fitted on
+    by_context = calibrate_validation(str(out / "validate.csv"), ("memory",), hold_out=("context", [8]))
+    assert [r["held_out"] for r in by_context.rows] == [True, False]
+    with pytest.raises(KokubanError, match="0 training"):
+        calibrate_validation(str(out / "validate.csv"), ("memory",), hold_out=("batch", [1]))
     png = tmp_path / "cal.png"
     assert main(["calibrate", "--source", "validate-csv", "--csv", str(out / "validate.csv"), "--params", "memory",
                  "--holdout", "0.5", "--seed", str(seed), "--plot", str(png), "--json"]) == 0

@@ -120,17 +120,18 @@ class Calibration:
 
 def calibrate(source: str, ids: Sequence[str], measured: Sequence[float], predict: Callable[[Efficiency], tuple[np.ndarray, np.ndarray]],
               params: Sequence[str], *, start: Efficiency | None = None, holdout_fraction: float = 1 / 3,
-              seed: int = 0) -> Calibration:
+              seed: int = 0, held_out: Sequence[bool] | None = None) -> Calibration:
     """Split, fit on the training rows, and summarise both sides before and after.
 
     `predict(eff)` returns (predicted values, regime labels) for all rows, in the order of `ids`.
+    The split is `holdout_mask(ids, holdout_fraction, seed)` unless `held_out` gives it row by row.
     """
     start = start or Efficiency()
     m = np.asarray(measured, dtype=np.float64)
-    held = holdout_mask(ids, holdout_fraction, seed)
+    held = holdout_mask(ids, holdout_fraction, seed) if held_out is None else np.asarray(held_out, dtype=bool)
     if held.all() or not held.any():
         raise KokubanError(f"the split left {int((~held).sum())} training and {int(held.sum())} held-out rows; "
-                           "change --holdout or --seed")
+                           "change --holdout, --seed or --hold-out")
     after, _ = fit_efficiency(lambda e: predict(e)[0][~held], m[~held], params, start)
     (pred_b, reg_b), (pred_a, reg_a) = (tuple(np.asarray(x) for x in predict(e)) for e in (start, after))
 
@@ -186,10 +187,17 @@ def read_validation(csv_path: str) -> tuple[Any, dict[str, Any]]:
     return frame, setup
 
 
+HOLD_OUT_FIELDS = ("batch", "context", "prompt_tokens")
+
+
 def calibrate_validation(csv_path: str, params: Sequence[str] = ("compute", "memory", "kv_memory", "overlap", "step_overhead_s"), *,
                          phase: str | None = None, start: Efficiency | None = None, holdout_fraction: float = 1 / 3,
-                         seed: int = 0) -> Calibration:
-    """Fit to a `kokuban validate` report (optionally one phase), re-predicting with `validate.predict`."""
+                         seed: int = 0, hold_out: tuple[str, Sequence[int]] | None = None) -> Calibration:
+    """Fit to a `kokuban validate` report (optionally one phase), re-predicting with `validate.predict`.
+
+    `hold_out` = (field, values) holds out every row whose `field` (batch, context or prompt_tokens) is one
+    of `values` — a structured split that asks the fit to extrapolate to unseen batches or contexts —
+    instead of the hash split."""
     from .validate import deployment_from_setup, predict
 
     frame, setup = read_validation(csv_path)
@@ -204,5 +212,11 @@ def calibrate_validation(csv_path: str, params: Sequence[str] = ("compute", "mem
     def run(eff: Efficiency) -> tuple[np.ndarray, np.ndarray]:
         return predict(deployment_from_setup(setup, eff), list(frame["phase"]), list(frame["batch"]), list(tokens))
 
+    held = None
+    if hold_out is not None:
+        field, values = hold_out
+        if field not in HOLD_OUT_FIELDS:
+            raise KokubanError(f"--hold-out field '{field}' is not known; allowed: {', '.join(HOLD_OUT_FIELDS)}")
+        held = frame[field].isin([int(v) for v in values]).to_numpy()
     return calibrate(f"validate:{csv_path}", ids, frame["measured_s"].to_numpy(), run, params, start=start,
-                     holdout_fraction=holdout_fraction, seed=seed)
+                     holdout_fraction=holdout_fraction, seed=seed, held_out=held)

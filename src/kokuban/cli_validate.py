@@ -299,12 +299,15 @@ def accuracy(as_json: bool, **kw: Any) -> None:
               "interconnect,step_overhead_s for published; compute,memory,kv_memory,overlap,step_overhead_s for validate).")
 @click.option("--holdout", type=float, default=1 / 3, show_default=True, help="Fraction of rows held out (by hash of id).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Salt of the held-out split.")
+@click.option("--hold-out", "hold_out", default=None, metavar="FIELD=V1,V2",
+              help="validate-csv only: hold out the rows whose batch, context or prompt_tokens is one of these "
+                   "(e.g. context=4096) instead of the hash split.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="Write predicted vs measured before and after (.png, .svg or .pdf); held-out rows filled.")
 @textbook_efficiency_options
 @click.option("--json", "as_json", is_flag=True)
 def calibrate(source: str, csv_path: str | None, phase: str | None, params: str | None, holdout: float, seed: int,
-              plot_path: str | None, as_json: bool, **kw: Any) -> None:
+              hold_out: str | None, plot_path: str | None, as_json: bool, **kw: Any) -> None:
     """Fit the achievable fractions on some rows; report the error before/after on the held-out rest."""
     from .calibrate import calibrate_published, calibrate_validation, param_value
     from .plots import check_plot_path
@@ -314,15 +317,24 @@ def calibrate(source: str, csv_path: str | None, phase: str | None, params: str 
 
     start = _efficiency(kw, Efficiency.textbook())  # calibration starts from the uncalibrated fractions
     chosen = tuple(p.strip() for p in params.split(",")) if params else None
+    split = None
+    if hold_out:
+        field, _, values = hold_out.partition("=")
+        try:
+            split = (field.strip(), [int(v) for v in values.split(",") if v.strip()])
+        except ValueError:
+            split = None
+        if not split or not split[1]:
+            raise KokubanError(f"--hold-out must look like FIELD=V1,V2 (e.g. context=4096), got '{hold_out}'")
     if source == "published":
-        if phase or csv_path:
-            raise KokubanError("--csv and --phase apply to --source validate-csv only")
+        if phase or csv_path or hold_out:
+            raise KokubanError("--csv, --phase and --hold-out apply to --source validate-csv only")
         cal = calibrate_published(*(chosen,) if chosen else (), start=start, holdout_fraction=holdout, seed=seed)
     else:
         if not csv_path:
             raise KokubanError("--source validate-csv needs --csv PATH (a `kokuban validate --out-dir` validate.csv)")
         cal = calibrate_validation(csv_path, *(chosen,) if chosen else (), phase=phase, start=start,
-                                   holdout_fraction=holdout, seed=seed)
+                                   holdout_fraction=holdout, seed=seed, hold_out=split)
     if plot_path:
         plot_calibration(cal, Path(plot_path))
     if as_json:
