@@ -209,6 +209,8 @@ def test_kv_memory_fraction_reads_the_cache_only():
     assert float(slow.weights_s) == float(base.weights_s)
     with pytest.raises(KokubanError, match="kv_memory"):
         Efficiency(kv_memory=1.5)
+    # unset, it follows the memory fraction, and JSON says the number it uses
+    assert Efficiency(memory=0.7).as_dict()["kv_memory"] == 0.7 and slow_kv.as_dict()["kv_memory"] == 0.4
 
 
 def test_partial_overlap_shows_part_of_the_shorter_time():

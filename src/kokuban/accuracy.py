@@ -230,4 +230,4 @@ def accuracy(efficiency: Efficiency | None = None, rows: Sequence[PublishedResul
                             [p.metric for p in preds])
     summary["by_metric"] = summary.pop("by_phase")
     return {"rows": [p.as_dict() for p in preds], "summary": summary,
-            "efficiency": asdict(efficiency or Efficiency())}
+            "efficiency": (efficiency or Efficiency()).as_dict()}

@@ -286,7 +286,7 @@ def accuracy(as_json: bool, **kw: Any) -> None:
     c.print(table)
     c.print(_summary_table("error by regime", result["summary"], "by_regime"))
     c.print(_summary_table("error by metric", result["summary"], "by_metric"))
-    c.print("efficiency: " + ", ".join(f"{k}={v:g}" if v is not None else f"{k}=memory" for k, v in result["efficiency"].items()))
+    c.print("efficiency: " + ", ".join(f"{k}={v:g}" for k, v in result["efficiency"].items()))
 
 
 # ---- calibrate -------------------------------------------------------------------------------------------

@@ -89,7 +89,7 @@ class Estimate:
                 "interconnect_bytes_per_s": dep.accelerator.interconnect_bytes_per_s,
             },
             "precision": {"weights": dep.weights_dtype, "kv": dep.kv_dtype, "compute": dep.compute_dtype},
-            "efficiency": dict(dep.efficiency.__dict__),
+            "efficiency": dep.efficiency.as_dict(),
             "memory": self.memory.as_dict(),
             "decode": {
                 "batch": self.batch, "context": self.context,

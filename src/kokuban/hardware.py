@@ -143,6 +143,10 @@ class Efficiency:
             if not (isinstance(value, (int, float)) and value >= 0):
                 raise KokubanError(f"{name} must be a non-negative number of seconds, got {value!r}")
 
+    def as_dict(self) -> dict[str, float]:
+        """Every field as a number (an unset kv_memory reads as the memory fraction it follows), for JSON."""
+        return {f.name: getattr(self, f.name) for f in fields(self)} | {"kv_memory": self.kv_memory_fraction}
+
     def updated(self, **changes: float | None) -> Efficiency:
         """A copy with the given (non-None) fields replaced."""
         known = {f.name for f in fields(self)}

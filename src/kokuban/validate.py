@@ -502,7 +502,7 @@ def run_validation(
                             [r["regime"] for r in rows], [r["phase"] for r in rows])
     setup = {
         "model": model, "scaled": changes, "config": cfg, "params_total": spec.params_total, "device": device,
-        "dtype": dtype, "accelerator": accelerator_entry, "efficiency": asdict(dep.efficiency),
+        "dtype": dtype, "accelerator": accelerator_entry, "efficiency": dep.efficiency.as_dict(),
         "warmup": warmup, "repeats": repeats, "statistic": "median of interleaved rounds",
         "skipped": [asdict(p) for p in skipped], "max_kv_bytes": limit,
         "load_average_1min": {"before": load_before, "after": load_after},
