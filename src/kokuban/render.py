@@ -40,8 +40,8 @@ def blackboard(con: Console, est: Estimate) -> None:
     def per_tok(seconds: float) -> str:  # the same seconds, shown per token of the batch
         return secs(seconds / dec["batch"])
     experts = f", {dec['experts_touched_per_layer']:.1f} experts/layer" if m["num_experts"] else ""
-    lin_c = br["compute_s"] - br["attention_compute_s"]
-    t.add_row("multiply compute", si(dec["flops"] - dec["attention_flops"], "FLOP"), secs(lin_c), per_tok(lin_c))
+    lin_c = br["multiply_compute_s"]
+    t.add_row("multiply compute", si(dec["multiply_flops"], "FLOP"), secs(lin_c), per_tok(lin_c))
     t.add_row("weight read (shared)", si(dec["weight_bytes_read"], "B") + experts, secs(br["weights_s"]), per_tok(br["weights_s"]))
     t.add_row("attention compute", si(dec["attention_flops"], "FLOP"), secs(br["attention_compute_s"]), per_tok(br["attention_compute_s"]))
     t.add_row("KV read (per request)", si(dec["kv_bytes_read"], "B"), secs(br["kv_s"]), per_tok(br["kv_s"]))

@@ -171,6 +171,7 @@ class Step:
             "bound": self.bound,
             "breakdown": {
                 "compute_s": f(self.compute_s),
+                "multiply_compute_s": f(self.linear_compute_s),
                 "attention_compute_s": f(self.attn_compute_s),
                 "weights_s": f(self.weights_s),
                 "kv_s": f(self.kv_s),
@@ -178,6 +179,7 @@ class Step:
                 "overhead_s": f(self.overhead_s),
             },
             "flops": f(self.flops),
+            "multiply_flops": f(self.flops - self.attn_flops),
             "attention_flops": f(self.attn_flops),
             "weight_bytes_read": f(self.weight_bytes),
             "kv_bytes_read": f(self.kv_bytes),
