@@ -104,7 +104,7 @@ class Efficiency:
     - overlap 1: the roofline — inside a kernel the shorter of compute and memory time hides entirely.
       Not fitted on the GPU rows: letting it float lands at ~0 (times that add), which contradicts the
       GPU kernel measurements the roofline rests on, on 31 rows that cannot separate it from compute and
-      memory; the CPU validation fits it (≈0.25: small-batch CPU GEMMs hide little).
+      memory; the CPU validation fits it (0.0–0.4 across splits: small-batch CPU GEMMs hide little).
     """
 
     compute: float = 0.74

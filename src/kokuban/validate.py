@@ -241,8 +241,9 @@ class TorchTransformer:
         shape = (batch, s.kv_heads, context, s.head_dim)
         n = math.prod(shape)
         if pool is not None:
-            if pool.numel() < 2 * s.layers * n:
-                raise KokubanError(f"internal: KV pool of {pool.numel()} elements is smaller than {2 * s.layers * n}")
+            need = int(kv_cache_bytes(s, batch, context, 1))  # elements: 1 "byte" each
+            if pool.numel() < need:
+                raise KokubanError(f"internal: KV pool of {pool.numel()} elements is smaller than {need}")
             return [(pool[(2 * i) * n:(2 * i + 1) * n].view(shape), pool[(2 * i + 1) * n:(2 * i + 2) * n].view(shape))
                     for i in range(s.layers)]
         cache = []
@@ -258,8 +259,7 @@ class TorchTransformer:
     def cache_pool(self, points: Sequence[tuple[int, int]]) -> Any:
         """One flat buffer of random values large enough for the KV cache of every (batch, context) in
         `points`, so that timed rounds reuse it instead of allocating (and page-faulting) a cache each time."""
-        s = self.shape
-        need = max((2 * s.layers * b * s.kv_heads * c * s.head_dim for b, c in points), default=0)
+        need = max((int(kv_cache_bytes(self.shape, b, c, 1)) for b, c in points), default=0)  # elements: 1 "byte" each
         return self.torch.empty(need, device=self.device, dtype=self.dtype).uniform_(-1, 1)
 
     def decode(self, tokens: Any, cache: list[tuple[Any, Any]]) -> Any:
