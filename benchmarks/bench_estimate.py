@@ -9,8 +9,10 @@ import platform
 import statistics
 import timeit
 
-from kokuban import estimate, load_accelerator, load_model, roofline
-from kokuban.deployment import Deployment
+from kokuban import load_accelerator, load_model
+from kokuban.core import roofline
+from kokuban.specs.deployment import Deployment
+from kokuban.usecases import estimate
 
 
 def per_call_us(fn, number: int) -> float:

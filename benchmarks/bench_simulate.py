@@ -14,9 +14,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from kokuban.catalog import load_accelerator, load_model
-from kokuban.deployment import Deployment
 from kokuban.sim import SchedulerConfig, simulate, synthetic
+from kokuban.specs.catalog import load_accelerator, load_model
+from kokuban.specs.deployment import Deployment
 
 
 def main() -> None:

@@ -20,9 +20,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 
-from kokuban.catalog import load_accelerator, load_model
-from kokuban.deployment import Deployment
-from kokuban.economics import decode_columns
+from kokuban.economics.batch import decode_columns
+from kokuban.specs.catalog import load_accelerator, load_model
+from kokuban.specs.deployment import Deployment
 
 CASES = (("llama-3.1-70b", "h100-sxm", 4, "tp"), ("deepseek-v3", "h200", 8, "ep"))
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from kokuban.catalog import accelerator_catalog, load_accelerator
 from kokuban.cli import main
+from kokuban.specs.catalog import accelerator_catalog, load_accelerator
 
 
 def run(capsys, *args):
@@ -59,7 +59,7 @@ def test_errors_are_one_line_exit_2(capsys, args, needle):
 
 
 def test_config_path_and_coarse(capsys, tmp_path):
-    from kokuban.catalog import DATA
+    from kokuban.specs.catalog import DATA
 
     cfg = tmp_path / "config.json"
     cfg.write_text((DATA / "models" / "mistral-7b-v0.3.json").read_text())

@@ -7,10 +7,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from kokuban import cost, memory, roofline
-from kokuban.catalog import load_accelerator, load_model
-from kokuban.deployment import Deployment
-from kokuban.economics import (
+from kokuban.core import cost, memory, roofline
+from kokuban.economics.batch import (
     batch_curve,
     batch_summary,
     blackboard_crossover_batch,
@@ -19,8 +17,10 @@ from kokuban.economics import (
     input_output,
 )
 from kokuban.errors import KokubanError
-from kokuban.estimate import estimate
-from kokuban.hardware import Efficiency
+from kokuban.specs.catalog import load_accelerator, load_model
+from kokuban.specs.deployment import Deployment
+from kokuban.specs.hardware import Efficiency
+from kokuban.usecases.estimate import estimate
 
 H100 = load_accelerator("h100-sxm")
 # H100 SXM: 989.4e12 dense bf16 FLOP/s, 3.35e12 B/s; default efficiencies 0.6 and 0.8:

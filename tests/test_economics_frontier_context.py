@@ -7,14 +7,14 @@ import warnings
 import numpy as np
 import pytest
 
-from kokuban import memory, roofline
-from kokuban.catalog import load_accelerator, load_model
-from kokuban.context import BeyondMaxContextWarning, context_summary, context_wall
-from kokuban.deployment import Deployment
+from kokuban.core import memory, roofline
+from kokuban.economics.context import BeyondMaxContextWarning, context_summary, context_wall
+from kokuban.economics.frontier import cheapest_meeting, frontier_sweep, pareto
 from kokuban.errors import KokubanError
-from kokuban.estimate import estimate
-from kokuban.frontier import cheapest_meeting, frontier_sweep, pareto
-from kokuban.hardware import Efficiency
+from kokuban.specs.catalog import load_accelerator, load_model
+from kokuban.specs.deployment import Deployment
+from kokuban.specs.hardware import Efficiency
+from kokuban.usecases.estimate import estimate
 
 H100, H200 = load_accelerator("h100-sxm"), load_accelerator("h200")
 L8 = Deployment.make(load_model("llama-3.1-8b"), H100, efficiency=Efficiency.textbook())

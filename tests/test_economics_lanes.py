@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from kokuban import memory
-from kokuban.catalog import load_accelerator, load_model
-from kokuban.deployment import Deployment
+from kokuban.core import memory
+from kokuban.economics.lanes import lane_prices, lane_table
 from kokuban.errors import KokubanError
-from kokuban.estimate import generation
-from kokuban.hardware import Efficiency
-from kokuban.lanes import lane_prices, lane_table
+from kokuban.specs.catalog import load_accelerator, load_model
+from kokuban.specs.deployment import Deployment
+from kokuban.specs.hardware import Efficiency
+from kokuban.usecases.estimate import generation
 
 DEP = Deployment.make(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"), efficiency=Efficiency.textbook())
 FIT = int(memory.max_batch(DEP, 1000 + 100))

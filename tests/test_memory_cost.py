@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kokuban import cost, memory, roofline
-from kokuban.catalog import load_accelerator, load_model
-from kokuban.deployment import Deployment
+from kokuban.core import cost, memory, roofline
 from kokuban.errors import KokubanError
-from kokuban.estimate import estimate, generation
-from kokuban.hardware import Efficiency
+from kokuban.specs.catalog import load_accelerator, load_model
+from kokuban.specs.deployment import Deployment
+from kokuban.specs.hardware import Efficiency
+from kokuban.usecases.estimate import estimate, generation
 
 EFF = Efficiency.textbook()  # compute 0.6, memory 0.8, interconnect 0.75, 8 µs per collective, no overhead
 

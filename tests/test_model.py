@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from kokuban.catalog import DATA, load_model, model_catalog
 from kokuban.errors import KokubanError
-from kokuban.model import ModelSpec, parse_config
+from kokuban.specs.catalog import DATA, load_model, model_catalog
+from kokuban.specs.model import ModelSpec, parse_config
 
 # (id, published total, published active, what the published figure is and where it comes from)
 # "active" is compared with ModelSpec.params_active (all parameters except unused routed experts) unless the

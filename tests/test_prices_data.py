@@ -7,7 +7,7 @@ import re
 import pytest
 
 from kokuban.errors import KokubanError
-from kokuban.prices import find_price, hand_price, load_prices, prices_frame, read_price_file
+from kokuban.prices.sheets import find_price, hand_price, load_prices, prices_frame, read_price_file
 
 GOOD = """
 [[price]]

@@ -9,15 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kokuban.catalog import load_accelerator, load_model
 from kokuban.cli import main
-from kokuban.deployment import Deployment
 from kokuban.errors import KokubanError
-from kokuban.hardware import Efficiency
-from kokuban.prices import find_price, hand_price
-from kokuban.prices_explain import explain
-from kokuban.prices_infer import infer_closed, infer_open, plot_closed
-from kokuban.pricing import api_request_usd, batch_for_speed, break_even_batch, decode_curve, fleet_day, margins
+from kokuban.prices.costing import api_request_usd, batch_for_speed, break_even_batch, decode_curve, fleet_day, margins
+from kokuban.prices.explain import explain
+from kokuban.prices.infer import infer_closed, infer_open, plot_closed
+from kokuban.prices.sheets import find_price, hand_price
+from kokuban.specs.catalog import load_accelerator, load_model
+from kokuban.specs.deployment import Deployment
+from kokuban.specs.hardware import Efficiency
 
 H800 = "docs/examples/h800.toml"
 

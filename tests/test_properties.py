@@ -8,9 +8,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kokuban import memory, roofline
-from kokuban.catalog import load_accelerator, load_model
-from kokuban.deployment import Deployment
+from kokuban.core import memory, roofline
+from kokuban.specs.catalog import load_accelerator, load_model
+from kokuban.specs.deployment import Deployment
 
 MODELS = ["llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3", "gpt-oss-120b", "gemma-3-27b", "phi-3-mini"]
 GPUS = ["h100-sxm", "h200", "mi300x", "b200", "l40s"]

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kokuban import roofline
-from kokuban.catalog import load_accelerator, load_model
-from kokuban.deployment import Deployment
+from kokuban.core import roofline
 from kokuban.errors import KokubanError
-from kokuban.hardware import Accelerator, Efficiency
+from kokuban.specs.catalog import load_accelerator, load_model
+from kokuban.specs.deployment import Deployment
+from kokuban.specs.hardware import Accelerator, Efficiency
 
 EFF = Efficiency.textbook()  # compute 0.6, memory 0.8, interconnect 0.75, 8 µs per collective, no overhead
 

@@ -7,12 +7,12 @@ import json
 import numpy as np
 import pytest
 
-from kokuban.catalog import load_accelerator, load_model
 from kokuban.cli import main
-from kokuban.deployment import Deployment
 from kokuban.sim import SLO, SchedulerConfig, simulate, synthetic
 from kokuban.sim.capacity import WorkloadShape, max_rate, parallel_map
 from kokuban.sim.scheduler import vllm_defaults
+from kokuban.specs.catalog import load_accelerator, load_model
+from kokuban.specs.deployment import Deployment
 
 
 def test_vllm_defaults_follow_the_gpu():

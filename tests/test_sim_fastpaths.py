@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kokuban.catalog import load_accelerator, load_model
-from kokuban.deployment import Deployment
-from kokuban.hardware import Efficiency
-from kokuban.roofline import decode_step_mixed
+from kokuban.core.roofline import decode_step_mixed
 from kokuban.sim import SchedulerConfig, simulate, synthetic
 from kokuban.sim.decoderun import plan_decode_run
 from kokuban.sim.engine import _Engine
 from kokuban.sim.steptime import StepModel
+from kokuban.specs.catalog import load_accelerator, load_model
+from kokuban.specs.deployment import Deployment
+from kokuban.specs.hardware import Efficiency
 
 EMPTY = np.zeros(0, np.int64)
 

@@ -6,9 +6,9 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kokuban.catalog import load_accelerator, load_model
-from kokuban.deployment import Deployment
 from kokuban.sim import SchedulerConfig, Workload, simulate
+from kokuban.specs.catalog import load_accelerator, load_model
+from kokuban.specs.deployment import Deployment
 
 DEP = Deployment.make(load_model("llama-3.2-1b"), load_accelerator("l4"))
 

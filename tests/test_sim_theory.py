@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kokuban.catalog import load_accelerator, load_model
-from kokuban.deployment import Deployment
-from kokuban.estimate import generation
-from kokuban.hardware import Efficiency
-from kokuban.roofline import decode_step_mixed, prefill
+from kokuban.core.roofline import decode_step_mixed, prefill
 from kokuban.sim import SchedulerConfig, simulate, synthetic
 from kokuban.sim.kvcache import capacity_blocks
 from kokuban.sim.steptime import StepModel
+from kokuban.specs.catalog import load_accelerator, load_model
+from kokuban.specs.deployment import Deployment
+from kokuban.specs.hardware import Efficiency
+from kokuban.usecases.estimate import generation
 
 
 @pytest.fixture(scope="module")

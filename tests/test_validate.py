@@ -7,12 +7,12 @@ import json
 import numpy as np
 import pytest
 
-from kokuban.calibrate import fit_efficiency, holdout_mask
 from kokuban.cli import main
 from kokuban.errors import KokubanError
-from kokuban.hardware import Efficiency
-from kokuban.model import ModelSpec
-from kokuban.validate import Point, deployment_for, grid, predict, scaled_config, validation_accelerator
+from kokuban.specs.hardware import Efficiency
+from kokuban.specs.model import ModelSpec
+from kokuban.validation.calibrate import fit_efficiency, holdout_mask
+from kokuban.validation.harness import Point, deployment_for, grid, predict, scaled_config, validation_accelerator
 
 # d=64, 2 layers, 4 heads of 16, 2 KV heads, MLP 128, vocab 100, untied
 TINY = {
@@ -30,7 +30,7 @@ ENTRY = {  # a made-up machine: 1e9 B/s, 1e15 FLOP/s (so compute is negligible a
 
 
 def test_scaled_config_hand_derived():
-    from kokuban.catalog import DATA
+    from kokuban.specs.catalog import DATA
 
     cfg = json.loads((DATA / "models" / "llama-3.2-1b.json").read_text())
     scaled, changes = scaled_config(cfg, num_layers=3, hidden_size=1024)
@@ -103,7 +103,7 @@ def test_validate_errors_are_one_line(capsys):
 # ---- with PyTorch ------------------------------------------------------------------------------------
 def test_decode_with_cache_matches_prefill():
     torch = pytest.importorskip("torch")
-    from kokuban.validate import TorchTransformer
+    from kokuban.validation.harness import TorchTransformer
 
     model = TorchTransformer(TINY, device="cpu", dtype="fp32", seed=1)
     assert model.num_parameters() == TINY_PARAMS
@@ -120,7 +120,7 @@ def test_decode_with_cache_matches_prefill():
 
 def test_measure_interleaves_rounds_over_one_kv_pool(monkeypatch):
     pytest.importorskip("torch")
-    from kokuban import validate as v
+    from kokuban.validation import harness as v
 
     model = v.TorchTransformer(TINY, device="cpu", dtype="fp32", seed=1)
     pool = model.cache_pool([(2, 8), (1, 16)])
@@ -144,7 +144,7 @@ def test_measure_interleaves_rounds_over_one_kv_pool(monkeypatch):
 
 
 def test_time_calls_syncs_every_timed_call():
-    from kokuban.probe import time_calls
+    from kokuban.validation.probe import time_calls
 
     calls, syncs = [], []
     times = time_calls(lambda: calls.append(1), warmup=2, repeats=3, sync=lambda: syncs.append(len(calls)))
@@ -157,7 +157,7 @@ def test_run_validation_cli_json_and_calibrate(tmp_path, capsys):
     cfg = tmp_path / "tiny.json"
     cfg.write_text(json.dumps(TINY))
     gpu = tmp_path / "probe.toml"
-    from kokuban.probe import entry_to_toml
+    from kokuban.validation.probe import entry_to_toml
 
     gpu.write_text(entry_to_toml(ENTRY))
     out = tmp_path / "report"
@@ -179,7 +179,7 @@ def test_run_validation_cli_json_and_calibrate(tmp_path, capsys):
     assert (out / "validate.csv").exists() and (out / "validate.png").stat().st_size > 10_000
 
     # calibration from the report: needs ≥ 1 row on each side; with 2 rows use a 0.5 split salted to split them
-    from kokuban.calibrate import calibrate_validation, holdout_mask
+    from kokuban.validation.calibrate import calibrate_validation, holdout_mask
 
     ids = ["decode-b1-t8", "prefill-b1-t4"]
     seed = next(s for s in range(100) if holdout_mask(ids, 0.5, s).sum() == 1)
@@ -202,8 +202,8 @@ def test_run_validation_cli_json_and_calibrate(tmp_path, capsys):
 
 
 def test_probe_entry_round_trips(tmp_path):
-    from kokuban.catalog import load_accelerator
-    from kokuban.probe import entry_to_toml, measure_bandwidth, probe
+    from kokuban.specs.catalog import load_accelerator
+    from kokuban.validation.probe import entry_to_toml, measure_bandwidth, probe
 
     bw = measure_bandwidth("cpu", buffer_bytes=8 * 2**20, budget_s=0.05)
     assert bw["best_bytes_per_s"] >= bw["median_bytes_per_s"] > 0

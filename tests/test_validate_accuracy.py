@@ -9,7 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kokuban.accuracy import (
+from kokuban.cli import main
+from kokuban.specs.hardware import Efficiency
+from kokuban.validation.accuracy import (
     UNKNOWN_INPUT_TOKENS,
     UNKNOWN_OUTPUT_TOKENS,
     assumed_lengths,
@@ -19,8 +21,6 @@ from kokuban.accuracy import (
     relative_error,
     replica_layout,
 )
-from kokuban.cli import main
-from kokuban.hardware import Efficiency
 
 
 def _row(row_id: str):
@@ -63,7 +63,7 @@ def test_single_stream_rule_by_hand():
     # time = (13,214,687,232 + 301,989,888) B ÷ (1.008e12 B/s · 0.8)  (catalog bandwidth, textbook memory efficiency)
     r = _row("llamacpp-llama2-7b-f16-rtx4090-tg128")
     pred = predict_row(r, Efficiency.textbook())
-    from kokuban.catalog import load_accelerator
+    from kokuban.specs.catalog import load_accelerator
 
     bw = load_accelerator("rtx-4090").memory_bandwidth_bytes_per_s
     expected_s = (13_214_687_232 + 301_989_888) / (bw * 0.8)

@@ -4,13 +4,13 @@ Data flows one way: specs (`ModelSpec`, `Accelerator`, `Deployment`) → physics
 → economics (`cost`, `estimate`) → presentation (`cli`, `render`).
 """
 
-from .catalog import accelerator_catalog, load_accelerator, load_model, model_catalog
-from .deployment import Deployment
-from .errors import KokubanError
-from .estimate import Estimate, Generation, estimate, generation
-from .hardware import Accelerator, Efficiency
-from .model import ModelSpec
-from .roofline import Step, decode_step, decode_step_mixed, prefill
+from kokuban.core.roofline import Step, decode_step, decode_step_mixed, prefill
+from kokuban.errors import KokubanError
+from kokuban.specs.catalog import accelerator_catalog, load_accelerator, load_model, model_catalog
+from kokuban.specs.deployment import Deployment
+from kokuban.specs.hardware import Accelerator, Efficiency
+from kokuban.specs.model import ModelSpec
+from kokuban.usecases.estimate import Estimate, Generation, estimate, generation
 
 __all__ = [
     "Accelerator", "Deployment", "Efficiency", "Estimate", "Generation", "KokubanError", "ModelSpec", "Step",

@@ -10,10 +10,10 @@ loop), metrics (latencies, throughput, cost), capacity (max rate under an SLO, c
 plots.
 """
 
-from .engine import simulate
-from .metrics import SLO, SimResult
-from .scheduler import POLICIES, SchedulerConfig, vllm_defaults
-from .workload import Workload, read_trace, synthetic, write_trace
+from kokuban.sim.engine import simulate
+from kokuban.sim.metrics import SLO, SimResult
+from kokuban.sim.scheduler import POLICIES, SchedulerConfig, vllm_defaults
+from kokuban.sim.workload import Workload, read_trace, synthetic, write_trace
 
 __all__ = [
            "POLICIES",

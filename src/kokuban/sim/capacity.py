@@ -26,12 +26,12 @@ from typing import Any
 
 import numpy as np
 
-from ..deployment import Deployment
-from ..errors import KokubanError
-from .engine import simulate
-from .metrics import SLO
-from .scheduler import SchedulerConfig
-from .workload import synthetic
+from kokuban.errors import KokubanError
+from kokuban.sim.engine import simulate
+from kokuban.sim.metrics import SLO
+from kokuban.sim.scheduler import SchedulerConfig
+from kokuban.sim.workload import synthetic
+from kokuban.specs.deployment import Deployment
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .steptime import StepModel
+from kokuban.sim.steptime import StepModel
 
 MAX_RUN_STEPS = 256  # longest run planned at once (bounds its steps × requests arrays)
 MIN_RUN_STEPS = 8  # shortest run worth planning: a run costs about as much as three single decode steps

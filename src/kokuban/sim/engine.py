@@ -30,14 +30,14 @@ from typing import Any
 
 import numpy as np
 
-from ..deployment import Deployment
-from ..errors import KokubanError
-from .decoderun import MAX_RUN_STEPS, MIN_RUN_STEPS, DecodeRun, plan_decode_run
-from .kvcache import BlockPool, capacity_blocks
-from .metrics import SimResult
-from .scheduler import SchedulerConfig
-from .steptime import StepModel
-from .workload import Workload
+from kokuban.errors import KokubanError
+from kokuban.sim.decoderun import MAX_RUN_STEPS, MIN_RUN_STEPS, DecodeRun, plan_decode_run
+from kokuban.sim.kvcache import BlockPool, capacity_blocks
+from kokuban.sim.metrics import SimResult
+from kokuban.sim.scheduler import SchedulerConfig
+from kokuban.sim.steptime import StepModel
+from kokuban.sim.workload import Workload
+from kokuban.specs.deployment import Deployment
 
 
 def simulate(dep: Deployment, workload: Workload, scheduler: SchedulerConfig | None = None, *,

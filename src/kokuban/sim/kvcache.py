@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from .. import memory
-from ..deployment import Deployment
-from ..errors import KokubanError
+from kokuban.core import memory
+from kokuban.errors import KokubanError
+from kokuban.specs.deployment import Deployment
 
 BLOCK_SIZE = 16  # vLLM's default --block-size on CUDA (CacheConfig.block_size = 16)
 

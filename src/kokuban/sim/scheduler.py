@@ -34,9 +34,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from ..errors import KokubanError, require_positive
-from ..hardware import Accelerator
-from .kvcache import BLOCK_SIZE
+from kokuban.errors import KokubanError, require_positive
+from kokuban.sim.kvcache import BLOCK_SIZE
+from kokuban.specs.hardware import Accelerator
 
 POLICIES = ("continuous", "prefill_first", "static")
 GIB = 2**30

@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..deployment import Deployment
-from ..roofline import Step, decode_step, lm_head_time_s, prefill
+from kokuban.core.roofline import Step, decode_step, lm_head_time_s, prefill
+from kokuban.specs.deployment import Deployment
 
 
 class StepModel:

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import KokubanError, require_positive
+from kokuban.errors import KokubanError, require_positive
 
 ARRIVALS = ("poisson", "gamma", "fixed")
 

@@ -1,0 +1,51 @@
+"""Money: from the price of an accelerator-hour to the price of a token, and its three parts.
+
+    USD per second     = N GPUs × price per GPU-hour ÷ 3600
+    USD per M output   = USD/s × decode step time ÷ batch × 10⁶
+    USD per M input    = USD/s × prefill time ÷ (batch × prompt tokens) × 10⁶
+
+The three-part split of a decode token: the step is max(linear compute, weights) + max(attention
+compute, KV) + comm + overhead, each max over two overlapping times (`Step.kernel_s`). Inside each
+kernel, each part's share is its raw time scaled by the kernel's time ÷ (a + b); comm and overhead are charged as they are. The
+parts add up to the token's cost exactly. Weight read is shared by the batch (÷ B), compute and KV
+are per request.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kokuban.core.roofline import Step
+from kokuban.specs.deployment import Deployment
+
+PER_MILLION = 1e6
+
+
+def usd_per_m_output(dep: Deployment, step: Step) -> Any:
+    """Cost of a million decode tokens at this step: USD/s × step time ÷ batch × 10⁶."""
+    return dep.usd_per_s * step.step_time_s / step.batch * PER_MILLION
+
+
+def usd_per_m_input(dep: Deployment, prefill_step: Step) -> Any:
+    """Cost of a million prompt tokens at this prefill: USD/s × time ÷ tokens × 10⁶."""
+    return dep.usd_per_s * prefill_step.step_time_s / prefill_step.tokens * PER_MILLION
+
+
+def decode_split_usd_per_m(dep: Deployment, step: Step) -> dict[str, Any]:
+    """The cost of a decode token split into compute, weight read, KV read, comm and overhead (USD / M)."""
+    def scale(kernel_s: Any, a: Any, b: Any) -> np.ndarray:  # kernel time ÷ (a + b), 0 where both are 0
+        raw = np.asarray(a + b, dtype=np.float64)
+        return np.divide(np.asarray(kernel_s, dtype=np.float64), raw, out=np.zeros_like(raw), where=raw > 0)
+
+    lin = scale(step.linear_s, step.linear_compute_s, step.weights_s)
+    attn = scale(step.attention_s, step.attn_compute_s, step.kv_s)
+    per_token_usd = dep.usd_per_s / np.asarray(step.batch, dtype=np.float64) * PER_MILLION
+    return {
+        "compute": per_token_usd * (step.linear_compute_s * lin + step.attn_compute_s * attn),
+        "weights": per_token_usd * step.weights_s * lin,
+        "kv": per_token_usd * step.kv_s * attn,
+        "comm": per_token_usd * step.comm_s,
+        "overhead": per_token_usd * step.overhead_s,
+    }

@@ -1,0 +1,106 @@
+"""Memory: what one GPU holds (weights, KV cache, activation workspace), whether it fits, and what would.
+
+    usable per GPU   = HBM capacity × memory_utilization            (vLLM's gpu_memory_utilization, 0.9)
+    weights per GPU  = roofline.weight_bytes_per_gpu
+    activations      = chunk·2·(4·d + 2·mlp_width/N_tp)  + requests·vocab·4
+                       (one prefill chunk's residual, qkv/attention-out and gated-MLP activations in
+                       bf16 — a rule of thumb — plus fp32 logits of one sampled token per request)
+    KV per GPU       = requests on the GPU × KV bytes per request ÷ KV shards
+    fits             ⇔ weights + activations + KV ≤ usable
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from kokuban.core.roofline import kv_bytes_per_request, weight_bytes_per_gpu, weight_bytes_stored
+from kokuban.specs.deployment import Deployment
+
+GPU_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+LOGIT_BYTES = 4.0  # fp32 logits of the sampled position
+
+
+def activation_bytes_per_gpu(dep: Deployment, requests_per_gpu: Any) -> np.ndarray:
+    """Activation workspace of one GPU (see module docstring); 0 for a coarse model without hidden size."""
+    m = dep.model
+    tp = dep.dense_shards
+    chunk = dep.prefill_chunk_tokens / (1 if dep.layout == "tp" else dep.num_gpus)
+    per_token = 2.0 * (4 * m.hidden_size + 2 * m.mlp_width / tp)
+    return chunk * per_token + np.asarray(requests_per_gpu, dtype=np.float64) * m.vocab_size * LOGIT_BYTES
+
+
+def requests_per_gpu(dep: Deployment, batch: Any) -> np.ndarray:
+    """Under TP every GPU holds a slice of every request; under EP each GPU holds ⌈B/N⌉ whole requests."""
+    b = np.asarray(batch, dtype=np.float64)
+    return b if dep.layout == "tp" else np.ceil(b / dep.num_gpus)
+
+
+def kv_bytes_per_request_per_gpu(dep: Deployment, context: Any) -> np.ndarray:
+    return kv_bytes_per_request(dep, context) / dep.kv_shards
+
+
+def max_batch(dep: Deployment, context: Any) -> np.ndarray:
+    """Largest batch whose KV cache and workspace fit beside the weights at `context` (0 if none).
+
+    TP: ⌊(usable − weights − fixed activations) ÷ (KV per request per GPU + logits per request)⌋.
+    EP: N × that, each GPU holding whole requests.
+    """
+    usable = dep.accelerator.memory_bytes * dep.memory_utilization
+    free = usable - weight_bytes_per_gpu(dep) - activation_bytes_per_gpu(dep, 0)
+    per_request = kv_bytes_per_request_per_gpu(dep, context) + dep.model.vocab_size * LOGIT_BYTES
+    per_gpu = np.floor(np.maximum(free, 0) / per_request)
+    return (per_gpu if dep.layout == "tp" else per_gpu * dep.num_gpus).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """Memory of a deployment for `batch` requests at `context` tokens. Bytes; per GPU unless `_total`."""
+
+    batch: int
+    context: int
+    capacity_bytes: float
+    usable_bytes: float
+    weights_bytes: float
+    weights_bytes_total: float
+    activation_bytes: float
+    kv_bytes_per_request: float
+    kv_bytes_per_gpu: float
+    kv_bytes: float
+    fits: bool
+    max_batch: int
+    min_gpus: int | None
+
+    @property
+    def used_bytes(self) -> float:
+        return self.weights_bytes + self.activation_bytes + self.kv_bytes_per_gpu
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"used_bytes": self.used_bytes}
+
+
+def min_gpus_to_fit(dep: Deployment, batch: int, context: int) -> int | None:
+    """Smallest count in 1, 2, 4, … 1024 of the same accelerator and layout that holds `batch` at `context`."""
+    for n in GPU_COUNTS:
+        if int(max_batch(dep.with_gpus(n), context)) >= batch:
+            return n
+    return None
+
+
+def plan(dep: Deployment, batch: int, context: int) -> MemoryPlan:
+    """The memory plan; `min_gpus` is filled only when the configuration does not fit."""
+    kv_req = float(kv_bytes_per_request(dep, context))
+    rpg = float(requests_per_gpu(dep, batch))
+    kv_gpu = rpg * kv_req / dep.kv_shards
+    usable = dep.accelerator.memory_bytes * dep.memory_utilization
+    weights = weight_bytes_per_gpu(dep)
+    act = float(activation_bytes_per_gpu(dep, rpg))
+    fits = weights + act + kv_gpu <= usable
+    return MemoryPlan(
+        batch=int(batch), context=int(context), capacity_bytes=dep.accelerator.memory_bytes, usable_bytes=usable,
+        weights_bytes=weights, weights_bytes_total=weight_bytes_stored(dep), activation_bytes=act,
+        kv_bytes_per_request=kv_req, kv_bytes_per_gpu=kv_gpu, kv_bytes=batch * kv_req, fits=bool(fits),
+        max_batch=int(max_batch(dep, context)), min_gpus=None if fits else min_gpus_to_fit(dep, batch, context),
+    )

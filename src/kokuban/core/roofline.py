@@ -1,0 +1,307 @@
+"""The roofline step model: how long one decode step or one prefill takes, and why.
+
+    step time = max(linear compute, weight read) + max(attention compute, KV read) + comm + overhead
+
+(each max with `Efficiency.overlap` = 1; below 1 part of the shorter time shows: see `Step.kernel_s`).
+
+A step runs two kinds of kernels one after the other in every layer: the matrix multiplies against
+the weights (QKV/output projections, MLP or experts, LM head) and attention over the KV cache. Inside
+each kind compute and memory traffic overlap (a kernel streams its operand while the tensor cores
+run), so each kind takes the larger of its two times; the two kinds do not overlap each other, so
+their times add. (A single max over everything would let a long context's KV read hide under a large
+batch's weight-multiply compute, which no engine that runs the kernels in sequence achieves.)
+Communication (tensor-parallel all-reduces, expert-parallel all-to-alls) sits on the critical path
+between layers and is added. Every time is per GPU, for the busiest GPU of a balanced deployment.
+
+Every function is pure and vectorised: `batch` and `context` may be NumPy arrays that broadcast,
+so a sweep over a million configurations is one call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kokuban.errors import KokubanError
+from kokuban.specs.deployment import Deployment
+
+ACTIVATION_BYTES = 2.0  # activations travel between GPUs in bf16
+
+BOUNDS = ("compute", "weights", "kv", "comm", "overhead")
+
+
+def expected_experts_touched(num_experts: int, top_k: int, tokens: Any) -> np.ndarray:
+    """Expected distinct experts a layer's router selects for `tokens` tokens: E·(1 - (1 - k/E)^T).
+
+    Assumes each token picks k distinct experts uniformly and independently of the others (a balanced
+    router, which auxiliary-loss-free balancing and load-balancing losses aim for). A given expert is
+    missed by one token with probability 1 - k/E, by all T tokens with (1 - k/E)^T. Batch 1 touches k;
+    large batches touch all E, so the weight read grows with the batch while compute stays k per token.
+    """
+    t = np.asarray(tokens, dtype=np.float64)
+    if num_experts <= 0:
+        return np.zeros_like(t)
+    return num_experts * (1.0 - (1.0 - top_k / num_experts) ** t)
+
+
+def weight_bytes_stored(dep: Deployment) -> float:
+    """All weight bytes of the model: (params − 16-bit embedding/LM-head params)·b_w + those·2."""
+    m = dep.model
+    embed_params = m.params_embedding + m.params_lm_head
+    return (m.params_total - embed_params) * dep.weight_bytes_per_param + embed_params * dep.embedding_bytes_per_param
+
+
+def weight_bytes_per_gpu(dep: Deployment) -> float:
+    """Weight bytes one GPU holds: always-read part ÷ dense shards + embedding ÷ dense shards + experts ÷ N."""
+    m = dep.model
+    routed = m.params_routed * dep.weight_bytes_per_param
+    return (weight_bytes_stored(dep) - routed) / dep.dense_shards + routed / dep.num_gpus
+
+
+def weight_bytes_read(dep: Deployment, tokens: Any) -> np.ndarray:
+    """Weight bytes the whole deployment reads for one forward pass over `tokens` tokens.
+
+    = (always-read params − LM head)·b_w + LM head·2 + moe_layers·E_touched(tokens)·params_per_expert·b_w
+    The input embedding is a lookup of `tokens` rows and is not counted.
+    """
+    m = dep.model
+    dense = (m.params_dense_read - m.params_lm_head) * dep.weight_bytes_per_param + m.params_lm_head * dep.embedding_bytes_per_param
+    touched = expected_experts_touched(m.num_experts, m.top_k, tokens)
+    return dense + m.moe_layers * touched * m.params_per_expert * dep.weight_bytes_per_param
+
+
+def kv_bytes_per_request(dep: Deployment, context: Any) -> np.ndarray:
+    """KV-cache bytes one request holds at `context` tokens: elements(context) × bytes per element.
+
+    elements(L) = KV elements per token per layer × Σ_layers min(L, window_layer).
+    """
+    return dep.model.kv_elements(context) * dep.kv_bytes_per_element
+
+
+@dataclass(frozen=True)
+class Step:
+    """The terms of one step (arrays when the inputs were arrays). Seconds, FLOPs and bytes are per step.
+
+    `flops`, `weight_bytes`, `kv_bytes` and `comm_bytes` are totals for the deployment; the times are
+    those of one GPU (totals ÷ the ways each is split).
+    """
+
+    tokens: Any
+    batch: Any
+    flops: Any
+    weight_bytes: Any
+    kv_bytes: Any
+    comm_bytes: Any
+    experts_touched: Any
+    compute_s: Any  # linear + attention compute
+    attn_compute_s: Any  # the attention part of compute_s
+    weights_s: Any
+    kv_s: Any
+    comm_s: Any
+    overhead_s: Any
+    comm_overlapped: bool = False
+    attn_flops: Any = np.nan  # the attention part of `flops`
+    overlap: float = 1.0  # the fraction of the shorter of a kernel's compute and memory times hidden under the longer
+
+    @property
+    def memory_s(self) -> Any:
+        return self.weights_s + self.kv_s
+
+    @property
+    def linear_compute_s(self) -> Any:
+        """Compute of the weight matrix multiplies (compute_s − attention)."""
+        return self.compute_s - self.attn_compute_s
+
+    def kernel_s(self, compute_s: Any, memory_s: Any) -> Any:
+        """A kernel's time from its compute and memory times: max(c, m) + (1 − overlap)·min(c, m).
+
+        overlap = 1 (the default) is the roofline: the shorter time hides entirely under the longer.
+        Kernels that cannot stream operands and multiply at once (small-batch GEMMs on CPUs) have
+        overlap < 1; 0 means the two times add."""
+        return np.maximum(compute_s, memory_s) + (1.0 - self.overlap) * np.minimum(compute_s, memory_s)
+
+    @property
+    def linear_s(self) -> Any:
+        """The weight-multiply kernels: kernel_s(linear compute, weight read)."""
+        return self.kernel_s(self.linear_compute_s, self.weights_s)
+
+    @property
+    def attention_s(self) -> Any:
+        """The attention kernels: kernel_s(attention compute, KV read)."""
+        return self.kernel_s(self.attn_compute_s, self.kv_s)
+
+    @property
+    def roof_s(self) -> Any:
+        """The roofline part of the step: linear_s + attention_s (the two kinds run one after the other)."""
+        return self.linear_s + self.attention_s
+
+    @property
+    def step_time_s(self) -> Any:
+        """roof + comm + overhead; with overlapped communication (two micro-batches ping-ponging, as
+        DeepSeek's dual-batch overlap does) max(roof, comm) + overhead."""
+        if self.comm_overlapped:
+            return np.maximum(self.roof_s, self.comm_s) + self.overhead_s
+        return self.roof_s + self.comm_s + self.overhead_s
+
+    @property
+    def bound(self) -> Any:
+        """Which resource sets the step: of the roofline time, the seconds spent compute-bound (each kind
+        whose compute is the larger of its two times), weight-bound and KV-bound are compared and the
+        largest names the step ('compute', 'weights', 'kv'); 'comm' if communication exceeds the
+        roofline part, 'overhead' if the fixed cost exceeds both."""
+        lin_c, attn_c = self.linear_compute_s >= self.weights_s, self.attn_compute_s >= self.kv_s
+        compute = np.where(lin_c, self.linear_compute_s, 0.0) + np.where(attn_c, self.attn_compute_s, 0.0)
+        weights = np.where(lin_c, 0.0, self.weights_s)
+        kv = np.where(attn_c, 0.0, self.kv_s)
+        label = np.where((compute >= weights) & (compute >= kv), "compute", np.where(weights >= kv, "weights", "kv"))
+        roof = self.roof_s
+        label = np.where(self.comm_s > roof, "comm", label)
+        label = np.where(np.asarray(self.overhead_s) > np.maximum(roof, self.comm_s), "overhead", label)
+        return label if label.ndim else str(label)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Scalar step as plain floats (for JSON)."""
+        def f(x: Any) -> float:
+            return float(np.asarray(x))
+        return {
+            "step_time_s": f(self.step_time_s),
+            "bound": self.bound,
+            "breakdown": {
+                "compute_s": f(self.compute_s),
+                "multiply_compute_s": f(self.linear_compute_s),
+                "attention_compute_s": f(self.attn_compute_s),
+                "weights_s": f(self.weights_s),
+                "kv_s": f(self.kv_s),
+                "comm_s": f(self.comm_s),
+                "overhead_s": f(self.overhead_s),
+            },
+            "flops": f(self.flops),
+            "multiply_flops": f(self.flops - self.attn_flops),
+            "attention_flops": f(self.attn_flops),
+            "weight_bytes_read": f(self.weight_bytes),
+            "kv_bytes_read": f(self.kv_bytes),
+            "comm_bytes_per_gpu": f(self.comm_bytes),
+            "experts_touched_per_layer": f(self.experts_touched),
+        }
+
+
+def comm_time_s(dep: Deployment, tokens: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Communication per step for `tokens` tokens in flight: (seconds, bytes sent per GPU).
+
+    TP, N > 1: 2 all-reduces per layer of tokens·d·2 bytes; a ring all-reduce sends 2(N−1)/N of the
+      message per GPU: time = 2·layers·(latency + 2(N−1)/N · tokens·d·2 / (link·eff)).
+    EP, N > 1: per MoE layer a dispatch and a combine all-to-all; each GPU sends its tokens/N tokens to
+      top_k experts, (N−1)/N of them remote: time = 2·moe_layers·(latency + (N−1)/N · (tokens/N)·k·d·2
+      / (link·eff)). Attention and dense layers are data-parallel and exchange nothing.
+    A coarse model without hidden size or on one GPU: 0.
+    """
+    m, n, eff = dep.model, dep.num_gpus, dep.efficiency
+    t = np.asarray(tokens, dtype=np.float64)
+    if n == 1 or m.hidden_size == 0:
+        return np.zeros_like(t), np.zeros_like(t)
+    link = dep.accelerator.interconnect_bytes_per_s * eff.interconnect
+    if link <= 0:
+        raise KokubanError(f"accelerator '{dep.accelerator.id}' has no interconnect bandwidth; cannot run on {n} GPUs")
+    if dep.layout == "tp":
+        count, per_gpu = 2 * m.num_layers, 2 * (n - 1) / n * t * m.hidden_size * ACTIVATION_BYTES
+    else:
+        count, per_gpu = 2 * m.moe_layers, (n - 1) / n * (t / n) * m.top_k * m.hidden_size * ACTIVATION_BYTES
+    return count * (eff.collective_latency_s + per_gpu / link), count * per_gpu
+
+
+def attention_dtype(dep: Deployment) -> str:
+    """Attention (QK^T, AV) runs in 16-bit whatever the weights are (FlashAttention/FlashMLA in bf16),
+    except when the whole deployment computes in fp32 or fp16, then in that dtype."""
+    return dep.compute_dtype if dep.compute_dtype in ("fp32", "fp16") else "bf16"
+
+
+def lm_head_time_s(dep: Deployment) -> float:
+    """Seconds of the LM head for one position: 2·vocab·d FLOP ÷ (peak[compute dtype]·N·eff). A step pays it
+    once per sequence (the sampled position), not once per token."""
+    acc = dep.accelerator
+    return 2.0 * dep.model.params_lm_head / (acc.flops(dep.compute_dtype) * dep.num_gpus * dep.efficiency.compute)
+
+
+def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_per_pair: int, kv_bytes: Any) -> Step:
+    """Assemble a step from the work it does.
+
+    tokens: tokens through the weights this step; attended: Σ query-key pairs (over layers);
+    kv_bytes: KV bytes moved (read in decode, written in prefill).
+    Only the last position of each of the `batch` sequences goes through the LM head (engines compute
+    logits for the sampled token only), so
+    linear compute = [tokens·2·(matmul params − LM head) + batch·2·LM head] ÷ peak[compute dtype] ÷ (N·eff)
+    attention compute = attended·attn_flops ÷ peak[attention dtype] ÷ (N·eff)
+    weights = weight bytes read(tokens) ÷ N ÷ (HBM bandwidth·memory eff)
+    kv      = kv bytes ÷ kv shards ÷ (HBM bandwidth·kv_memory eff)
+    Under EP each GPU reads the whole always-read part for its own requests, so that part is divided
+    by the dense shards only; routed experts and everything under TP are divided by N.
+    """
+    m, acc, eff, n = dep.model, dep.accelerator, dep.efficiency, dep.num_gpus
+    tokens = np.asarray(tokens, dtype=np.float64)
+    logits = np.asarray(batch, dtype=np.float64)
+    body_flops = tokens * (m.flops_per_token - 2 * m.params_lm_head)
+    linear_flops = body_flops + logits * 2 * m.params_lm_head
+    attn_flops = np.asarray(attended, dtype=np.float64) * attn_flops_per_pair
+    attn_compute_s = attn_flops / acc.flops(attention_dtype(dep)) / (n * eff.compute)
+    compute_s = body_flops / acc.flops(dep.compute_dtype) / (n * eff.compute) + logits * lm_head_time_s(dep) + attn_compute_s
+    read = weight_bytes_read(dep, tokens)
+    routed = m.moe_layers * expected_experts_touched(m.num_experts, m.top_k, tokens) * m.params_per_expert * dep.weight_bytes_per_param
+    weights_s = ((read - routed) / dep.dense_shards + routed / n) / (acc.memory_bandwidth_bytes_per_s * eff.memory)
+    kv_bw = acc.memory_bandwidth_bytes_per_s * eff.kv_memory_fraction
+    kv_s = np.asarray(kv_bytes, dtype=np.float64) / (n if dep.layout == "ep" else dep.kv_shards) / kv_bw
+    comm_s, comm_bytes = comm_time_s(dep, tokens)
+    return Step(
+        tokens=tokens, batch=batch, flops=linear_flops + attn_flops, weight_bytes=read, kv_bytes=kv_bytes,
+        comm_bytes=comm_bytes, experts_touched=expected_experts_touched(m.num_experts, m.top_k, tokens),
+        compute_s=compute_s, attn_compute_s=attn_compute_s, weights_s=weights_s, kv_s=kv_s, comm_s=comm_s,
+        overhead_s=np.full_like(weights_s, eff.step_overhead_s), comm_overlapped=dep.overlap_comm, attn_flops=attn_flops,
+        overlap=eff.overlap,
+    )
+
+
+def decode_step(dep: Deployment, batch: Any, context: Any) -> Step:
+    """One decode step: `batch` requests each generate one token while attending to `context` tokens.
+
+    Work: batch tokens through the active weights; batch × Σ_layers min(context, window) query-key
+    pairs of attention; the KV cache of every request read once: batch × kv_bytes_per_request(context).
+    `batch` and `context` broadcast (arrays welcome).
+    """
+    b = np.asarray(batch, dtype=np.float64)
+    attended = b * dep.model.attended_tokens(context)
+    kv = b * kv_bytes_per_request(dep, context)
+    return _step(dep, b, b, attended, dep.model.attn_flops_per_ctx_token_per_layer_decode, kv)
+
+
+def decode_step_mixed(dep: Deployment, contexts: Sequence[int]) -> Step:
+    """One decode step of len(contexts) requests, each at its own context (continuous batching)."""
+    ctx = np.asarray(contexts, dtype=np.float64)
+    if ctx.ndim != 1 or ctx.size == 0:
+        raise KokubanError("contexts must be a non-empty list of token counts")
+    b = float(ctx.size)
+    attended = dep.model.attended_tokens(ctx).sum()
+    kv = kv_bytes_per_request(dep, ctx).sum()
+    return _step(dep, b, b, attended, dep.model.attn_flops_per_ctx_token_per_layer_decode, kv)
+
+
+def prefill(dep: Deployment, batch: Any, prompt_tokens: Any, cached_tokens: Any = 0) -> Step:
+    """Prefill `batch` prompts of `prompt_tokens` tokens, the first `cached_tokens` of which already have
+    their KV cache (a prefix-cache hit, or the earlier chunks of a chunked prefill).
+
+    New tokens n = T − C per prompt. Work: batch·n tokens through the active weights (MoE: experts
+    touched by batch·n tokens, all of them for any real prompt); causal attention of the new queries:
+    Σ_layers Σ_{C<t≤T} min(t, window) pairs per prompt; KV traffic: the new tokens' KV written plus the
+    cached prefix's KV read once: kv(T) − kv(C) + kv(C) = kv(T) per prompt. Long prompts make this
+    compute-bound.
+    """
+    b = np.asarray(batch, dtype=np.float64)
+    t = np.asarray(prompt_tokens, dtype=np.float64)
+    c = np.asarray(cached_tokens, dtype=np.float64)
+    if np.any(c < 0) or np.any(c >= t):
+        raise KokubanError(f"cached tokens must be in [0, prompt tokens): got {cached_tokens} of {prompt_tokens}")
+    m = dep.model
+    attended = b * (m.causal_attended_tokens(t) - m.causal_attended_tokens(c))
+    kv = b * kv_bytes_per_request(dep, t)
+    return _step(dep, b, b * (t - c), attended, m.attn_flops_per_ctx_token_per_layer_prefill, kv)

@@ -1,0 +1,280 @@
+"""Batch economics: what a token costs as the batch grows, where decode turns compute-bound, and
+why an output token costs more than an input token.
+
+Everything here is a thin, vectorised layer over the core: each row of a curve is one
+`roofline.decode_step` priced by `cost`, so a row equals `estimate()` for the same configuration.
+The only formula of its own is the blackboard crossover (`compute_bound_batch`), kept as a pure
+function so the curve can be checked against it by hand.
+
+    per-token cost = USD/s × step ÷ B,   step = max(B·c, w(B) + B·k) + comm + overhead
+      w: weight read (shared by the batch, so ÷ B per token)    c, k: compute and KV read per request
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from kokuban.core import cost, memory, roofline
+from kokuban.errors import KokubanError, require_positive
+from kokuban.specs.deployment import Deployment
+
+#: The parts of a decode token (the core's split) and how a batch divides them: a shared part is paid
+#: once per step (÷ B per token), a per-request part once per token.
+PARTS = ("weights", "compute", "kv", "comm", "overhead")
+SHARED = ("weights", "comm_latency", "overhead")
+PER_REQUEST = ("compute", "kv", "comm_bytes")
+
+
+# ---- one table for every decode point ------------------------------------------------------------
+def decode_columns(dep: Deployment, batch: Any, context: Any) -> dict[str, np.ndarray]:
+    """The columns of a decode point (arrays broadcast): the core's step, per token, priced.
+
+    `*_s_per_token` is that term's time on the busiest GPU divided by the batch (the raw term, before
+    compute and memory overlap); `usd_per_m_output_<part>` is the core's overlap-aware split, which
+    sums to `usd_per_m_output`. Tokens/s: per user 1 ÷ step, in total B ÷ step, per GPU B ÷ step ÷ N.
+    """
+    b, ctx = np.broadcast_arrays(np.asarray(batch, dtype=np.float64), np.asarray(context, dtype=np.float64))
+    step = roofline.decode_step(dep, b, ctx)
+    t = np.asarray(step.step_time_s, dtype=np.float64)
+    cols = {
+        "batch": b, "context": ctx, "bound": np.asarray(step.bound), "step_time_s": t,
+        "compute_s_per_token": step.compute_s / b, "weights_s_per_token": step.weights_s / b,
+        "kv_s_per_token": step.kv_s / b, "comm_s_per_token": step.comm_s / b, "overhead_s_per_token": step.overhead_s / b,
+        "tokens_per_s_per_user": 1.0 / t, "tokens_per_s": b / t, "tokens_per_s_per_gpu": b / t / dep.num_gpus,
+        "usd_per_m_output": np.asarray(cost.usd_per_m_output(dep, step), dtype=np.float64),
+    }
+    for part, value in cost.decode_split_usd_per_m(dep, step).items():
+        cols[f"usd_per_m_output_{part}"] = np.asarray(value, dtype=np.float64)
+    return cols
+
+
+def decode_frame(dep: Deployment, batch: Any, context: Any) -> pd.DataFrame:
+    """`decode_columns` as a DataFrame (one row per point; batch and context as integers)."""
+    cols = decode_columns(dep, batch, context)
+    df = pd.DataFrame({k: np.ravel(v) for k, v in cols.items()})
+    return df.astype({"batch": "int64", "context": "int64"})
+
+
+# ---- the crossover batch -------------------------------------------------------------------------
+def compute_bound_batch(
+    peak_flops_per_s: float, bandwidth_bytes_per_s: float, bytes_per_weight: float = 2.0,
+    read_per_active: float = 1.0, flops_per_param: float = 2.0,
+) -> float:
+    """The blackboard crossover: the batch at which a decode step's compute equals its weight read.
+
+        B* = (peak FLOP/s ÷ bandwidth) × (bytes per weight ÷ FLOPs per param) × (params read ÷ params active)
+
+    A step of B tokens does B·2·P_active FLOPs and reads P_read·b_w bytes; they take equal time when
+    B·2·P_active ÷ F = P_read·b_w ÷ BW. Pass achieved (peak × efficiency) figures to get the batch the
+    roofline model crosses at. Dense: P_read = P_active, so bf16 on an H100 at 0.6/0.8 efficiency
+    gives 989.4e12·0.6 ÷ (3.35e12·0.8) × 1 = 221.5. MoE: a step reads every expert some token in the
+    batch touched, so P_read/P_active grows with B (toward total ÷ active), pushing B* up.
+    Assumes a context of zero: KV reads and attention FLOPs are left out (see `crossover_batch`).
+    """
+    for name, value in (("peak FLOP/s", peak_flops_per_s), ("bandwidth", bandwidth_bytes_per_s),
+                        ("bytes per weight", bytes_per_weight), ("read per active", read_per_active),
+                        ("FLOPs per param", flops_per_param)):
+        require_positive(name, value)
+    return peak_flops_per_s / bandwidth_bytes_per_s * bytes_per_weight / flops_per_param * read_per_active
+
+
+def blackboard_crossover_batch(dep: Deployment) -> float:
+    """`compute_bound_batch` for a deployment, with MoE touching solved as a fixed point.
+
+    F = peak FLOP/s in the compute dtype × compute efficiency; BW = HBM bandwidth × memory efficiency.
+    bytes per weight × params read = weight bytes the busiest GPU reads per step (from the core at
+    context 0, so a 16-bit LM head under 8-bit weights counts at its real size), FLOPs per token per
+    GPU = 2 × params active ÷ N. For MoE the read depends on B, so iterate B ← B*(B) from B = 1; the
+    map is increasing and bounded, so this converges to the smallest crossover.
+    """
+    eff, acc = dep.efficiency, dep.accelerator
+    peak = acc.flops(dep.compute_dtype) * eff.compute
+    bw = acc.memory_bandwidth_bytes_per_s * eff.memory
+    b_w = dep.weight_bytes_per_param
+
+    def crossover_at(batch: float) -> float:
+        step = roofline.decode_step(dep, batch, 0)
+        bytes_read = float(step.weights_s) * bw
+        active_per_gpu = float(step.linear_compute_s) * peak / batch / 2.0
+        return compute_bound_batch(peak, bw, b_w, bytes_read / b_w / active_per_gpu)
+
+    b = 1.0
+    for _ in range(10_000):
+        nxt = crossover_at(b)
+        if abs(nxt - b) < 1e-9 * nxt:
+            return nxt
+        b = nxt
+    return b
+
+
+def crossover_batch(dep: Deployment, context: int) -> int | None:
+    """Smallest integer batch whose decode step at `context` is compute-bound in the core (its `bound`
+    is 'compute': the weight multiplies are compute-bound, c·B ≥ w(B), and that compute outlasts the KV
+    read, c·B ≥ k·B), or None when no batch is: that needs c > k, the linear compute per request above
+    its own KV read (decode attention itself is always KV-bound). c·B − w(B) is convex in B (w is
+    concave), so once positive it stays positive: a bisection finds the first integer. May exceed the
+    largest batch that fits (compare with `memory.max_batch`). Communication is not part of the test.
+    """
+    def margin(b: float) -> float:
+        s = roofline.decode_step(dep, b, context)
+        return float(s.linear_compute_s - s.weights_s)
+
+    one = roofline.decode_step(dep, 1.0, context)
+    if float(one.linear_compute_s) <= float(one.attention_s):
+        return None
+    lo, hi = 0, 1
+    while margin(hi) < 0:
+        lo, hi = hi, hi * 2
+        if hi > 2**50:
+            return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if margin(mid) < 0 else (lo, mid)
+    return hi
+
+
+# ---- 1. the batch curve --------------------------------------------------------------------------
+def _fit_or_raise(dep: Deployment, context: int) -> int:
+    from kokuban.usecases.estimate import no_fit_message
+
+    fit = int(memory.max_batch(dep, context))
+    if fit < 1:
+        raise KokubanError(no_fit_message(dep, memory.plan(dep, 1, context)))
+    return fit
+
+
+def check_context(dep: Deployment, context: int) -> None:
+    require_positive("--context", context, integer=True)
+    if context > dep.model.max_context:
+        raise KokubanError(f"context {context} exceeds {dep.model.name}'s maximum of {dep.model.max_context} tokens")
+
+
+def batch_curve(dep: Deployment, context: int, max_batch: int | None = None, min_batch: int = 1) -> pd.DataFrame:
+    """Every batch from `min_batch` to `max_batch` (default: the largest that fits) at `context`.
+
+    One row per batch: `decode_columns`, the communication cost split into the collectives' fixed
+    latency and their bytes, `usd_per_m_output_shared` (weight read + collective latency + fixed
+    overhead: paid once per step, ÷ B per token) and `usd_per_m_output_per_request` (compute + KV read
+    + communication bytes). Raises if the range is empty or
+    reaches past what fits (never clamps).
+    """
+    check_context(dep, context)
+    fit = _fit_or_raise(dep, context)
+    hi = fit if max_batch is None else max_batch
+    require_positive("--min-batch", min_batch, integer=True)
+    require_positive("--max-batch", hi, integer=True)
+    if hi > fit:
+        raise KokubanError(f"--max-batch {hi} does not fit: the largest batch that fits at context {context} is {fit}")
+    if min_batch > hi:
+        raise KokubanError(f"empty batch range: --min-batch {min_batch} > --max-batch {hi}")
+    df = decode_frame(dep, np.arange(min_batch, hi + 1), context)
+    # communication: the collectives' fixed latency (the core's comm time at 0 tokens) is per step,
+    # so shared; the bytes grow with the batch, so per request
+    comm_s = roofline.decode_step(dep, df["batch"].to_numpy(), context).comm_s
+    latency_s = roofline.comm_time_s(dep, 0.0)[0]
+    latency_share = np.divide(latency_s, comm_s, out=np.zeros_like(comm_s), where=comm_s > 0)
+    df["usd_per_m_output_comm_latency"] = df["usd_per_m_output_comm"] * latency_share
+    df["usd_per_m_output_comm_bytes"] = df["usd_per_m_output_comm"] - df["usd_per_m_output_comm_latency"]
+    df["usd_per_m_output_shared"] = df[[f"usd_per_m_output_{p}" for p in SHARED]].sum(axis=1)
+    df["usd_per_m_output_per_request"] = df[[f"usd_per_m_output_{p}" for p in PER_REQUEST]].sum(axis=1)
+    return df
+
+
+@dataclass(frozen=True)
+class BatchSummary:
+    """The headline numbers of a batch curve (batches, USD per million output tokens)."""
+
+    context: int
+    max_batch_fits: int
+    crossover_batch: int | None
+    crossover_within_fit: bool
+    blackboard_crossover_batch: float
+    cheapest_batch: int
+    usd_per_m_output_cheapest: float
+    usd_per_m_output_batch_1: float
+    cost_ratio_max_to_min: float
+    reason: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def batch_summary(dep: Deployment, curve: pd.DataFrame) -> BatchSummary:
+    """Crossover (core and blackboard), cheapest point and the most/least expensive ratio of `curve`."""
+    context = int(curve["context"].iloc[0])
+    fit = int(memory.max_batch(dep, context))
+    cross = crossover_batch(dep, context)
+    cheapest = curve.loc[curve["usd_per_m_output"].idxmin()]
+    one = roofline.decode_step(dep, 1, context)
+    if cross is None:
+        reason = (f"never compute-bound at context {context}: each request's KV read "
+                  f"({float(one.kv_s) * 1e6:.3g} µs) outlasts its compute ({float(one.linear_compute_s) * 1e6:.3g} µs)")
+    elif cross > fit:
+        reason = f"compute-bound from batch {cross}, beyond the {fit} that fit: HBM capacity stops the batch first"
+    else:
+        reason = f"compute-bound from batch {cross}; weight reads are amortised below that"
+    return BatchSummary(
+        context=context, max_batch_fits=fit, crossover_batch=cross, crossover_within_fit=cross is not None and cross <= fit,
+        blackboard_crossover_batch=blackboard_crossover_batch(dep), cheapest_batch=int(cheapest["batch"]),
+        usd_per_m_output_cheapest=float(cheapest["usd_per_m_output"]),
+        usd_per_m_output_batch_1=float(cost.usd_per_m_output(dep, one)),
+        cost_ratio_max_to_min=float(curve["usd_per_m_output"].max() / curve["usd_per_m_output"].min()), reason=reason,
+    )
+
+
+# ---- 5. input vs output --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class InputOutput:
+    """Cost of an output token against an input token at one configuration, and why."""
+
+    batch: int
+    context: int
+    prompt_tokens: int
+    usd_per_m_input: float
+    usd_per_m_output: float
+    output_to_input_ratio: float
+    prefill_bound: str
+    decode_bound: str
+    tokens_per_weight_read_prefill: int
+    tokens_per_weight_read_decode: int
+    blackboard_crossover_batch: float
+    sentence: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def input_output(dep: Deployment, batch: int, context: int, prompt_tokens: int | None = None) -> InputOutput:
+    """Output-token cost ÷ input-token cost: decode at (batch, context) against a prefill of the same
+    batch of `prompt_tokens` (default: `context`) prompts, both from the core's `cost` functions.
+
+    Why: prefill pushes B·P tokens through each weight read, far above the crossover, so it runs at the
+    compute roof; decode pushes B tokens and also reads every request's KV cache, so it waits on HBM.
+    """
+    check_context(dep, context)
+    require_positive("--batch", batch, integer=True)
+    prompt = context if prompt_tokens is None else prompt_tokens
+    require_positive("--prompt", prompt, integer=True)
+    fit = _fit_or_raise(dep, max(context, prompt))
+    if batch > fit:
+        raise KokubanError(f"--batch {batch} does not fit: the largest batch that fits at context {max(context, prompt)} is {fit}")
+    dec, pre = roofline.decode_step(dep, batch, context), roofline.prefill(dep, batch, prompt)
+    usd_in, usd_out = float(cost.usd_per_m_input(dep, pre)), float(cost.usd_per_m_output(dep, dec))
+    star = blackboard_crossover_batch(dep)
+    ratio = usd_out / usd_in
+    kv_gb = float(roofline.kv_bytes_per_request(dep, context)) / 1e9
+    sentence = (
+        f"An output token costs {ratio:.3g}× an input token: prefill pushes {batch * prompt:,} tokens through each "
+        f"weight read ({pre.bound}-bound; about {star:.0f} saturate the compute), while decode pushes {batch:,} "
+        f"and each also reads its own {kv_gb:.3g} GB KV cache ({dec.bound}-bound)."
+    )
+    return InputOutput(
+        batch=int(batch), context=int(context), prompt_tokens=int(prompt), usd_per_m_input=usd_in, usd_per_m_output=usd_out,
+        output_to_input_ratio=ratio, prefill_bound=str(pre.bound), decode_bound=str(dec.bound),
+        tokens_per_weight_read_prefill=int(batch * prompt), tokens_per_weight_read_decode=int(batch),
+        blackboard_crossover_batch=star, sentence=sentence,
+    )

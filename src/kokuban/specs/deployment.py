@@ -1,0 +1,131 @@
+"""A deployment: a model on N accelerators, with a parallel layout, precisions and efficiencies.
+
+Layouts
+- "tp" (tensor parallel): every weight matrix is split N ways; each GPU holds 1/N of the weights and
+  runs 1/N of every matmul for the whole batch; GQA KV heads split min(N, KV heads) ways (an MLA latent
+  cannot be split and is replicated); two all-reduces of the activations per layer.
+- "ep" (expert parallel, for MoE): attention and dense layers run data-parallel (each GPU holds them
+  whole and serves B/N of the requests, with their KV), routed experts are split N ways; each MoE layer
+  dispatches tokens to their experts and combines the results with two all-to-alls. This is the
+  DP-attention + EP layout DeepSeek and SGLang use for MLA models.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kokuban.errors import KokubanError, require_positive
+from kokuban.specs.dtypes import bytes_per_element, check_dtype
+from kokuban.specs.hardware import Accelerator, Efficiency
+from kokuban.specs.model import ModelSpec
+
+LAYOUTS = ("tp", "ep")
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """Model + accelerator + count + layout + precisions + efficiencies. Frozen; build with `make`."""
+
+    model: ModelSpec
+    accelerator: Accelerator
+    num_gpus: int = 1
+    layout: str = "tp"
+    weights_dtype: str = "bf16"
+    kv_dtype: str = "bf16"
+    compute_dtype: str = "bf16"
+    efficiency: Efficiency = field(default_factory=Efficiency)
+    memory_utilization: float = 0.9
+    prefill_chunk_tokens: int = 8192
+    price_per_hour_usd: float = 0.0
+    overlap_comm: bool = False
+
+    @classmethod
+    def make(
+        cls,
+        model: ModelSpec,
+        accelerator: Accelerator,
+        num_gpus: int = 1,
+        *,
+        layout: str = "tp",
+        weights_dtype: str | None = None,
+        kv_dtype: str | None = None,
+        compute_dtype: str | None = None,
+        efficiency: Efficiency | None = None,
+        memory_utilization: float = 0.9,
+        prefill_chunk_tokens: int = 8192,
+        price_per_hour_usd: float | None = None,
+        overlap_comm: bool = False,
+    ) -> Deployment:
+        """Validate and fill defaults.
+
+        Defaults: weights in the checkpoint's native dtype (fp8 for DeepSeek-V3, MXFP4 for gpt-oss,
+        else bf16/fp16); KV cache in bf16; compute in the dtype the accelerator runs those weights in
+        (`Accelerator.compute_dtype_for`); memory_utilization 0.9 as vLLM's `gpu_memory_utilization`;
+        a prefill chunk of 8192 tokens (vLLM's `max_num_batched_tokens` for chunked prefill) sizes the
+        activation workspace; the price per GPU-hour is the catalog's typical on-demand price;
+        communication is not overlapped with compute unless `overlap_comm` (two micro-batches hiding each
+        other's all-reduce/all-to-all, as in DeepSeek's and SGLang's two-batch overlap).
+        """
+        require_positive("--gpus", num_gpus, integer=True)
+        if layout not in LAYOUTS:
+            raise KokubanError(f"layout '{layout}' is not known; allowed: {', '.join(LAYOUTS)}")
+        if layout == "ep" and not model.is_moe:
+            raise KokubanError(f"layout 'ep' needs a mixture-of-experts model; '{model.name}' is dense (use 'tp')")
+        if not 0 < memory_utilization <= 1:
+            raise KokubanError(f"memory utilization must be in (0, 1], got {memory_utilization!r}")
+        require_positive("prefill chunk tokens", prefill_chunk_tokens, integer=True)
+        weights = check_dtype(weights_dtype or model.native_dtype, "weights dtype")
+        kv = check_dtype(kv_dtype or "bf16", "kv dtype")
+        compute = check_dtype(compute_dtype, "compute dtype") if compute_dtype else accelerator.compute_dtype_for(weights)
+        price = accelerator.price_per_hour_usd if price_per_hour_usd is None else price_per_hour_usd
+        if price < 0:
+            raise KokubanError(f"price per hour must be ≥ 0 USD, got {price!r}")
+        return cls(
+            model=model, accelerator=accelerator, num_gpus=int(num_gpus), layout=layout, weights_dtype=weights,
+            kv_dtype=kv, compute_dtype=compute, efficiency=efficiency or Efficiency(),
+            memory_utilization=memory_utilization, prefill_chunk_tokens=int(prefill_chunk_tokens),
+            price_per_hour_usd=float(price), overlap_comm=bool(overlap_comm),
+        )
+
+    # ---- derived quantities the physics uses -------------------------------------------------------
+    @property
+    def weight_bytes_per_param(self) -> float:
+        return bytes_per_element(self.weights_dtype)
+
+    @property
+    def embedding_bytes_per_param(self) -> float:
+        """Embedding and LM head stay 16-bit (serving engines leave them unquantised), fp32 if all is."""
+        return 4.0 if self.weights_dtype == "fp32" else 2.0
+
+    @property
+    def kv_bytes_per_element(self) -> float:
+        return bytes_per_element(self.kv_dtype)
+
+    @property
+    def kv_shards(self) -> int:
+        """Ways one request's KV cache is split: min(N, KV heads) under TP (1 for MLA); 1 under EP."""
+        if self.layout == "tp" and self.model.kv_shardable:
+            return max(1, min(self.num_gpus, self.model.num_kv_heads))
+        return 1
+
+    @property
+    def dense_shards(self) -> int:
+        """Ways the always-read weights (attention, dense MLP, LM head) are split: N under TP, 1 under EP."""
+        return self.num_gpus if self.layout == "tp" else 1
+
+    @property
+    def usd_per_s(self) -> float:
+        """Price of the whole deployment per second: N × price per GPU-hour ÷ 3600."""
+        return self.num_gpus * self.price_per_hour_usd / 3600.0
+
+    def with_gpus(self, num_gpus: int) -> Deployment:
+        """The same deployment on another accelerator count."""
+        from dataclasses import replace
+
+        return replace(self, num_gpus=int(num_gpus))
+
+    def describe(self) -> str:
+        return (
+            f"{self.model.name} on {self.num_gpus}× {self.accelerator.name} ({self.layout.upper()}), "
+            f"weights {self.weights_dtype}, KV {self.kv_dtype}, compute {self.compute_dtype}"
+        )

@@ -1,0 +1,401 @@
+"""Model specs: what a transformer costs per token, derived from its Hugging Face `config.json`.
+
+A `ModelSpec` keeps only the quantities the physics needs, each counted once here:
+
+- parameters, split into the part every decode step reads whatever the batch (`params_dense_read`:
+  attention, norms, dense MLPs, shared experts, routers, the LM head) and the routed experts
+  (`moe_layers` layers × `num_experts` experts × `params_per_expert`), of which a token uses `top_k`;
+- the input embedding (`params_embedding`), stored but not read as a matrix (a lookup of B rows);
+- per layer, the KV-cache elements per token and the attention FLOPs per attended token, and the
+  sliding window of each layer (None = global).
+
+Assumptions: gated MLPs (three matrices: SwiGLU / GeGLU) in every supported family; all layers share
+the same attention shape; multi-token-prediction heads (DeepSeek-V3 MTP) are not part of the model
+that serves tokens and are left out, as in the published 671B count.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kokuban.errors import KokubanError
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model reduced to what inference cost depends on. All counts are parameters or elements."""
+
+    name: str
+    family: str
+    num_layers: int
+    hidden_size: int
+    vocab_size: int
+    max_context: int
+    params_embedding: int
+    params_dense_read: int
+    moe_layers: int = 0
+    num_experts: int = 0
+    top_k: int = 0
+    params_per_expert: int = 0
+    mlp_width: int = 0
+    num_heads: int = 1
+    num_kv_heads: int = 1
+    kv_shardable: bool = True
+    kv_elements_per_token_per_layer: int = 0
+    attn_flops_per_ctx_token_per_layer_decode: int = 0
+    attn_flops_per_ctx_token_per_layer_prefill: int = 0
+    layer_windows: tuple[int | None, ...] = ()
+    native_dtype: str = "bf16"
+    tied_embeddings: bool = False
+    attention: str = "gqa"
+    source: str = ""
+    notes: tuple[str, ...] = field(default=())
+
+    # ---- parameter counts ---------------------------------------------------------------------
+    @property
+    def params_routed(self) -> int:
+        """All routed-expert parameters: moe_layers × num_experts × params_per_expert."""
+        return self.moe_layers * self.num_experts * self.params_per_expert
+
+    @property
+    def params_total(self) -> int:
+        """Stored parameters: embedding + always-read part + every routed expert."""
+        return self.params_embedding + self.params_dense_read + self.params_routed
+
+    @property
+    def params_active(self) -> int:
+        """Active parameters as most model cards count them (Mixtral, DeepSeek, Qwen3-MoE, Kimi):
+        every stored parameter except the routed experts a token does not use:
+        total − moe_layers·(E − k)·params_per_expert. Dense models: active = total."""
+        return self.params_total - self.moe_layers * (self.num_experts - self.top_k) * self.params_per_expert
+
+    @property
+    def params_matmul(self) -> int:
+        """Parameters a token is multiplied through: active minus the input embedding, which is a row
+        lookup, not a matrix product (the gpt-oss model card's "active" count). With tied embeddings
+        the matrix is the LM head and stays in."""
+        return self.params_active - self.params_embedding
+
+    @property
+    def is_moe(self) -> bool:
+        return self.moe_layers > 0 and self.num_experts > 0
+
+    @property
+    def params_lm_head(self) -> int:
+        """The LM head (vocab × hidden), read every step in 16-bit (see roofline.weight_bytes)."""
+        return self.vocab_size * self.hidden_size
+
+    @property
+    def flops_per_token(self) -> int:
+        """Matrix FLOPs per token, context aside: 2 × params_matmul (one multiply-add each)."""
+        return 2 * self.params_matmul
+
+    # ---- KV cache and attention -----------------------------------------------------------------
+    @cached_property
+    def window_groups(self) -> tuple[tuple[float, int], ...]:
+        """(window, layer count) pairs; a global layer has window = inf."""
+        counts = Counter(np.inf if w is None else float(w) for w in self.layer_windows)
+        return tuple(sorted(counts.items()))
+
+    def attended_tokens(self, context: Any) -> np.ndarray:
+        """Σ over layers of min(context, window): the layer-tokens a query at `context` attends to.
+
+        A sliding-window layer holds and reads at most `window` tokens; a global layer holds them all.
+        """
+        ctx = np.asarray(context, dtype=np.float64)
+        total = np.zeros_like(ctx)
+        for window, count in self.window_groups:
+            total = total + count * np.minimum(ctx, window)
+        return total
+
+    def causal_attended_tokens(self, tokens: Any) -> np.ndarray:
+        """Σ over layers of Σ_{t=1..T} min(t, window): the query-key pairs of a causal prefill of T.
+
+        Global layer: T(T+1)/2. Window w < T: w(w+1)/2 + (T - w)·w.
+        """
+        t = np.asarray(tokens, dtype=np.float64)
+        total = np.zeros_like(t)
+        for window, count in self.window_groups:
+            w = np.minimum(t, window)
+            total = total + count * (w * (w + 1) / 2 + (t - w) * w)
+        return total
+
+    def kv_elements(self, context: Any) -> np.ndarray:
+        """KV-cache elements one request holds at `context` tokens (windows capped)."""
+        return self.kv_elements_per_token_per_layer * self.attended_tokens(context)
+
+    @property
+    def kv_elements_per_token(self) -> int:
+        """KV elements per token while every layer still keeps it (context ≤ smallest window)."""
+        return self.kv_elements_per_token_per_layer * self.num_layers
+
+    @property
+    def kv_elements_per_token_global(self) -> int:
+        """KV elements per extra token once every sliding window is full (global layers only)."""
+        return self.kv_elements_per_token_per_layer * sum(1 for w in self.layer_windows if w is None)
+
+    def kv_bytes_per_token(self, kv_dtype: str = "bf16", *, beyond_windows: bool = False) -> float:
+        """KV-cache bytes per token of context in `kv_dtype`: elements per token × bytes per element; with
+        `beyond_windows`, the marginal bytes once every sliding window is full (global layers only)."""
+        from kokuban.specs.dtypes import bytes_per_element
+
+        elements = self.kv_elements_per_token_global if beyond_windows else self.kv_elements_per_token
+        return elements * bytes_per_element(kv_dtype)
+
+    # ---- construction ---------------------------------------------------------------------------
+    @classmethod
+    def from_config(cls, config: dict[str, Any], name: str = "", source: str = "") -> ModelSpec:
+        """Parse a Hugging Face config.json dict (see `parse_config`)."""
+        return parse_config(config, name=name, source=source)
+
+    @classmethod
+    def from_file(cls, path: str | Path, name: str = "") -> ModelSpec:
+        """Read a config.json from disk; one-line error if unreadable."""
+        path = Path(path)
+        try:
+            config = json.loads(path.read_text())
+        except OSError as exc:
+            raise KokubanError(f"cannot read config '{path}': {exc.strerror}") from None
+        except json.JSONDecodeError as exc:
+            raise KokubanError(f"config '{path}' is not valid JSON (line {exc.lineno}: {exc.msg})") from None
+        if not isinstance(config, dict):
+            raise KokubanError(f"config '{path}' must be a JSON object")
+        return parse_config(config, name=name or path.stem, source=str(path))
+
+    @classmethod
+    def coarse(
+        cls,
+        name: str,
+        params_total: float,
+        params_active: float,
+        kv_bytes_per_token: float,
+        *,
+        num_experts: int = 0,
+        top_k: int = 0,
+        num_layers: int = 0,
+        hidden_size: int = 0,
+        max_context: int = 10**9,
+    ) -> ModelSpec:
+        """A blackboard model from three numbers: total and active parameters, KV bytes per token.
+
+        `kv_bytes_per_token` is counted at 16-bit KV (2 bytes per element); another KV dtype scales it.
+        Without `num_experts`/`top_k`, a coarse MoE is assumed to read all its weights every step (the
+        large-batch limit). With them, the routed part is (total - active)·E/(E - k), spread as one
+        layer of E experts. Without `num_layers`/`hidden_size`, communication is not modelled (0 s).
+        """
+        from kokuban.errors import require_positive
+
+        require_positive("params_total", params_total)
+        require_positive("params_active", params_active)
+        require_positive("kv_bytes_per_token", kv_bytes_per_token)
+        if params_active > params_total:
+            raise KokubanError(f"params_active ({params_active:g}) cannot exceed params_total ({params_total:g})")
+        kv_elements = round(kv_bytes_per_token / 2)
+        routed = per_expert = moe_layers = 0
+        if num_experts and top_k and params_active < params_total:
+            if not 0 < top_k < num_experts:
+                raise KokubanError(f"top_k must be between 1 and num_experts-1, got top_k={top_k}, experts={num_experts}")
+            routed = (params_total - params_active) * num_experts / (num_experts - top_k)
+            per_expert, moe_layers = round(routed / num_experts), 1
+            routed = per_expert * num_experts
+        return cls(
+            name=name, family="coarse", num_layers=max(num_layers, 1), hidden_size=hidden_size, vocab_size=0,
+            max_context=max_context, params_embedding=0, params_dense_read=round(params_total - routed),
+            moe_layers=moe_layers, num_experts=num_experts if moe_layers else 0, top_k=top_k if moe_layers else 0,
+            params_per_expert=per_expert, kv_elements_per_token_per_layer=kv_elements,
+            attn_flops_per_ctx_token_per_layer_decode=2 * kv_elements,
+            attn_flops_per_ctx_token_per_layer_prefill=2 * kv_elements,
+            layer_windows=(None,), num_heads=1, num_kv_heads=1, kv_shardable=False, attention="coarse",
+            source="coarse", notes=("coarse model: attention FLOPs taken as 2 per KV element read",),
+        )
+
+
+# ---- config.json parsing ---------------------------------------------------------------------------
+
+SUPPORTED_TYPES = (
+    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2", "deepseek_v3",
+    "kimi_k2", "gpt_oss", "gemma3", "gemma3_text", "phi3",
+)
+
+
+#: Defaults of transformers' `Gemma3TextConfig` (transformers 4.50, configuration_gemma3.py): the
+#: multimodal Gemma 3 checkpoints (4b, 12b, 27b) publish only the fields that differ from them.
+GEMMA3_TEXT_DEFAULTS: dict[str, Any] = {
+    "vocab_size": 262208, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+    "max_position_embeddings": 131072, "sliding_window": 4096, "sliding_window_pattern": 6,
+    "tie_word_embeddings": True,
+}
+
+
+def _get(cfg: dict[str, Any], key: str, where: str, default: Any = KeyError) -> Any:
+    value = cfg.get(key, default)
+    if value is KeyError or (value is None and default is KeyError):
+        raise KokubanError(f"config '{where}' is missing the field '{key}'")
+    return value
+
+
+def _native_dtype(cfg: dict[str, Any]) -> str:
+    quant = cfg.get("quantization_config") or {}
+    method = str(quant.get("quant_method", "")).lower()
+    if method == "fp8":
+        return "fp8"
+    if method == "mxfp4":
+        return "fp4"
+    if method in ("gptq", "awq") and quant.get("bits") == 4:
+        return "int4"
+    torch_dtype = str(cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16")
+    return "fp16" if torch_dtype == "float16" else "bf16"
+
+
+def _layer_windows(cfg: dict[str, Any], n_layers: int, model_type: str) -> tuple[int | None, ...]:
+    window = cfg.get("sliding_window")
+    types = cfg.get("layer_types")
+    if types:
+        if len(types) != n_layers:
+            raise KokubanError(f"config has {len(types)} layer_types for {n_layers} layers")
+        return tuple(window if t == "sliding_attention" else None for t in types)
+    if model_type.startswith("gemma3"):
+        pattern = int(cfg.get("sliding_window_pattern", 6))
+        return tuple(None if (i + 1) % pattern == 0 else window for i in range(n_layers))
+    if window and cfg.get("use_sliding_window", True):
+        return (int(window),) * n_layers
+    return (None,) * n_layers
+
+
+def parse_config(config: dict[str, Any], name: str = "", source: str = "") -> ModelSpec:
+    """Derive a ModelSpec from a Hugging Face config.json (a nested `text_config` is used if present).
+
+    Per layer (d = hidden, h = heads, g = KV heads, e = head dim):
+      GQA attention params = d·h·e (q) + 2·d·g·e (k, v) + h·e·d (o) [+ biases, qk-norms, sinks]
+      MLA attention params = q-path (d·r_q + r_q + r_q·h·(n+p), or d·h·(n+p) without q-LoRA)
+                             + d·(r_kv + p) + r_kv + r_kv·h·(n + v) + h·v·d
+      gated MLP params     = 3·d·f;  router = d·E
+      KV elements per token = 2·g·e (GQA) or r_kv + p (MLA latent + decoupled RoPE key)
+      attention FLOPs per attended token = 2·h·(e_qk + e_v); MLA decode in the absorbed form attends
+        over the latent: 2·h·(2·r_kv + p); MLA prefill in the naive form: 2·h·(n + p + v).
+    """
+    where = name or source or "config"
+    cfg = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    model_type = str(cfg.get("model_type") or config.get("model_type") or "")
+    if model_type == "gemma3_text":
+        cfg = GEMMA3_TEXT_DEFAULTS | cfg
+    if model_type not in SUPPORTED_TYPES:
+        raise KokubanError(
+            f"config '{where}' has model_type '{model_type or '(none)'}'; supported: {', '.join(SUPPORTED_TYPES)}"
+        )
+    def g(key: str, default: Any = KeyError) -> Any:
+        return _get(cfg, key, where, default)
+    d, n_layers, vocab = int(g("hidden_size")), int(g("num_hidden_layers")), int(g("vocab_size"))
+    h = int(g("num_attention_heads"))
+    kv_heads = int(g("num_key_value_heads", h) or h)
+    tied = bool(cfg.get("tie_word_embeddings", config.get("tie_word_embeddings", model_type.startswith("gemma"))))
+    gemma = model_type.startswith("gemma")
+    notes: list[str] = []
+
+    # ---- attention -------------------------------------------------------------------------------
+    mla = model_type in ("deepseek_v2", "deepseek_v3", "kimi_k2")
+    if mla:
+        r_kv, rope, nope, v = (int(g(k)) for k in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"))
+        r_q = cfg.get("q_lora_rank")
+        q_params = d * int(r_q) + int(r_q) + int(r_q) * h * (nope + rope) if r_q else d * h * (nope + rope)
+        attn_params = q_params + d * (r_kv + rope) + r_kv + r_kv * h * (nope + v) + h * v * d
+        kv_elements = r_kv + rope
+        flops_decode = 2 * h * (2 * r_kv + rope)
+        flops_prefill = 2 * h * (nope + rope + v)
+        kv_heads, kv_shardable = 1, False
+        notes.append(f"MLA: KV cache holds the {r_kv}-dim latent + {rope}-dim RoPE key per layer, replicated across tensor-parallel ranks")
+    else:
+        e = int(cfg.get("head_dim") or d // h)
+        attn_params = d * h * e + 2 * d * kv_heads * e + h * e * d
+        if cfg.get("attention_bias", model_type in ("qwen2", "qwen2_moe")):
+            attn_params += h * e + 2 * kv_heads * e + (d if model_type == "gpt_oss" or cfg.get("attention_bias") else 0)
+        if model_type in ("qwen3", "qwen3_moe") or gemma:
+            attn_params += 2 * e  # q_norm, k_norm
+        if model_type == "gpt_oss":
+            attn_params += h  # attention sinks
+        kv_elements = 2 * kv_heads * e
+        flops_decode = flops_prefill = 2 * h * (e + e)
+        kv_shardable = True
+    norms = (4 if gemma else 2) * d
+
+    # ---- MLP / MoE -------------------------------------------------------------------------------
+    experts = top_k = per_expert = 0
+    moe_flags = [False] * n_layers
+    dense_ffn = int(cfg.get("intermediate_size") or 0)
+    shared_params = router_params = 0
+    if model_type == "mixtral":
+        experts, top_k = int(g("num_local_experts")), int(g("num_experts_per_tok"))
+        per_expert = 3 * d * dense_ffn
+        moe_flags = [True] * n_layers
+        router_params = d * experts
+    elif model_type == "gpt_oss":
+        experts = int(g("num_local_experts"))
+        top_k = int(cfg.get("num_experts_per_tok") or g("experts_per_token"))
+        per_expert = 3 * d * dense_ffn + 2 * dense_ffn + d  # gate_up (d×2f + 2f bias) + down (f×d + d bias)
+        moe_flags = [True] * n_layers
+        router_params = d * experts + experts
+    elif model_type in ("qwen3_moe", "qwen2_moe"):
+        experts, top_k = int(g("num_experts")), int(g("num_experts_per_tok"))
+        per_expert = 3 * d * int(g("moe_intermediate_size"))
+        step = int(cfg.get("decoder_sparse_step", 1) or 1)
+        dense_only = set(cfg.get("mlp_only_layers") or [])
+        moe_flags = [(i not in dense_only) and (i + 1) % step == 0 for i in range(n_layers)]
+        router_params = d * experts
+        shared_ffn = int(cfg.get("shared_expert_intermediate_size") or 0)
+        if shared_ffn:
+            shared_params = 3 * d * shared_ffn + d  # shared expert + its sigmoid gate
+    elif mla and cfg.get("n_routed_experts"):
+        experts, top_k = int(g("n_routed_experts")), int(g("num_experts_per_tok"))
+        moe_ffn = int(g("moe_intermediate_size"))
+        per_expert = 3 * d * moe_ffn
+        first_dense, freq = int(cfg.get("first_k_dense_replace", 0)), int(cfg.get("moe_layer_freq", 1) or 1)
+        moe_flags = [i >= first_dense and i % freq == 0 for i in range(n_layers)]
+        shared_params = 3 * d * moe_ffn * int(cfg.get("n_shared_experts") or 0)
+        router_params = d * experts + (experts if cfg.get("topk_method") == "noaux_tc" else 0)
+    elif not dense_ffn:
+        raise KokubanError(f"config '{where}' is missing the field 'intermediate_size'")
+
+    moe_layers = sum(moe_flags)
+    dense_layers = n_layers - moe_layers
+    # widest MLP activation one token carries: the dense MLP, or k experts (+ shared experts)
+    shared_width = shared_params // (3 * d) if shared_params else 0
+    mlp_width = max(dense_ffn if dense_layers else 0, top_k * (per_expert // (3 * d)) + shared_width)
+    per_layer_fixed = attn_params + norms
+    params_dense_read = (
+        n_layers * per_layer_fixed
+        + dense_layers * 3 * d * dense_ffn
+        + moe_layers * (shared_params + router_params)
+        + d  # final norm
+        + vocab * d  # LM head (the embedding matrix itself when tied)
+    )
+    params_embedding = 0 if tied else vocab * d
+    if experts and not 0 < top_k <= experts:
+        raise KokubanError(f"config '{where}' routes top_k={top_k} of {experts} experts")
+
+    max_ctx = int(cfg.get("max_position_embeddings") or config.get("max_position_embeddings") or 0)
+    if not max_ctx:
+        raise KokubanError(f"config '{where}' is missing the field 'max_position_embeddings'")
+    windows = _layer_windows(cfg, n_layers, model_type)
+    if any(w is not None for w in windows):
+        n_local = sum(w is not None for w in windows)
+        notes.append(f"{n_local} of {n_layers} layers use a sliding window of {max(w for w in windows if w)} tokens")
+    if mla and config.get("num_nextn_predict_layers"):
+        notes.append("multi-token-prediction layer(s) in the checkpoint are not counted (not used to serve)")
+    return ModelSpec(
+        name=name or str(config.get("_name_or_path") or model_type), family=model_type, num_layers=n_layers,
+        hidden_size=d, vocab_size=vocab, max_context=max_ctx, params_embedding=params_embedding,
+        params_dense_read=params_dense_read, moe_layers=moe_layers, num_experts=experts if moe_layers else 0,
+        top_k=top_k if moe_layers else 0, params_per_expert=per_expert if moe_layers else 0, mlp_width=mlp_width, num_heads=h,
+        num_kv_heads=kv_heads, kv_shardable=kv_shardable, kv_elements_per_token_per_layer=kv_elements,
+        attn_flops_per_ctx_token_per_layer_decode=flops_decode,
+        attn_flops_per_ctx_token_per_layer_prefill=flops_prefill, layer_windows=windows,
+        native_dtype=_native_dtype(config), tied_embeddings=tied, attention="mla" if mla else "gqa",
+        source=source, notes=tuple(notes),
+    )

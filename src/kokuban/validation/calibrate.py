@@ -1,0 +1,222 @@
+"""Fit the achievable fractions (`Efficiency`) to measurements, on one subset, judged on another.
+
+    loss(θ) = mean over training rows of ln(predicted_θ ÷ measured)²
+
+θ is a few `Efficiency` fields (compute, memory, kv_memory, interconnect, overlap fractions in (0, 1]; step_overhead_s
+≥ 0 seconds). Fractions are searched as logistic(z), the overhead as 10^z seconds, with SciPy's
+Nelder–Mead from several starts (the core's defaults among them); the best fit is kept. The loss is
+symmetric in over- and under-prediction and not dominated by the slowest rows.
+
+Rows are split by a hash of their id (`holdout_mask`), so a row's side does not depend on the order
+of the file. Errors are reported before (the efficiency given) and after, on the held-out rows only.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from kokuban.errors import KokubanError
+from kokuban.specs.hardware import Efficiency
+from kokuban.validation.accuracy import error_summary
+
+FRACTIONS = ("compute", "memory", "interconnect", "kv_memory", "overlap")
+SECONDS = ("step_overhead_s", "collective_latency_s")
+MIN_SECONDS, MAX_SECONDS = 1e-7, 1.0
+
+
+def holdout_mask(ids: Sequence[str], fraction: float = 1 / 3, seed: int = 0) -> np.ndarray:
+    """True for held-out rows: crc32("seed:id") mod 10 000 < fraction·10 000 (stable, order-free)."""
+    if not 0 < fraction < 1:
+        raise KokubanError(f"held-out fraction must be between 0 and 1, got {fraction!r}")
+    return np.array([zlib.crc32(f"{seed}:{i}".encode()) % 10_000 < fraction * 10_000 for i in ids], dtype=bool)
+
+
+def param_value(eff: Efficiency, name: str) -> float:
+    """The value of a fittable field (kv_memory unset reads as the memory fraction it follows)."""
+    return eff.kv_memory_fraction if name == "kv_memory" else float(getattr(eff, name))
+
+
+def _encode(eff: Efficiency, params: Sequence[str]) -> np.ndarray:
+    z = []
+    for p in params:
+        v = param_value(eff, p)
+        if p in FRACTIONS:
+            v = min(max(v, 1e-4), 1 - 1e-4)
+            z.append(np.log(v / (1 - v)))
+        else:
+            z.append(np.log10(min(max(v, MIN_SECONDS), MAX_SECONDS)))
+    return np.asarray(z, dtype=np.float64)
+
+
+def _decode(z: np.ndarray, base: Efficiency, params: Sequence[str]) -> Efficiency:
+    changes = {}
+    for p, v in zip(params, z, strict=True):
+        if p in FRACTIONS:
+            changes[p] = float(1 / (1 + np.exp(-v)))
+        else:
+            s = float(10 ** np.clip(v, np.log10(MIN_SECONDS), np.log10(MAX_SECONDS)))
+            changes[p] = 0.0 if s <= MIN_SECONDS * 1.0001 else s
+    return base.updated(**changes)
+
+
+def log_loss(predicted: np.ndarray, measured: np.ndarray) -> float:
+    """mean(ln(predicted ÷ measured)²)."""
+    return float(np.mean(np.log(np.asarray(predicted) / np.asarray(measured)) ** 2))
+
+
+def fit_efficiency(predict: Callable[[Efficiency], np.ndarray], measured: Sequence[float], params: Sequence[str],
+                   start: Efficiency | None = None) -> tuple[Efficiency, float]:
+    """The Efficiency (only `params` changed from `start`) minimising `log_loss` on these rows."""
+    from scipy.optimize import minimize
+
+    bad = [p for p in params if p not in FRACTIONS + SECONDS]
+    if bad or not params:
+        raise KokubanError(f"cannot fit {bad or 'nothing'}; allowed parameters: {', '.join(FRACTIONS + SECONDS)}")
+    start = start or Efficiency()
+    m = np.asarray(measured, dtype=np.float64)
+
+    def loss(z: np.ndarray) -> float:
+        return log_loss(predict(_decode(z, start, params)), m)
+
+    starts = [_encode(start, params)]
+    for frac, secs in ((0.9, 1e-4), (0.4, 1e-3), (0.7, 1e-2)):
+        alt = start.updated(**{p: (frac if p in FRACTIONS else secs) for p in params})
+        starts.append(_encode(alt, params))
+    best = None
+    for z0 in starts:
+        res = minimize(loss, z0, method="Nelder-Mead", options={"xatol": 1e-3, "fatol": 1e-6, "maxiter": 400 * len(params)})
+        if best is None or res.fun < best.fun:
+            best = res
+    return _decode(best.x, start, params), float(best.fun)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Fitted efficiency and the error on held-out rows before and after."""
+
+    source: str
+    params: tuple[str, ...]
+    before: Efficiency
+    after: Efficiency
+    train_rows: int
+    holdout_rows: int
+    holdout_before: dict[str, Any]
+    holdout_after: dict[str, Any]
+    train_before: dict[str, Any]
+    train_after: dict[str, Any]
+    holdout_ids: tuple[str, ...]
+    rows: tuple[dict[str, Any], ...] = ()  # per row: id, measured, predicted before/after, regime after, held_out
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["before"], out["after"] = asdict(self.before), asdict(self.after)
+        return out
+
+
+def calibrate(source: str, ids: Sequence[str], measured: Sequence[float], predict: Callable[[Efficiency], tuple[np.ndarray, np.ndarray]],
+              params: Sequence[str], *, start: Efficiency | None = None, holdout_fraction: float = 1 / 3,
+              seed: int = 0, held_out: Sequence[bool] | None = None) -> Calibration:
+    """Split, fit on the training rows, and summarise both sides before and after.
+
+    `predict(eff)` returns (predicted values, regime labels) for all rows, in the order of `ids`.
+    The split is `holdout_mask(ids, holdout_fraction, seed)` unless `held_out` gives it row by row.
+    """
+    start = start or Efficiency()
+    m = np.asarray(measured, dtype=np.float64)
+    held = holdout_mask(ids, holdout_fraction, seed) if held_out is None else np.asarray(held_out, dtype=bool)
+    if held.all() or not held.any():
+        raise KokubanError(f"the split left {int((~held).sum())} training and {int(held.sum())} held-out rows; "
+                           "change --holdout, --seed or --hold-out")
+    after, _ = fit_efficiency(lambda e: predict(e)[0][~held], m[~held], params, start)
+    (pred_b, reg_b), (pred_a, reg_a) = (tuple(np.asarray(x) for x in predict(e)) for e in (start, after))
+
+    def side(pred: np.ndarray, regime: np.ndarray, mask: np.ndarray) -> dict[str, Any]:
+        return error_summary(m[mask], pred[mask], regime[mask])
+
+    rows = tuple({"id": str(i), "measured": float(v), "predicted_before": float(b), "predicted_after": float(a),
+                  "regime_after": str(r), "held_out": bool(h)}
+                 for i, v, b, a, r, h in zip(ids, m, pred_b, pred_a, reg_a, held, strict=True))
+    return Calibration(
+        source=source, params=tuple(params), before=start, after=after, train_rows=int((~held).sum()),
+        holdout_rows=int(held.sum()), holdout_before=side(pred_b, reg_b, held), holdout_after=side(pred_a, reg_a, held),
+        train_before=side(pred_b, reg_b, ~held), train_after=side(pred_a, reg_a, ~held),
+        holdout_ids=tuple(i for i, h in zip(ids, held, strict=True) if h), rows=rows,
+    )
+
+
+# ---- the two sources -------------------------------------------------------------------------------
+def calibrate_published(params: Sequence[str] = ("compute", "memory", "interconnect", "step_overhead_s"), *,
+                        start: Efficiency | None = None, holdout_fraction: float = 1 / 3, seed: int = 0) -> Calibration:
+    """Fit to data/published_results.toml (rules of `accuracy.predict_row`)."""
+    from kokuban.validation.accuracy import load_published, predict_row
+
+    rows = load_published()
+
+    def predict(eff: Efficiency) -> tuple[np.ndarray, np.ndarray]:
+        preds = [predict_row(r, eff) for r in rows]
+        return np.array([p.predicted for p in preds]), np.array([p.regime for p in preds])
+
+    return calibrate("published", [r.id for r in rows], [r.value for r in rows], predict, params, start=start,
+                     holdout_fraction=holdout_fraction, seed=seed)
+
+
+def read_validation(csv_path: str) -> tuple[Any, dict[str, Any]]:
+    """A validate report: its CSV rows (pandas) and the setup saved beside it (same stem, .json)."""
+    import json
+    from pathlib import Path
+
+    import pandas as pd
+
+    path = Path(csv_path)
+    setup_path = path.with_suffix(".json")
+    try:
+        frame = pd.read_csv(path)
+        setup = json.loads(setup_path.read_text())["setup"]
+    except FileNotFoundError as exc:
+        raise KokubanError(f"cannot read validation report '{exc.filename}' (validate writes NAME.csv and NAME.json)") from None
+    except (KeyError, ValueError) as exc:
+        raise KokubanError(f"validation report '{path}' is not one `kokuban validate` wrote: {exc}") from None
+    missing = {"phase", "batch", "context", "prompt_tokens", "measured_s"} - set(frame.columns)
+    if missing:
+        raise KokubanError(f"validation CSV '{path}' lacks the column(s) {sorted(missing)}")
+    return frame, setup
+
+
+HOLD_OUT_FIELDS = ("batch", "context", "prompt_tokens")
+
+
+def calibrate_validation(csv_path: str, params: Sequence[str] = ("compute", "memory", "kv_memory", "overlap", "step_overhead_s"), *,
+                         phase: str | None = None, start: Efficiency | None = None, holdout_fraction: float = 1 / 3,
+                         seed: int = 0, hold_out: tuple[str, Sequence[int]] | None = None) -> Calibration:
+    """Fit to a `kokuban validate` report (optionally one phase), re-predicting with `validate.predict`.
+
+    `hold_out` = (field, values) holds out every row whose `field` (batch, context or prompt_tokens) is one
+    of `values` — a structured split that asks the fit to extrapolate to unseen batches or contexts —
+    instead of the hash split."""
+    from kokuban.validation.harness import deployment_from_setup, predict
+
+    frame, setup = read_validation(csv_path)
+    if phase:
+        frame = frame[frame["phase"] == phase]
+        if frame.empty:
+            raise KokubanError(f"validation report '{csv_path}' has no '{phase}' rows")
+    tokens = np.where(frame["phase"] == "decode", frame["context"], frame["prompt_tokens"])
+    ids = [f"{ph}-b{b}-t{t}" for ph, b, t in zip(frame["phase"], frame["batch"], tokens, strict=True)]
+    start = start or Efficiency()
+
+    def run(eff: Efficiency) -> tuple[np.ndarray, np.ndarray]:
+        return predict(deployment_from_setup(setup, eff), list(frame["phase"]), list(frame["batch"]), list(tokens))
+
+    held = None
+    if hold_out is not None:
+        field, values = hold_out
+        if field not in HOLD_OUT_FIELDS:
+            raise KokubanError(f"--hold-out field '{field}' is not known; allowed: {', '.join(HOLD_OUT_FIELDS)}")
+        held = frame[field].isin([int(v) for v in values]).to_numpy()
+    return calibrate(f"validate:{csv_path}", ids, frame["measured_s"].to_numpy(), run, params, start=start,
+                     holdout_fraction=holdout_fraction, seed=seed, held_out=held)
