@@ -168,7 +168,7 @@ def test_input_output_ratio():
     assert io.output_to_input_ratio == pytest.approx(229.1, rel=2e-3)
     assert io.prefill_bound == "compute" and io.decode_bound == "weights"
     assert "4,096 tokens through each weight read" in io.sentence
-    with pytest.raises(KokubanError, match="--batch 1000 does not fit"):
+    with pytest.raises(KokubanError, match="batch: 1000 does not fit"):
         input_output(d, 1000, 4096)
 
 

@@ -99,12 +99,12 @@ def test_json_keys_required_by_the_issue():
 
 
 @pytest.mark.parametrize("kwargs,message", [
-    ({"batch": 0}, "--batch must be a positive integer"),
-    ({"context": -5}, "--context must be a positive integer"),
-    ({"context": 10**7}, "exceeds llama-3.1-8b's maximum of 131072"),
-    ({"prompt": 10}, "--prompt and --output go together"),
-    ({"gpus": 0}, "--gpus must be a positive integer"),
-    ({"weights": "fp3"}, "weights dtype 'fp3' is not supported"),
+    ({"batch": 0}, "batch: input should be greater than 0 or 'max', got 0"),
+    ({"context": -5}, "context: input should be greater than 0, got -5"),
+    ({"context": 10**7}, "context: 10000000 exceeds llama-3.1-8b's maximum context of 131072 tokens"),
+    ({"prompt": 10}, "output: prompt and output go together"),
+    ({"gpus": 0}, "gpus: input should be greater than 0, got 0"),
+    ({"weights": "fp3"}, "weights: 'fp3' is not supported"),
 ])
 def test_bad_input_one_line(kwargs, message):
     with pytest.raises(KokubanError, match=message) as info:

@@ -55,7 +55,7 @@ def test_simulate_cli_readable_output(capsys):
 @pytest.mark.parametrize(("args", "message"), [
     (["--rate", "0"], "--rate must be > 0"),
     (["--rate", "1", "--prompt", "500000"], "needs 500,199 tokens of KV cache"),
-    (["--rate", "1", "--scheduler", "static", "--requests", "0"], "request count must be a positive integer"),
+    (["--rate", "1", "--scheduler", "static", "--requests", "0"], "--requests: must be a positive integer, got 0"),
     ([], "give --rate"),
 ])
 def test_simulate_cli_errors_are_one_line(args, message, capsys):

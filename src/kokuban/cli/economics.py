@@ -16,18 +16,16 @@ import click
 import numpy as np
 import pandas as pd
 
-from kokuban.cli import (
+from kokuban.cli.options import (
     BatchType,
-    console,
     deployment_kwargs,
     deployment_options,
     efficiency_from_flags,
     efficiency_options,
     emit_json,
     make_deployment,
-    secs,
-    si,
 )
+from kokuban.present.format import console, secs, si
 
 
 def output_options(func: Callable[..., Any]) -> Callable[..., Any]:

@@ -11,8 +11,9 @@ from typing import Any
 
 import click
 
-from kokuban.cli import console, efficiency_from_flags, efficiency_option_list, efficiency_options, emit_json, si
+from kokuban.cli.options import efficiency_from_flags, efficiency_option_list, efficiency_options, emit_json
 from kokuban.errors import KokubanError
+from kokuban.present.format import console, si
 
 #: Batch the automatic accelerator count must hold at the context (a plausible serving batch).
 AUTO_GPUS_BATCH = 256

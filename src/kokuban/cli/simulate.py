@@ -9,8 +9,9 @@ from typing import Any
 
 import click
 
-from kokuban.cli import console, deployment_kwargs, deployment_options, emit_json, make_deployment, secs, si
+from kokuban.cli.options import deployment_kwargs, deployment_options, emit_json, make_deployment
 from kokuban.errors import KokubanError
+from kokuban.present.format import console, secs, si
 
 
 def _rate(value: str) -> float:

@@ -13,8 +13,9 @@ from typing import Any
 
 import click
 
-from kokuban.cli import console, efficiency_from_flags, efficiency_option_list, efficiency_options, emit_json, secs, si
+from kokuban.cli.options import efficiency_from_flags, efficiency_option_list, efficiency_options, emit_json
 from kokuban.errors import KokubanError
+from kokuban.present.format import console, secs, si
 from kokuban.specs.hardware import Efficiency
 
 

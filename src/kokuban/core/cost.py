@@ -4,11 +4,16 @@
     USD per M output   = USD/s × decode step time ÷ batch × 10⁶
     USD per M input    = USD/s × prefill time ÷ (batch × prompt tokens) × 10⁶
 
+    USD of a span      = USD/s × seconds;   USD per M tokens = USD ÷ tokens × 10⁶
+    USD of API tokens  = tokens × USD per M ÷ 10⁶
+
 The three-part split of a decode token: the step is max(linear compute, weights) + max(attention
 compute, KV) + comm + overhead, each max over two overlapping times (`Step.kernel_s`). Inside each
-kernel, each part's share is its raw time scaled by the kernel's time ÷ (a + b); comm and overhead are charged as they are. The
-parts add up to the token's cost exactly. Weight read is shared by the batch (÷ B), compute and KV
-are per request.
+kernel, each part's share is its raw time scaled by the kernel's time ÷ (a + b). With communication
+overlapped (`Step.comm_overlapped`: roof and comm run together, max(roof, comm)) the roof's parts and
+comm are each scaled by max(roof, comm) ÷ (roof + comm); otherwise comm is charged as it is; overhead
+always is. The parts add up to the token's cost exactly. Weight read is shared by the batch (÷ B),
+compute and KV are per request.
 """
 
 from __future__ import annotations
@@ -23,14 +28,29 @@ from kokuban.specs.deployment import Deployment
 PER_MILLION = 1e6
 
 
+def usd_of_seconds(dep: Deployment, seconds: Any) -> Any:
+    """What `seconds` of the whole deployment cost: USD/s × seconds."""
+    return dep.usd_per_s * seconds
+
+
+def usd_per_m_tokens(usd: Any, tokens: Any) -> Any:
+    """A cost spread over tokens, per million: USD ÷ tokens × 10⁶."""
+    return usd / tokens * PER_MILLION
+
+
+def usd_for_tokens(tokens: Any, usd_per_m: Any) -> Any:
+    """What `tokens` cost at a price of `usd_per_m` per million tokens: tokens × price ÷ 10⁶."""
+    return tokens * usd_per_m / PER_MILLION
+
+
 def usd_per_m_output(dep: Deployment, step: Step) -> Any:
     """Cost of a million decode tokens at this step: USD/s × step time ÷ batch × 10⁶."""
-    return dep.usd_per_s * step.step_time_s / step.batch * PER_MILLION
+    return usd_per_m_tokens(usd_of_seconds(dep, step.step_time_s), step.batch)
 
 
 def usd_per_m_input(dep: Deployment, prefill_step: Step) -> Any:
     """Cost of a million prompt tokens at this prefill: USD/s × time ÷ tokens × 10⁶."""
-    return dep.usd_per_s * prefill_step.step_time_s / prefill_step.tokens * PER_MILLION
+    return usd_per_m_tokens(usd_of_seconds(dep, prefill_step.step_time_s), prefill_step.tokens)
 
 
 def decode_split_usd_per_m(dep: Deployment, step: Step) -> dict[str, Any]:
@@ -39,13 +59,14 @@ def decode_split_usd_per_m(dep: Deployment, step: Step) -> dict[str, Any]:
         raw = np.asarray(a + b, dtype=np.float64)
         return np.divide(np.asarray(kernel_s, dtype=np.float64), raw, out=np.zeros_like(raw), where=raw > 0)
 
-    lin = scale(step.linear_s, step.linear_compute_s, step.weights_s)
-    attn = scale(step.attention_s, step.attn_compute_s, step.kv_s)
-    per_token_usd = dep.usd_per_s / np.asarray(step.batch, dtype=np.float64) * PER_MILLION
+    shared = scale(np.maximum(step.roof_s, step.comm_s), step.roof_s, step.comm_s) if step.comm_overlapped else 1.0
+    lin = scale(step.linear_s, step.linear_compute_s, step.weights_s) * shared
+    attn = scale(step.attention_s, step.attn_compute_s, step.kv_s) * shared
+    per_token_usd = usd_per_m_tokens(usd_of_seconds(dep, 1.0), np.asarray(step.batch, dtype=np.float64))
     return {
         "compute": per_token_usd * (step.linear_compute_s * lin + step.attn_compute_s * attn),
         "weights": per_token_usd * step.weights_s * lin,
         "kv": per_token_usd * step.kv_s * attn,
-        "comm": per_token_usd * step.comm_s,
+        "comm": per_token_usd * step.comm_s * shared,
         "overhead": per_token_usd * step.overhead_s,
     }

@@ -104,3 +104,21 @@ def plan(dep: Deployment, batch: int, context: int) -> MemoryPlan:
         kv_bytes_per_request=kv_req, kv_bytes_per_gpu=kv_gpu, kv_bytes=batch * kv_req, fits=bool(fits),
         max_batch=int(max_batch(dep, context)), min_gpus=None if fits else min_gpus_to_fit(dep, batch, context),
     )
+
+
+def no_fit_message(dep: Deployment, mp: MemoryPlan) -> str:
+    """Why `mp` does not fit, in numbers, and what would: the largest batch, or the GPU count that holds it."""
+    gb = 1e9
+    need = mp.used_bytes
+    text = (
+        f"does not fit: {dep.model.name} batch {mp.batch} at context {mp.context} needs {need / gb:.1f} GB per GPU "
+        f"(weights {mp.weights_bytes / gb:.1f} + KV {mp.kv_bytes_per_gpu / gb:.1f} + activations "
+        f"{mp.activation_bytes / gb:.1f}) but {dep.num_gpus}× {dep.accelerator.id} offers {mp.usable_bytes / gb:.1f} GB usable"
+    )
+    if mp.max_batch >= 1:
+        text += f"; the largest batch that fits is {mp.max_batch}"
+    if mp.min_gpus:
+        text += f"; {mp.min_gpus}× {dep.accelerator.id} would fit batch {mp.batch}"
+    elif mp.max_batch < 1:
+        text += f"; no count up to {GPU_COUNTS[-1]} of {dep.accelerator.id} fits"
+    return text

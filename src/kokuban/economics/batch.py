@@ -139,18 +139,11 @@ def crossover_batch(dep: Deployment, context: int) -> int | None:
 
 # ---- 1. the batch curve --------------------------------------------------------------------------
 def _fit_or_raise(dep: Deployment, context: int) -> int:
-    from kokuban.usecases.estimate import no_fit_message
 
     fit = int(memory.max_batch(dep, context))
     if fit < 1:
-        raise KokubanError(no_fit_message(dep, memory.plan(dep, 1, context)))
+        raise KokubanError(memory.no_fit_message(dep, memory.plan(dep, 1, context)))
     return fit
-
-
-def check_context(dep: Deployment, context: int) -> None:
-    require_positive("--context", context, integer=True)
-    if context > dep.model.max_context:
-        raise KokubanError(f"context {context} exceeds {dep.model.name}'s maximum of {dep.model.max_context} tokens")
 
 
 def batch_curve(dep: Deployment, context: int, max_batch: int | None = None, min_batch: int = 1) -> pd.DataFrame:
@@ -162,15 +155,15 @@ def batch_curve(dep: Deployment, context: int, max_batch: int | None = None, min
     + communication bytes). Raises if the range is empty or
     reaches past what fits (never clamps).
     """
-    check_context(dep, context)
+    dep.model.require_context(context)
     fit = _fit_or_raise(dep, context)
     hi = fit if max_batch is None else max_batch
-    require_positive("--min-batch", min_batch, integer=True)
-    require_positive("--max-batch", hi, integer=True)
+    require_positive("min_batch", min_batch, integer=True)
+    require_positive("max_batch", hi, integer=True)
     if hi > fit:
-        raise KokubanError(f"--max-batch {hi} does not fit: the largest batch that fits at context {context} is {fit}")
+        raise KokubanError(f"{hi} does not fit: the largest batch that fits at context {context} is {fit}", field="max_batch", value=hi)
     if min_batch > hi:
-        raise KokubanError(f"empty batch range: --min-batch {min_batch} > --max-batch {hi}")
+        raise KokubanError(f"empty batch range: {min_batch} > the largest batch {hi}", field="min_batch", value=min_batch)
     df = decode_frame(dep, np.arange(min_batch, hi + 1), context)
     # communication: the collectives' fixed latency (the core's comm time at 0 tokens) is per step,
     # so shared; the bytes grow with the batch, so per request
@@ -255,13 +248,13 @@ def input_output(dep: Deployment, batch: int, context: int, prompt_tokens: int |
     Why: prefill pushes B·P tokens through each weight read, far above the crossover, so it runs at the
     compute roof; decode pushes B tokens and also reads every request's KV cache, so it waits on HBM.
     """
-    check_context(dep, context)
-    require_positive("--batch", batch, integer=True)
+    dep.model.require_context(context)
+    require_positive("batch", batch, integer=True)
     prompt = context if prompt_tokens is None else prompt_tokens
-    require_positive("--prompt", prompt, integer=True)
+    require_positive("prompt_tokens", prompt, integer=True)
     fit = _fit_or_raise(dep, max(context, prompt))
     if batch > fit:
-        raise KokubanError(f"--batch {batch} does not fit: the largest batch that fits at context {max(context, prompt)} is {fit}")
+        raise KokubanError(f"{batch} does not fit: the largest batch that fits at context {max(context, prompt)} is {fit}", field="batch", value=batch)
     dec, pre = roofline.decode_step(dep, batch, context), roofline.prefill(dep, batch, prompt)
     usd_in, usd_out = float(cost.usd_per_m_input(dep, pre)), float(cost.usd_per_m_output(dep, dec))
     star = blackboard_crossover_batch(dep)

@@ -33,11 +33,11 @@ class BeyondMaxContextWarning(UserWarning):
 
 def context_grid(start: int, end: int, points: int, extra: tuple[int, ...] = ()) -> np.ndarray:
     """`points` contexts spaced geometrically from `start` to `end` (integers), plus `extra` inside it."""
-    require_positive("--from", start, integer=True)
-    require_positive("--to", end, integer=True)
-    require_positive("--points", points, integer=True)
+    require_positive("start", start, integer=True)
+    require_positive("end", end, integer=True)
+    require_positive("points", points, integer=True)
     if start > end:
-        raise KokubanError(f"empty context range: --from {start} > --to {end}")
+        raise KokubanError(f"empty context range: {start} > the end {end}", field="start", value=start)
     grid = np.geomspace(start, end, max(points, 2)) if end > start else np.array([start])
     inside = [x for x in extra if start <= x <= end]
     return np.unique(np.concatenate([np.round(grid), inside]).astype(np.int64))
@@ -104,16 +104,15 @@ def context_wall(dep: Deployment, start: int = DEFAULT_START, end: int | None = 
     m = dep.model
     end = m.max_context if end is None else end
     threshold = default_threshold(end) if threshold is None else threshold
-    require_positive("--threshold", threshold, integer=True)
+    require_positive("threshold", threshold, integer=True)
     grid = context_grid(start, end, points, extra=(threshold, m.max_context))
     if end > m.max_context:
         warnings.warn(f"context up to {end} is beyond {m.name}'s maximum of {m.max_context} tokens: "
                       "those rows extrapolate the model", BeyondMaxContextWarning, stacklevel=2)
     fit = memory.max_batch(dep, grid)
     if fit[0] < 1:
-        from kokuban.usecases.estimate import no_fit_message
-
-        raise KokubanError(no_fit_message(dep, memory.plan(dep, 1, int(grid[0]))))
+    
+        raise KokubanError(memory.no_fit_message(dep, memory.plan(dep, 1, int(grid[0]))))
     grid, fit = grid[fit >= 1], fit[fit >= 1]
     cols = decode_columns(dep, fit, grid)
     df = pd.DataFrame(cols).astype({"batch": "int64", "context": "int64"})

@@ -51,11 +51,9 @@ def frontier_sweep(model: ModelSpec, accelerators: Iterable[Accelerator], contex
     `prompt`-token prompt, default `context`), `on_frontier` (Pareto: tokens/s per user vs per GPU) and
     `on_cost_frontier` (tokens/s per user vs USD per million output tokens).
     """
-    require_positive("--context", context, integer=True)
-    if context > model.max_context:
-        raise KokubanError(f"context {context} exceeds {model.name}'s maximum of {model.max_context} tokens")
+    model.require_context(context)
     prompt = context if prompt is None else prompt
-    require_positive("--prompt", prompt, integer=True)
+    require_positive("prompt", prompt, integer=True)
     frames, skipped = [], []
     for acc in accelerators:
         for wdt in weights:
@@ -108,22 +106,24 @@ def cheapest_meeting(table: pd.DataFrame, *, min_tokens_per_s_per_user: float | 
     naming the binding target and the shortfall, when none does."""
     ok = pd.Series(True, index=table.index)
     if min_tokens_per_s_per_user is not None:
-        require_positive("--slo-tps", min_tokens_per_s_per_user)
+        require_positive("min_tokens_per_s_per_user", min_tokens_per_s_per_user)
         best = table["tokens_per_s_per_user"].max()
         if best < min_tokens_per_s_per_user:
             row = table.loc[table["tokens_per_s_per_user"].idxmax()]
             raise KokubanError(
                 f"no configuration reaches {min_tokens_per_s_per_user:g} tokens/s per user: the fastest, {row['config']} at "
-                f"batch {row['batch']}, gives {best:.4g} ({1 - best / min_tokens_per_s_per_user:.0%} short)")
+                f"batch {row['batch']}, gives {best:.4g} ({1 - best / min_tokens_per_s_per_user:.0%} short)",
+                field="min_tokens_per_s_per_user", value=min_tokens_per_s_per_user)
         ok &= table["tokens_per_s_per_user"] >= min_tokens_per_s_per_user
     if max_ttft_s is not None:
-        require_positive("--slo-ttft", max_ttft_s)
+        require_positive("max_ttft_s", max_ttft_s)
         best = table.loc[ok, "ttft_s"].min()
         if best > max_ttft_s:
             raise KokubanError(
-                f"no configuration meets --slo-ttft {max_ttft_s:g} s"
+                f"no configuration meets a first-token target of {max_ttft_s:g} s"
                 + (" together with the tokens/s target" if min_tokens_per_s_per_user is not None else "")
-                + f": the quickest first token takes {best:.4g} s ({best / max_ttft_s - 1:.0%} over)")
+                + f": the quickest first token takes {best:.4g} s ({best / max_ttft_s - 1:.0%} over)",
+                field="max_ttft_s", value=max_ttft_s)
         ok &= table["ttft_s"] <= max_ttft_s
     row = table.loc[table.loc[ok, "usd_per_m_output"].idxmin()]
     return {k: (v.item() if hasattr(v, "item") else v) for k, v in row.to_dict().items()}

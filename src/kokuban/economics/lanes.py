@@ -22,23 +22,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kokuban.core import memory
+from kokuban.core import cost, memory
+from kokuban.core.generation import generation
 from kokuban.economics.batch import _fit_or_raise, decode_columns
 from kokuban.errors import KokubanError, require_positive
 from kokuban.specs.deployment import Deployment
-from kokuban.usecases.estimate import generation
 
 DEFAULT_SLOW_WINDOW_S = 3600.0
 
 
 def _check(dep: Deployment, rate: float, prompt: int, output: int) -> int:
-    require_positive("--rate", rate)
-    require_positive("--prompt", prompt, integer=True)
-    require_positive("--output", output, integer=True)
+    require_positive("rate_per_s", rate)
+    require_positive("prompt", prompt, integer=True)
+    require_positive("output", output, integer=True)
     if output < 2:
-        raise KokubanError("--output must be at least 2 tokens to have a time per output token")
-    if prompt + output > dep.model.max_context:
-        raise KokubanError(f"prompt + output = {prompt + output} exceeds {dep.model.name}'s maximum of {dep.model.max_context} tokens")
+        raise KokubanError(f"must be at least 2 tokens to have a time per output token, got {output}", field="output", value=output)
+    dep.model.require_context(prompt + output, field="output")
     return _fit_or_raise(dep, prompt + output)
 
 
@@ -65,7 +64,7 @@ def lane_table(dep: Deployment, rate_per_s: float, prompt: int, output: int, win
         "deployments_busy": service_s / interval,
         "usd_per_request": np.array([x.usd_per_request for x in g]),
     })
-    df["usd_per_m_output_all_in"] = df["usd_per_request"] / output * 1e6
+    df["usd_per_m_output_all_in"] = cost.usd_per_m_tokens(df["usd_per_request"], output)
     dec = pd.DataFrame(decode_columns(dep, batch, prompt + output // 2)).astype({"batch": "int64", "context": "int64"})
     return pd.concat([dec, df], axis=1)
 
@@ -99,11 +98,11 @@ def lane_prices(dep: Deployment, rate_per_s: float, prompt: int, output: int, *,
     meets the targets; the slow lane is the row at `slow_window_s`. Raises, naming the binding target
     and the shortfall, when not even a lone request meets them."""
     if tpot_target_s is None and ttft_target_s is None:
-        raise KokubanError("give a latency target: --tpot (seconds per output token) and/or --ttft (seconds)")
-    for name, v in (("--tpot", tpot_target_s), ("--ttft", ttft_target_s)):
+        raise KokubanError("give a latency target: seconds per output token and/or seconds to first token", field="tpot_target_s")
+    for name, v in (("tpot_target_s", tpot_target_s), ("ttft_target_s", ttft_target_s)):
         if v is not None:
             require_positive(name, v)
-    require_positive("--slow-window", slow_window_s)
+    require_positive("slow_window_s", slow_window_s)
     fit = _check(dep, rate_per_s, prompt, output)
     windows = np.concatenate([[0.0], np.arange(2, fit + 1) / rate_per_s])
     table = lane_table(dep, rate_per_s, prompt, output, windows)
@@ -113,13 +112,15 @@ def lane_prices(dep: Deployment, rate_per_s: float, prompt: int, output: int, *,
     if not ok_tpot.iloc[0]:
         over = first["tpot_s"] - tpot_target_s
         raise KokubanError(
-            f"no batch meets --tpot {tpot_target_s:g} s: a lone request already takes {first['tpot_s']:.4g} s per output "
-            f"token ({first['bound']}-bound), {over:.3g} s ({over / tpot_target_s:.0%}) over; use more or faster GPUs")
+            f"no batch meets {tpot_target_s:g} s per output token: a lone request already takes {first['tpot_s']:.4g} s "
+            f"({first['bound']}-bound), {over:.3g} s ({over / tpot_target_s:.0%}) over; use more or faster GPUs",
+            field="tpot_target_s", value=tpot_target_s)
     if not ok_ttft.iloc[0]:
         over = first["ttft_s"] - ttft_target_s
         raise KokubanError(
-            f"no batch meets --ttft {ttft_target_s:g} s: the prefill of one {prompt}-token prompt alone takes "
-            f"{first['ttft_s']:.4g} s, {over:.3g} s ({over / ttft_target_s:.0%}) over; use more or faster GPUs")
+            f"no batch meets a first-token time of {ttft_target_s:g} s: the prefill of one {prompt}-token prompt alone "
+            f"takes {first['ttft_s']:.4g} s, {over:.3g} s ({over / ttft_target_s:.0%}) over; use more or faster GPUs",
+            field="ttft_target_s", value=ttft_target_s)
     ok = ok_tpot & ok_ttft
     i = int(table.loc[ok, "usd_per_m_output_all_in"].idxmin())
     nxt = i + 1

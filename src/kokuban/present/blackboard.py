@@ -8,7 +8,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from kokuban.cli import gb, secs, si
+from kokuban.present.format import gb, secs, si
 from kokuban.usecases.estimate import Estimate
 
 

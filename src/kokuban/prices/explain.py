@@ -41,7 +41,7 @@ def stand_in_model(row: PriceRow) -> tuple[str, str]:
     out = row.output_usd_per_m
     pick = "deepseek-v3" if out >= 5 else "gpt-oss-120b" if out >= 0.8 else "gpt-oss-20b"
     return pick, (f"ASSUMPTION: {row.key} is closed; its physics is that of the stand-in open model {pick} "
-                  f"(chosen by the ${out:g}/M output price tier; override with --stand-in)")
+                  f"(chosen by the ${out:g}/M output price tier; override with the stand-in model)")
 
 
 def _ratio_batch(batches: np.ndarray, ratios: np.ndarray, target: float) -> int:

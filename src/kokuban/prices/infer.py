@@ -148,7 +148,8 @@ def infer_closed(price_usd_per_m_output: float, tokens_per_s_per_user: float, ac
     b_grid = np.unique(np.geomspace(1, 4096, 49).astype(int)) if batches is None else np.asarray(batches, int)
     price_h = accelerator.price_per_hour_usd if usd_per_gpu_hour is None else usd_per_gpu_hour
     if not price_h > 0:
-        raise KokubanError(f"accelerator '{accelerator.id}' has no hourly price; give --price-per-hour")
+        raise KokubanError(f"accelerator '{accelerator.id}' has no hourly price; give one", field="usd_per_gpu_hour",
+                           value=usd_per_gpu_hour)
     lo, hi = tokens_per_s_per_user / (1 + speed_tolerance), tokens_per_s_per_user * (1 + speed_tolerance)
     margin = np.full((a_grid.size, b_grid.size), np.nan)
     gpus = np.full_like(margin, np.nan)

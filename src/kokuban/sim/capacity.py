@@ -59,7 +59,7 @@ def parallel_map(fn: Callable[[Any], Any], items: Iterable[Any], *, workers: int
         try:
             import ray
         except ImportError:
-            raise KokubanError("--ray needs the 'ray' package: pip install 'kokuban[ray]'") from None
+            raise KokubanError("needs the 'ray' package: pip install 'kokuban[ray]'", field="ray_address", value=ray_address) from None
         ray.init(address=ray_address, ignore_reinit_error=True, include_dashboard=False, log_to_driver=False)
         remote = ray.remote(fn)
         return ray.get([remote.remote(x) for x in items])
@@ -103,7 +103,7 @@ def max_rate(dep: Deployment, slo: SLO, shape: WorkloadShape | None = None, sche
              ray_address: str | None = None) -> Capacity:
     """Highest Poisson (or `shape.arrival`) rate whose run meets `slo` (see module docstring)."""
     if slo.ttft_s is None and slo.tpot_s is None:
-        raise KokubanError("an SLO needs --ttft-p99 and/or --tpot-p99")
+        raise KokubanError("an SLO needs a p99 TTFT and/or a p99 TPOT target", field="slo")
     shape = shape or WorkloadShape()
     sched = scheduler or SchedulerConfig()
     workers = workers or os.cpu_count() or 1

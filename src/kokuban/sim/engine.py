@@ -57,7 +57,8 @@ def simulate(dep: Deployment, workload: Workload, scheduler: SchedulerConfig | N
         raise KokubanError(
             f"request {worst} needs {int(prompt[worst] + out[worst] - 1):,} tokens of KV cache but the deployment holds "
             f"{total_blocks * bs:,} ({total_blocks:,} blocks of {bs}); short by {int(need_blocks[worst] - total_blocks):,} "
-            f"blocks: use more or larger GPUs, a smaller --kv dtype, or shorter requests"
+            f"blocks: use more or larger GPUs, a smaller KV dtype, or shorter requests",
+            field="kv", value=int(need_blocks[worst]),
         )
     model = StepModel(dep, B, int((prompt + out).max()))
     return _Engine(cfg, model, workload, BlockPool(total_blocks, bs)).run(progress)

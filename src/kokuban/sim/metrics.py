@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from kokuban.core import cost
+
 PERCENTILES = (50, 90, 99)
 
 
@@ -185,8 +187,8 @@ class SimResult:
             "prefix_cache_hit_tokens": int(self.cached_tokens.sum()),
             "cost": {
                 "usd_per_hour": self.usd_per_s * 3600,
-                "usd_per_m_output_tokens": self.usd_per_s * dur / outp * 1e6,
-                "usd_per_m_total_tokens": self.usd_per_s * dur / (inp + outp) * 1e6,
+                "usd_per_m_output_tokens": cost.usd_per_m_tokens(self.usd_per_s * dur, outp),
+                "usd_per_m_total_tokens": cost.usd_per_m_tokens(self.usd_per_s * dur, inp + outp),
             },
         }
         if slo is not None:

@@ -80,7 +80,7 @@ class Workload:
 def arrival_times(n: int, rate_per_s: float, process: str = "poisson", *, burstiness: float = 1.0,
                   rng: np.random.Generator | None = None) -> np.ndarray:
     """n arrival times (s) of a `process` with mean rate `rate_per_s`; the first request at its first gap."""
-    require_positive("request count", n, integer=True)
+    require_positive("requests", n, integer=True)
     require_positive("request rate (requests/s)", rate_per_s)
     rng = rng or np.random.default_rng(0)
     if process == "poisson":
@@ -152,7 +152,7 @@ def synthetic(n: int, rate_per_s: float, prompt: str | int = 1000, output: str |
     """
     rng = np.random.default_rng(seed)
     if rate_per_s == float("inf"):
-        require_positive("request count", n, integer=True)
+        require_positive("requests", n, integer=True)
         arr = np.zeros(n)
     else:
         arr = arrival_times(n, rate_per_s, arrival, burstiness=burstiness, rng=rng)

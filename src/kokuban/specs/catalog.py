@@ -76,7 +76,7 @@ def load_model(name: str) -> ModelSpec:
     path = Path(name)
     if path.suffix == ".json" or path.exists():
         return ModelSpec.from_file(path)
-    raise unknown_name("model", name, model_catalog())
+    raise unknown_name("model", name, model_catalog(), field="model")
 
 
 # ---- accelerators ---------------------------------------------------------------------------------
@@ -136,5 +136,5 @@ def load_accelerator(name: str, extra_file: str | Path | None = None) -> Acceler
         known.update(read_accelerator_file(extra_file))
     key = name if name in known else name.lower()
     if key not in known:
-        raise unknown_name("gpu", name, known)
+        raise unknown_name("gpu", name, known, field="gpu")
     return known[key]

@@ -66,17 +66,19 @@ class Deployment:
         communication is not overlapped with compute unless `overlap_comm` (two micro-batches hiding each
         other's all-reduce/all-to-all, as in DeepSeek's and SGLang's two-batch overlap).
         """
-        require_positive("--gpus", num_gpus, integer=True)
+        require_positive("gpus", num_gpus, integer=True)
         if layout not in LAYOUTS:
-            raise KokubanError(f"layout '{layout}' is not known; allowed: {', '.join(LAYOUTS)}")
+            raise KokubanError(f"'{layout}' is not known; allowed: {', '.join(LAYOUTS)}", field="layout", value=layout)
         if layout == "ep" and not model.is_moe:
-            raise KokubanError(f"layout 'ep' needs a mixture-of-experts model; '{model.name}' is dense (use 'tp')")
+            raise KokubanError(f"'ep' needs a mixture-of-experts model; '{model.name}' is dense (use 'tp')", field="layout",
+                               value=layout)
         if not 0 < memory_utilization <= 1:
-            raise KokubanError(f"memory utilization must be in (0, 1], got {memory_utilization!r}")
-        require_positive("prefill chunk tokens", prefill_chunk_tokens, integer=True)
-        weights = check_dtype(weights_dtype or model.native_dtype, "weights dtype")
-        kv = check_dtype(kv_dtype or "bf16", "kv dtype")
-        compute = check_dtype(compute_dtype, "compute dtype") if compute_dtype else accelerator.compute_dtype_for(weights)
+            raise KokubanError(f"must be in (0, 1], got {memory_utilization!r}", field="memory_utilization",
+                               value=memory_utilization)
+        require_positive("prefill_chunk_tokens", prefill_chunk_tokens, integer=True)
+        weights = check_dtype(weights_dtype or model.native_dtype, "weights")
+        kv = check_dtype(kv_dtype or "bf16", "kv")
+        compute = check_dtype(compute_dtype, "compute") if compute_dtype else accelerator.compute_dtype_for(weights)
         price = accelerator.price_per_hour_usd if price_per_hour_usd is None else price_per_hour_usd
         if price < 0:
             raise KokubanError(f"price per hour must be ≥ 0 USD, got {price!r}")

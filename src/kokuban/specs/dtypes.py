@@ -30,13 +30,13 @@ NATIVE_COMPUTE: dict[str, str] = {
 }
 
 
-def check_dtype(name: str, what: str = "dtype") -> str:
-    """Return the canonical dtype name or raise a one-line error listing the allowed ones."""
+def check_dtype(name: str, field: str = "dtype") -> str:
+    """Return the canonical dtype name or raise a one-line error about `field` listing the allowed ones."""
     key = name.lower().replace("float", "fp").replace("bfloat16", "bf16")
     aliases = {"fp16": "fp16", "half": "fp16", "mxfp4": "fp4", "nvfp4": "fp4", "e4m3": "fp8", "w4a16": "int4"}
     key = aliases.get(key, key)
     if key not in BYTES_PER_ELEMENT:
-        raise KokubanError(f"{what} '{name}' is not supported; allowed: {', '.join(BYTES_PER_ELEMENT)}")
+        raise KokubanError(f"'{name}' is not supported; allowed: {', '.join(BYTES_PER_ELEMENT)}", field=field, value=name)
     return key
 
 

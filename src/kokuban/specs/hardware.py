@@ -8,6 +8,7 @@ overridable, never hidden in a formula.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -135,13 +136,14 @@ class Efficiency:
             if name == "kv_memory" and value is None:
                 continue
             if not (isinstance(value, (int, float)) and 0 < value <= 1):
-                raise KokubanError(f"efficiency {name} must be in (0, 1], got {value!r}")
+                raise KokubanError(f"an achievable fraction must be in (0, 1], got {value!r}", field=name, value=value)
         if not (isinstance(self.overlap, (int, float)) and 0 <= self.overlap <= 1):
-            raise KokubanError(f"efficiency overlap must be in [0, 1], got {self.overlap!r}")
+            raise KokubanError(f"must be in [0, 1], got {self.overlap!r}", field="overlap", value=self.overlap)
         for name in ("collective_latency_s", "step_overhead_s"):
             value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and value >= 0):
-                raise KokubanError(f"{name} must be a non-negative number of seconds, got {value!r}")
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise KokubanError(f"must be a finite non-negative number of seconds, got {value!r}", field=name,
+                                   value=value)
 
     def as_dict(self) -> dict[str, float]:
         """Every field as a number (an unset kv_memory reads as the memory fraction it follows), for JSON."""
@@ -152,5 +154,6 @@ class Efficiency:
         known = {f.name for f in fields(self)}
         bad = set(changes) - known
         if bad:
-            raise KokubanError(f"unknown efficiency field(s) {sorted(bad)}; allowed: {sorted(known)}")
+            raise KokubanError(f"unknown efficiency field(s) {sorted(bad)}; allowed: {sorted(known)}",
+                               field=min(bad))
         return replace(self, **{k: v for k, v in changes.items() if v is not None})

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from kokuban.errors import KokubanError
+from kokuban.errors import KokubanError, require_positive
 
 
 @dataclass(frozen=True)
@@ -140,6 +140,13 @@ class ModelSpec:
     def kv_elements_per_token_global(self) -> int:
         """KV elements per extra token once every sliding window is full (global layers only)."""
         return self.kv_elements_per_token_per_layer * sum(1 for w in self.layer_windows if w is None)
+
+    def require_context(self, tokens: int, field: str = "context") -> None:
+        """The one max-context check: `tokens` must be a positive integer no longer than the model's window."""
+        require_positive(field, tokens, integer=True)
+        if tokens > self.max_context:
+            raise KokubanError(f"{tokens} exceeds {self.name}'s maximum context of {self.max_context} tokens",
+                               field=field, value=tokens)
 
     def kv_bytes_per_token(self, kv_dtype: str = "bf16", *, beyond_windows: bool = False) -> float:
         """KV-cache bytes per token of context in `kv_dtype`: elements per token × bytes per element; with

@@ -9,50 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from kokuban.core import cost, memory, roofline
-from kokuban.errors import KokubanError, require_positive
-from kokuban.specs.catalog import load_accelerator, load_model
+from kokuban.core.generation import Generation, generation
+from kokuban.errors import KokubanError
 from kokuban.specs.deployment import Deployment
 from kokuban.specs.hardware import Accelerator, Efficiency
 from kokuban.specs.model import ModelSpec
+from kokuban.usecases.request import EstimateRequest
 
 DEFAULT_CONTEXT = 4096
-
-
-@dataclass(frozen=True)
-class Generation:
-    """B requests of P prompt tokens and O output tokens run together from prefill to the last token.
-
-    ttft = prefill(B, P); then O − 1 decode steps, step i attending to P + i tokens;
-    total = ttft + Σ steps; output tokens/s = B·O ÷ total (all requests together).
-    """
-
-    batch: int
-    prompt_tokens: int
-    output_tokens: int
-    ttft_s: float
-    decode_time_s: float
-    total_time_s: float
-    output_tokens_per_s: float
-    usd_per_request: float
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-def generation(dep: Deployment, batch: int, prompt_tokens: int, output_tokens: int) -> Generation:
-    """Time a batch from the first prefill token to the last output token (see `Generation`)."""
-    ttft = float(roofline.prefill(dep, batch, prompt_tokens).step_time_s)
-    contexts = prompt_tokens + np.arange(1, output_tokens)
-    decode = float(np.sum(roofline.decode_step(dep, batch, contexts).step_time_s)) if output_tokens > 1 else 0.0
-    total = ttft + decode
-    return Generation(
-        batch=batch, prompt_tokens=prompt_tokens, output_tokens=output_tokens, ttft_s=ttft, decode_time_s=decode,
-        total_time_s=total, output_tokens_per_s=batch * output_tokens / total,
-        usd_per_request=dep.usd_per_s * total / batch,
-    )
 
 
 @dataclass(frozen=True)
@@ -104,7 +69,7 @@ class Estimate:
                 "tokens_per_s": float(pre.tokens / pre.step_time_s),
             },
             "cost": {
-                "usd_per_hour": dep.usd_per_s * 3600,
+                "usd_per_hour": cost.usd_of_seconds(dep, 3600.0),
                 "usd_per_m_input": float(cost.usd_per_m_input(dep, pre)),
                 "usd_per_m_output": float(cost.usd_per_m_output(dep, dec)),
                 "decode_split_usd_per_m": split,
@@ -113,6 +78,40 @@ class Estimate:
         if self.generation:
             out["generation"] = self.generation.as_dict()
         return out
+
+
+def run_estimate(request: EstimateRequest) -> Estimate:
+    """Price and time one configuration (see `EstimateRequest` for the defaults).
+
+    Prefill is of `prompt` tokens if given, else of `context` tokens; with prompt and output, the whole
+    generation is timed too. Raises KokubanError (one line, naming the field) for a configuration that does
+    not fit, saying what would.
+    """
+    r = request
+    dep = r.deployment()
+    spec = dep.model
+    context = r.context
+    if context is None:
+        context = r.prompt + r.output if r.prompt is not None else min(DEFAULT_CONTEXT, spec.max_context)
+    longest = max(context, (r.prompt or 0) + (r.output or 0))
+    if not r.allow_beyond_max_context:
+        spec.require_context(longest, field="context" if longest == context else "output")
+    if r.batch == "max":
+        b = int(memory.max_batch(dep, longest))
+        if b < 1:
+            raise KokubanError(memory.no_fit_message(dep, memory.plan(dep, 1, longest)), field="batch", value="max")
+    else:
+        b = int(r.batch)
+    mp = memory.plan(dep, b, longest)
+    if not mp.fits:
+        raise KokubanError(memory.no_fit_message(dep, mp), field="batch", value=b)
+    prefill_tokens = r.prompt if r.prompt is not None else context
+    return Estimate(
+        deployment=dep, batch=b, context=context, memory=mp,
+        decode=roofline.decode_step(dep, b, context), prefill=roofline.prefill(dep, b, prefill_tokens),
+        prefill_tokens=prefill_tokens,
+        generation=generation(dep, b, r.prompt, r.output) if r.prompt is not None else None,
+    )
 
 
 def estimate(
@@ -133,59 +132,13 @@ def estimate(
     gpu_file: str | None = None,
     allow_beyond_max_context: bool = False,
 ) -> Estimate:
-    """Price and time one configuration. `batch='max'` takes the largest batch that fits.
+    """Price and time one configuration: `run_estimate(EstimateRequest(...))` with keyword arguments.
 
-    Context: `context` if given, else prompt + output when both are given, else 4096 (or the model's
-    maximum if smaller). Prefill is of `prompt` tokens if given, else of `context` tokens.
-    Raises KokubanError (one line) for bad input or a configuration that does not fit.
+    `batch='max'` takes the largest batch that fits. Context: `context` if given, else prompt + output when
+    both are given, else 4096 (or the model's maximum if smaller). Raises KokubanError (one line) for bad
+    input or a configuration that does not fit.
     """
-    spec = model if isinstance(model, ModelSpec) else load_model(model)
-    acc = gpu if isinstance(gpu, Accelerator) else load_accelerator(gpu, gpu_file)
-    dep = Deployment.make(spec, acc, gpus, layout=layout, weights_dtype=weights, kv_dtype=kv, compute_dtype=compute,
-                          efficiency=efficiency, price_per_hour_usd=price_per_hour)
-    if (prompt is None) != (output is None):
-        raise KokubanError("--prompt and --output go together: give both or neither")
-    for name, value in (("--prompt", prompt), ("--output", output), ("--context", context)):
-        if value is not None:
-            require_positive(name, value, integer=True)
-    if context is None:
-        context = prompt + output if prompt is not None else min(DEFAULT_CONTEXT, spec.max_context)
-    longest = max(context, (prompt or 0) + (output or 0))
-    if longest > spec.max_context and not allow_beyond_max_context:
-        raise KokubanError(f"context {longest} exceeds {spec.name}'s maximum of {spec.max_context} tokens")
-
-    if batch == "max":
-        b = int(memory.max_batch(dep, longest))
-        if b < 1:
-            mp = memory.plan(dep, 1, longest)
-            raise KokubanError(no_fit_message(dep, mp))
-    else:
-        require_positive("--batch", batch, integer=True)
-        b = int(batch)
-    mp = memory.plan(dep, b, longest)
-    if not mp.fits:
-        raise KokubanError(no_fit_message(dep, mp))
-    prefill_tokens = prompt if prompt is not None else context
-    return Estimate(
-        deployment=dep, batch=b, context=context, memory=mp,
-        decode=roofline.decode_step(dep, b, context), prefill=roofline.prefill(dep, b, prefill_tokens),
-        prefill_tokens=prefill_tokens,
-        generation=generation(dep, b, prompt, output) if prompt is not None else None,
-    )
-
-
-def no_fit_message(dep: Deployment, mp: memory.MemoryPlan) -> str:
-    gb = 1e9
-    need = mp.used_bytes
-    text = (
-        f"does not fit: {dep.model.name} batch {mp.batch} at context {mp.context} needs {need / gb:.1f} GB per GPU "
-        f"(weights {mp.weights_bytes / gb:.1f} + KV {mp.kv_bytes_per_gpu / gb:.1f} + activations "
-        f"{mp.activation_bytes / gb:.1f}) but {dep.num_gpus}× {dep.accelerator.id} offers {mp.usable_bytes / gb:.1f} GB usable"
-    )
-    if mp.max_batch >= 1:
-        text += f"; the largest batch that fits is {mp.max_batch}"
-    if mp.min_gpus:
-        text += f"; {mp.min_gpus}× {dep.accelerator.id} would fit batch {mp.batch}"
-    elif mp.max_batch < 1:
-        text += f"; no count up to {memory.GPU_COUNTS[-1]} of {dep.accelerator.id} fits"
-    return text
+    return run_estimate(EstimateRequest(
+        model=model, gpu=gpu, gpus=gpus, batch=batch, context=context, prompt=prompt, output=output,
+        weights=weights, kv=kv, compute=compute, layout=layout, price_per_hour=price_per_hour,
+        efficiency=efficiency, gpu_file=gpu_file, allow_beyond_max_context=allow_beyond_max_context))

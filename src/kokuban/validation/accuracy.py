@@ -193,8 +193,8 @@ class Prediction:
 
 def predict_row(row: PublishedResult, efficiency: Efficiency | None = None) -> Prediction:
     """Predict the row's metric (rules in the module docstring)."""
+    from kokuban.core.generation import generation
     from kokuban.core.roofline import decode_step, prefill
-    from kokuban.usecases.estimate import generation
 
     dep, replicas = replica_layout(row, efficiency)
     inp, out = assumed_lengths(row)

@@ -131,7 +131,8 @@ def calibrate(source: str, ids: Sequence[str], measured: Sequence[float], predic
     held = holdout_mask(ids, holdout_fraction, seed) if held_out is None else np.asarray(held_out, dtype=bool)
     if held.all() or not held.any():
         raise KokubanError(f"the split left {int((~held).sum())} training and {int(held.sum())} held-out rows; "
-                           "change --holdout, --seed or --hold-out")
+                           "change the held-out fraction, the seed or the held-out field", field="holdout_fraction",
+                           value=holdout_fraction)
     after, _ = fit_efficiency(lambda e: predict(e)[0][~held], m[~held], params, start)
     (pred_b, reg_b), (pred_a, reg_a) = (tuple(np.asarray(x) for x in predict(e)) for e in (start, after))
 
@@ -216,7 +217,8 @@ def calibrate_validation(csv_path: str, params: Sequence[str] = ("compute", "mem
     if hold_out is not None:
         field, values = hold_out
         if field not in HOLD_OUT_FIELDS:
-            raise KokubanError(f"--hold-out field '{field}' is not known; allowed: {', '.join(HOLD_OUT_FIELDS)}")
+            raise KokubanError(f"field '{field}' is not known; allowed: {', '.join(HOLD_OUT_FIELDS)}", field="hold_out",
+                               value=field)
         held = frame[field].isin([int(v) for v in values]).to_numpy()
     return calibrate(f"validate:{csv_path}", ids, frame["measured_s"].to_numpy(), run, params, start=start,
                      holdout_fraction=holdout_fraction, seed=seed, held_out=held)

@@ -59,7 +59,7 @@ def scaled_config(config: dict[str, Any], *, num_layers: int | None = None,
     layers0 = int(cfg["num_hidden_layers"])
     if num_layers is not None:
         if not 1 <= num_layers <= layers0:
-            raise KokubanError(f"--layers must be between 1 and {layers0}, got {num_layers}")
+            raise KokubanError(f"must be between 1 and {layers0}, got {num_layers}", field="num_layers", value=num_layers)
         if num_layers != layers0:
             cfg["num_hidden_layers"] = num_layers
             changes.append(f"{num_layers} of {layers0} layers")
@@ -70,7 +70,8 @@ def scaled_config(config: dict[str, Any], *, num_layers: int | None = None,
         h0 = int(cfg["num_attention_heads"])
         e = int(cfg.get("head_dim") or d0 // h0)
         if hidden_size < e or hidden_size > d0 or hidden_size % e:
-            raise KokubanError(f"--hidden must be a multiple of head_dim {e} between {e} and {d0}, got {hidden_size}")
+            raise KokubanError(f"must be a multiple of head_dim {e} between {e} and {d0}, got {hidden_size}", field="hidden_size",
+                               value=hidden_size)
         h = hidden_size // e
         g0 = int(cfg.get("num_key_value_heads") or h0)
         g = max(k for k in range(1, min(g0, h) + 1) if h % k == 0)
@@ -451,12 +452,15 @@ def run_validation(
     device = resolve_device(device)
     dtype = dtype or default_dtype(device)
     if dtype not in TORCH_DTYPES:
-        raise KokubanError(f"--dtype '{dtype}' is not supported by validate; allowed: {', '.join(TORCH_DTYPES)}")
-    for name, values in (("--batches", batches), ("--contexts", contexts), ("--prompts", prompts)):
+        raise KokubanError(f"'{dtype}' is not supported by validate; allowed: {', '.join(TORCH_DTYPES)}", field="dtype",
+                           value=dtype)
+    for name, values in (("batches", batches), ("contexts", contexts), ("prompts", prompts)):
         if any(int(v) < 1 for v in values):
-            raise KokubanError(f"{name} must be positive integers, got {list(values)}")
-    if warmup < 0 or repeats < 1:
-        raise KokubanError(f"--warmup must be ≥ 0 and --repeats ≥ 1, got {warmup} and {repeats}")
+            raise KokubanError(f"must be positive integers, got {list(values)}", field=name, value=list(values))
+    if warmup < 0:
+        raise KokubanError(f"must be ≥ 0, got {warmup}", field="warmup", value=warmup)
+    if repeats < 1:
+        raise KokubanError(f"must be ≥ 1, got {repeats}", field="repeats", value=repeats)
     if model in model_catalog():
         config = json.loads((DATA / "models" / f"{model}.json").read_text())
     else:

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from kokuban.errors import KokubanError
+from kokuban.errors import KokubanError, require_positive
 
 CPU_BUFFER_BYTES = 512 * 2**20  # ≫ any CPU last-level cache (this CI machine: 32 MiB L3)
 GPU_BUFFER_BYTES = 4 * 2**30  # ≫ H100/H200 L2 (50–60 MB)
@@ -61,7 +61,7 @@ def resolve_device(device: str) -> str:
     if device == "auto":
         return "cuda" if has_cuda else "cpu"
     if device == "cuda" and not has_cuda:
-        raise KokubanError("device 'cuda' asked for but PyTorch sees no CUDA GPU (use --device cpu)")
+        raise KokubanError("'cuda' asked for but PyTorch sees no CUDA GPU (use 'cpu')", field="device", value=device)
     return device
 
 
@@ -187,8 +187,7 @@ def probe(device: str = "auto", *, seconds: float = 3.0, dtypes: Iterable[str] =
     """
     from tqdm import tqdm
 
-    if seconds <= 0:
-        raise KokubanError(f"--seconds must be positive, got {seconds!r}")
+    require_positive("seconds", seconds)
     device = resolve_device(device)
     torch = _torch_or_none()
     dtypes = [d for d in dtypes if torch is not None or d == "fp32"]

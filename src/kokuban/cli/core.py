@@ -1,0 +1,106 @@
+"""`kokuban estimate | models | gpus`: the blackboard for one configuration, and the two catalogs.
+
+Presentation only: parse → use case → present. Every number printed here was computed below the faces.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from kokuban.cli.options import BatchType, deployment_options, emit_json, request
+from kokuban.present.format import console, gb, si
+
+
+@click.command()
+@deployment_options
+@click.option("--batch", type=BatchType(), default=1, show_default=True, help="Requests decoded together, or 'max'.")
+@click.option("--context", type=int, default=None, help="Tokens each request attends to (default 4096, or prompt+output).")
+@click.option("--prompt", type=int, default=None, help="Prompt tokens per request (with --output: time a whole generation).")
+@click.option("--output", type=int, default=None, help="Output tokens per request.")
+def estimate(**kw: Any) -> None:
+    """Time and price one configuration: the blackboard."""
+    from kokuban.usecases.estimate import run_estimate
+    from kokuban.usecases.request import EstimateRequest
+
+    result = run_estimate(request(EstimateRequest, kw))
+    if kw["as_json"]:
+        emit_json(result.as_dict())
+    else:
+        from kokuban.present.blackboard import blackboard
+
+        blackboard(console(), result)
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def models(as_json: bool) -> None:
+    """List the bundled model catalog."""
+    from kokuban.specs.catalog import load_model, model_catalog
+
+    rows = []
+    for model_id, entry in model_catalog().items():
+        m = load_model(model_id)
+        rows.append({
+            "id": model_id, "family": m.family, "params_total": m.params_total, "params_active": m.params_active,
+            "kv_bytes_per_token_bf16": m.kv_bytes_per_token("bf16"), "max_context": m.max_context,
+            "attention": m.attention, "experts": m.num_experts, "top_k": m.top_k, "native_dtype": m.native_dtype,
+            "source": entry.get("source", ""), "retrieved": entry.get("retrieved", ""),
+            "verified": bool(entry.get("verified", False)),
+        })
+    if as_json:
+        emit_json(rows)
+        return
+    from rich.table import Table
+
+    table = Table(title="kokuban models (config.json from the Hugging Face Hub)")
+    for col in ("id", "params total", "active", "KV/token (bf16)", "max ctx", "attention", "experts", "dtype", "verified"):
+        table.add_column(col, justify="left" if col in ("id", "attention", "dtype") else "right")
+    for r in rows:
+        table.add_row(
+            r["id"], si(r["params_total"]), si(r["params_active"]), si(r["kv_bytes_per_token_bf16"], "B"),
+            f"{r['max_context']:,}", r["attention"], f"{r['experts']}/{r['top_k']}" if r["experts"] else "-",
+            r["native_dtype"], "yes" if r["verified"] else "no",
+        )
+    console().print(table)
+
+
+@click.command()
+@click.option("--gpu-file", type=click.Path(), default=None, help="Also list accelerators from this file.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def gpus(gpu_file: str | None, as_json: bool) -> None:
+    """List the bundled accelerator catalog (dense FLOP/s, HBM, bandwidth, interconnect, price)."""
+    from kokuban.specs.catalog import accelerator_catalog, read_accelerator_file
+
+    accs = dict(accelerator_catalog())
+    if gpu_file:
+        accs.update(read_accelerator_file(gpu_file))
+    rows = [
+        {
+            "id": a.id, "name": a.name, "vendor": a.vendor, "memory_bytes": a.memory_bytes,
+            "memory_bandwidth_bytes_per_s": a.memory_bandwidth_bytes_per_s, "peak_flops": a.peak_flops,
+            "interconnect": a.interconnect, "interconnect_bytes_per_s": a.interconnect_bytes_per_s,
+            "price_per_hour_usd": a.price_per_hour_usd, "sources": list(a.sources), "retrieved": a.retrieved,
+        }
+        for a in accs.values()
+    ]
+    if as_json:
+        emit_json(rows)
+        return
+    from rich.table import Table
+
+    table = Table(title="kokuban accelerators (dense peak FLOP/s; memory in bytes, 1 GB = 1e9 B)")
+    for col in ("id", "bf16", "fp8", "fp4", "HBM", "HBM BW", "link/dir", "$/h"):
+        table.add_column(col, justify="left" if col == "id" else "right")
+    for a in accs.values():
+        flops = [si(a.peak_flops[k], "FLOP/s") if a.peak_flops.get(k) else "-" for k in ("bf16", "fp8", "fp4")]
+        table.add_row(
+            a.id, *flops, gb(a.memory_bytes), si(a.memory_bandwidth_bytes_per_s, "B/s"),
+            si(a.interconnect_bytes_per_s, "B/s") if a.interconnect_bytes_per_s else "-",
+            f"{a.price_per_hour_usd:.2f}" if a.price_per_hour_usd else "-",
+        )
+    console().print(table)
+
+
+commands = [estimate, models, gpus]

@@ -1,0 +1,120 @@
+"""The options the commands share, and the bridge from parsed flags to the use cases' typed requests.
+
+Flags are the request fields with dashes (`--price-per-hour` is `price_per_hour`): `request(Cls, kw)` builds a
+use case's request from a command's keyword arguments, so a click body reads parse → use case → present.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from kokuban.present.jsonout import to_json
+
+R = TypeVar("R")
+
+
+def emit_json(data: Any) -> None:
+    """Print `data` as JSON through the one serialiser (`present.jsonout.to_json`)."""
+    click.echo(to_json(data))
+
+
+def request(cls: type[R], kw: dict[str, Any], **extra: Any) -> R:
+    """`cls(**fields)` from a command's keyword arguments: the fields `cls` declares, plus `extra`."""
+    fields = {k: v for k, v in kw.items() if k in cls.model_fields} | extra  # type: ignore[attr-defined]
+    return cls(**fields)
+
+
+class BatchType(click.ParamType):
+    """A positive integer or the word 'max'."""
+
+    name = "INTEGER|max"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int | str:
+        if isinstance(value, int) or value == "max":
+            return value
+        try:
+            return int(value)
+        except ValueError:
+            self.fail(f"{value!r} is not a positive integer or 'max'", param, ctx)
+
+
+def deployment_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The options every deployment-building command shares (model argument, accelerator, precisions…)."""
+    options = [
+        click.argument("model"),
+        click.option("--gpu", required=True, help="Accelerator id (`kokuban gpus`), an id in --gpu-file, or custom:bf16=…,bw=…,mem=…"),
+        click.option("--gpus", default=1, type=int, show_default=True, help="Number of accelerators."),
+        click.option("--layout", type=click.Choice(["tp", "ep"]), default="tp", show_default=True, help="tp: tensor parallel; ep: DP attention + expert parallel (MoE)."),
+        click.option("--weights", default=None, help="Weights dtype (default: the checkpoint's): bf16 fp16 fp8 int8 int4 fp4."),
+        click.option("--kv", default=None, help="KV-cache dtype (default bf16)."),
+        click.option("--compute", default=None, help="Matmul dtype (default: what the accelerator runs the weights in)."),
+        click.option("--price-per-hour", type=float, default=None, help="USD per accelerator-hour (default: catalog's typical price)."),
+        click.option("--gpu-file", type=click.Path(), default=None, help="TOML/JSON file of extra accelerators in the catalog schema."),
+        *efficiency_option_list(),
+        click.option("--json", "as_json", is_flag=True, help="Print JSON (SI units, stable keys)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def efficiency_option_list(base: Any = None, note: str = "calibrated") -> list[Callable[..., Any]]:
+    """The five achievable-fraction flags, their help naming `base`'s values (default: the shipped ones)."""
+    from kokuban.specs.hardware import Efficiency
+
+    e = base or Efficiency()
+    kv = "--memory-eff's" if e.kv_memory is None else f"{e.kv_memory:g}"
+    return [
+        click.option("--compute-eff", type=float, default=None, help=f"Achievable fraction of peak FLOP/s (default {e.compute:g}, {note})."),
+        click.option("--memory-eff", type=float, default=None, help=f"Achievable fraction of memory bandwidth for weight reads (default {e.memory:g}, {note})."),
+        click.option("--kv-eff", type=float, default=None, help=f"Achievable fraction of memory bandwidth for KV-cache reads (default {kv}, {note})."),
+        click.option("--link-eff", type=float, default=None, help=f"Achievable fraction of interconnect bandwidth (default {e.interconnect:g}, {note})."),
+        click.option("--overlap", type=float, default=None, help=f"Fraction of the shorter of a kernel's compute and memory times hidden under the longer (default {e.overlap:g}, {note}; 1 = roofline)."),
+        click.option("--step-overhead", type=float, default=None, help=f"Fixed seconds per step (default {e.step_overhead_s:g}, {note})."),
+    ]
+
+
+def efficiency_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorate a command with `efficiency_option_list()` (help naming the shipped defaults)."""
+    for option in reversed(efficiency_option_list()):
+        func = option(func)
+    return func
+
+
+def efficiency_from_flags(kw: dict[str, Any], base: Any = None):
+    """`Efficiency` with the flags of `efficiency_option_list` (popped from `kw`) replacing the shipped
+    (calibrated) defaults, or `base`'s fields."""
+    from kokuban.specs.hardware import Efficiency
+
+    return (base or Efficiency()).updated(
+        compute=kw.pop("compute_eff", None), memory=kw.pop("memory_eff", None), kv_memory=kw.pop("kv_eff", None),
+        interconnect=kw.pop("link_eff", None), overlap=kw.pop("overlap", None), step_overhead_s=kw.pop("step_overhead", None))
+
+
+def deployment_kwargs(kw: dict[str, Any]) -> dict[str, Any]:
+    """Pop the shared options from a command's kwargs into `estimate()`-style keyword arguments."""
+    from kokuban.specs.catalog import load_accelerator
+
+    eff = efficiency_from_flags(kw)
+    return {
+        "model": kw.pop("model"), "gpu": load_accelerator(kw.pop("gpu"), kw.pop("gpu_file")), "gpus": kw.pop("gpus"),
+        "layout": kw.pop("layout"), "weights": kw.pop("weights"), "kv": kw.pop("kv"), "compute": kw.pop("compute"),
+        "price_per_hour": kw.pop("price_per_hour"), "efficiency": eff,
+    }
+
+
+def make_deployment(common: dict[str, Any]):
+    """A Deployment from `deployment_kwargs` output."""
+    from kokuban.specs.catalog import load_model
+    from kokuban.specs.deployment import Deployment
+
+    return Deployment.make(
+        load_model(common["model"]) if isinstance(common["model"], str) else common["model"], common["gpu"],
+        common["gpus"], layout=common["layout"], weights_dtype=common["weights"], kv_dtype=common["kv"],
+        compute_dtype=common["compute"], efficiency=common["efficiency"], price_per_hour_usd=common["price_per_hour"],
+    )
+
+

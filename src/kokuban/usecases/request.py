@@ -1,0 +1,147 @@
+"""Typed requests: every face (CLI, Python, HTTP) hands a use case one of these, and every default and input
+check lives here once. Field names are the use cases' vocabulary (`price_per_hour`, `compute_eff`); the CLI's
+flags are the same names with dashes, the web API's JSON keys the same names.
+
+A request is a frozen pydantic model: constructing one checks it (types, ranges, finiteness) and a bad field
+raises `KokubanError(field=…)` naming the field, the value and what is allowed — one line, no traceback.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, InstanceOf, ValidationError
+
+from kokuban.errors import KokubanError
+from kokuban.specs.hardware import Accelerator, Efficiency
+from kokuban.specs.model import ModelSpec
+
+#: Batch the automatic accelerator count must hold at the context (a plausible serving batch).
+AUTO_GPUS_BATCH = 256
+
+#: Tokens: a positive integer no larger than 2³¹ (every catalog window is far below this).
+Tokens = Annotated[int, Field(gt=0, le=2**31, strict=False)]
+Fraction = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
+NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+def error_from_validation(exc: ValidationError) -> KokubanError:
+    """The first bad field of a pydantic error as one line: the field, what is allowed (each member of a
+    union: "input should be greater than 0 or 'max'"), and the value given."""
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    top = first["loc"][:1]
+    field = ".".join(str(part) for part in top) or None
+    msgs: list[str] = []
+    for err in errors:
+        if err["loc"][:1] == top:
+            msg = err["msg"].removeprefix("Value error, ")
+            msgs.append(msg if not msgs else msg.removeprefix("Input should be "))
+    reason = " or ".join(dict.fromkeys(msgs))
+    reason = reason[0].lower() + reason[1:]
+    value = first.get("input")
+    if first["type"] not in ("missing", "extra_forbidden") and not isinstance(value, dict):
+        reason = f"{reason}, got {value!r}"
+    return KokubanError(reason, field=field, value=value)
+
+
+class Request(BaseModel):
+    """Base of every use case's request: frozen, unknown fields refused, errors as `KokubanError`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise error_from_validation(exc) from None
+        self.check()
+
+    def check(self) -> None:
+        """Checks across fields, raising `KokubanError(field=…)`; the field types and ranges are checked before."""
+
+
+class EfficiencyRequest(Request):
+    """The achievable fractions a request may override; unset ones come from `efficiency` (default: the
+    shipped calibrated set, `Efficiency()`)."""
+
+    efficiency: InstanceOf[Efficiency] | None = None
+    compute_eff: Fraction | None = None
+    memory_eff: Fraction | None = None
+    kv_eff: Fraction | None = None
+    link_eff: Fraction | None = None
+    overlap: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
+    step_overhead: NonNegative | None = None
+
+    def efficiency_spec(self, base: Efficiency | None = None) -> Efficiency:
+        """`Efficiency` with this request's overrides on `self.efficiency`, else `base`, else the shipped set."""
+        return (self.efficiency or base or Efficiency()).updated(
+            compute=self.compute_eff, memory=self.memory_eff, kv_memory=self.kv_eff, interconnect=self.link_eff,
+            overlap=self.overlap, step_overhead_s=self.step_overhead)
+
+
+class DeploymentRequest(EfficiencyRequest):
+    """What is run and on what: model, accelerator and count, layout, precisions, hourly price.
+
+    Policies (each applied here and nowhere else):
+    - `gpus=None`: the fewest accelerators that hold a batch of `AUTO_GPUS_BATCH` at the context (else batch 1);
+    - `layout=None`: expert parallel ("ep") for a mixture-of-experts model, tensor parallel ("tp") otherwise;
+    - `weights`/`kv`/`compute` None: the checkpoint's dtype, bf16, what the accelerator runs the weights in;
+    - `price_per_hour` None: the catalog's typical price per accelerator-hour.
+    """
+
+    model: str | InstanceOf[ModelSpec]
+    gpu: str | InstanceOf[Accelerator]
+    gpus: Annotated[int, Field(gt=0, le=4096)] | None = 1
+    layout: Literal["tp", "ep"] | None = "tp"
+    weights: str | None = None
+    kv: str | None = None
+    compute: str | None = None
+    price_per_hour: NonNegative | None = None
+    gpu_file: str | None = None
+
+    def model_spec(self) -> ModelSpec:
+        from kokuban.specs.catalog import load_model
+
+        return self.model if isinstance(self.model, ModelSpec) else load_model(self.model)
+
+    def accelerator(self) -> Accelerator:
+        from kokuban.specs.catalog import load_accelerator
+
+        return self.gpu if isinstance(self.gpu, Accelerator) else load_accelerator(self.gpu, self.gpu_file)
+
+    def deployment(self, context: int | None = None, *, efficiency: Efficiency | None = None):
+        """The `Deployment` this request names; `context` sizes the automatic GPU count (`gpus=None`)."""
+        from kokuban.core.memory import min_gpus_to_fit
+        from kokuban.specs.deployment import Deployment
+
+        model, acc = self.model_spec(), self.accelerator()
+        layout = self.layout or ("ep" if model.is_moe else "tp")
+        dep = Deployment.make(model, acc, self.gpus or 1, layout=layout, weights_dtype=self.weights,
+                              kv_dtype=self.kv, compute_dtype=self.compute, efficiency=self.efficiency_spec(efficiency),
+                              price_per_hour_usd=self.price_per_hour)
+        if self.gpus is not None:
+            return dep
+        if context is None:
+            raise KokubanError("an automatic GPU count needs a context to size it", field="gpus")
+        n = min_gpus_to_fit(dep, AUTO_GPUS_BATCH, context) or min_gpus_to_fit(dep, 1, context)
+        if n is None:
+            raise KokubanError(f"{model.name} does not fit on up to 1024× {acc.id} at context {context:,}",
+                               field="gpus", value=None)
+        return dep.with_gpus(n)
+
+
+class EstimateRequest(DeploymentRequest):
+    """`kokuban estimate`: one configuration, every term. `batch="max"` takes the largest batch that fits;
+    context defaults to prompt + output when both are given, else 4096 (or the model's window if smaller)."""
+
+    batch: Tokens | Literal["max"] = 1
+    context: Tokens | None = None
+    prompt: Tokens | None = None
+    output: Tokens | None = None
+    allow_beyond_max_context: bool = False
+
+    def check(self) -> None:
+        if (self.prompt is None) != (self.output is None):
+            raise KokubanError("prompt and output go together: give both or neither",
+                               field="prompt" if self.prompt is None else "output")
