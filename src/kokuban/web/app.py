@@ -129,7 +129,11 @@ def json_response(data: Any) -> Response:
 
 
 def error_response(err: KokubanError, status: int = 422) -> JSONResponse:
-    return JSONResponse({"error": err.as_dict()}, status_code=status)
+    """`{"error": err.as_dict()}`; a non-finite value given is echoed as text (JSON has no inf or NaN)."""
+    error = err.as_dict()
+    if isinstance(error["value"], float) and not math.isfinite(error["value"]):
+        error["value"] = repr(error["value"])
+    return JSONResponse({"error": error}, status_code=status)
 
 
 class _BodyErrors:
@@ -201,7 +205,8 @@ CSP = "default-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 
 def create_app() -> FastAPI:
     """The FastAPI application: the API routes of `ENDPOINTS`, `/api/limits`, the page at `/`, its assets at
     `/static/`."""
-    app = FastAPI(title="kokuban", version=_version(), summary="What running an LLM costs and how fast it goes: "
+    # no /docs or /redoc: FastAPI's pages for them load scripts from a CDN; the schema is at /openapi.json
+    app = FastAPI(title="kokuban", version=_version(), docs_url=None, redoc_url=None, summary="What running an LLM costs and how fast it goes: "
                   "the use cases of the kokuban CLI as JSON over HTTP (SI units, the same keys as --json).")
 
     @app.exception_handler(KokubanError)

@@ -1,0 +1,227 @@
+"""The web API (issue 14): the use cases as JSON over HTTP, the same keys and numbers as `--json`, errors as
+422s naming the field, every request bounded, and the page served with nothing from elsewhere."""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib import resources
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("httpx")
+
+from fastapi.testclient import TestClient  # noqa: E402
+
+from kokuban.cli import main  # noqa: E402
+from kokuban.errors import KokubanError  # noqa: E402
+from kokuban.present.jsonout import to_json  # noqa: E402
+from kokuban.usecases.request import EstimateRequest  # noqa: E402
+from kokuban.web.app import MAX_BODY_BYTES, create_app  # noqa: E402
+
+GPU = "h100-sxm"
+
+
+@pytest.fixture(scope="module")
+def client():
+    return TestClient(create_app())
+
+
+def cli_json(capsys, *args):
+    assert main(list(args)) == 0
+    out, _ = capsys.readouterr()
+    return json.loads(out)
+
+
+# ---- the same numbers as the CLI -------------------------------------------------------------------
+CASES = [
+    ({"model": "llama-3.1-8b", "gpu": GPU, "batch": 8}, ["llama-3.1-8b", "--gpu", GPU, "--batch", "8"]),
+    ({"model": "llama-3.1-70b", "gpu": "h200", "gpus": 2, "weights": "fp8", "batch": "max", "context": 8192},
+     ["llama-3.1-70b", "--gpu", "h200", "--gpus", "2", "--weights", "fp8", "--batch", "max", "--context", "8192"]),
+    ({"model": "qwen3-30b-a3b", "gpu": "b200", "gpus": 4, "layout": "ep", "batch": 64, "prompt": 2000, "output": 300,
+      "kv": "fp8", "price_per_hour": 4.5, "compute_eff": 0.5, "memory_eff": 0.7, "overlap": 0.5, "step_overhead": 0.001},
+     ["qwen3-30b-a3b", "--gpu", "b200", "--gpus", "4", "--layout", "ep", "--batch", "64", "--prompt", "2000",
+      "--output", "300", "--kv", "fp8", "--price-per-hour", "4.5", "--compute-eff", "0.5", "--memory-eff", "0.7",
+      "--overlap", "0.5", "--step-overhead", "0.001"]),
+]
+
+
+@pytest.mark.parametrize(("body", "args"), CASES)
+def test_estimate_matches_cli_json(client, capsys, body, args):
+    r = client.post("/api/estimate", json=body)
+    assert r.status_code == 200, r.text
+    assert r.json() == cli_json(capsys, "estimate", *args, "--json")
+
+
+@pytest.mark.parametrize(("body", "args"), CASES[:2])
+def test_blackboard_carries_the_estimate_unchanged(client, capsys, body, args):
+    d = client.post("/api/blackboard", json=body).json()
+    assert d["estimate"] == cli_json(capsys, "estimate", *args, "--json")
+
+
+def test_hugging_face_repo_names_the_catalog_model(client):
+    a = client.post("/api/estimate", json={"model": "meta-llama/Llama-3.1-8B", "gpu": GPU}).json()
+    b = client.post("/api/estimate", json={"model": "llama-3.1-8b", "gpu": GPU}).json()
+    assert a == b
+
+
+def test_uploaded_config_gives_the_catalog_numbers(client):
+    config = json.loads((resources.files("kokuban") / "data" / "models" / "llama-3.1-8b.json").read_text())
+    up = client.post("/api/estimate", json={"model": config, "gpu": GPU, "batch": 8}).json()
+    cat = client.post("/api/estimate", json={"model": "llama-3.1-8b", "gpu": GPU, "batch": 8}).json()
+    for key in ("name", "source"):
+        up["model"].pop(key), cat["model"].pop(key)
+    assert up == cat
+
+
+def test_catalog_lists_are_the_cli_rows(client, capsys):
+    models = client.get("/api/models").json()
+    cli_models = cli_json(capsys, "models", "--json")
+    assert [{k: v for k, v in m.items() if k != "hf_repo"} for m in models] == cli_models
+    assert next(m for m in models if m["id"] == "llama-3.1-8b")["hf_repo"] == "meta-llama/Llama-3.1-8B"
+    assert client.get("/api/gpus").json() == cli_json(capsys, "gpus", "--json")
+
+
+# ---- errors: 422 naming the field, whichever layer finds them ----------------------------------------
+def error_of(client, body, path="/api/estimate"):
+    r = client.post(path, json=body)
+    assert r.status_code == 422, r.text
+    return r.json()["error"]
+
+
+@pytest.mark.parametrize(("extra", "field"), [
+    ({"batch": 0}, "batch"),                     # FastAPI's body validation
+    ({"batch": "many"}, "batch"),
+    ({"compute_eff": 1.5}, "compute_eff"),
+    ({"gpus": 5000}, "gpus"),
+    ({"layout": "pp"}, "layout"),
+    ({"prompt": 100}, "output"),                 # the request's cross-field check
+    ({"batch": 100_000}, "batch"),               # the use case: does not fit
+    ({"context": 10**6}, "context"),             # beyond the model's window
+    ({"weights": "fp3"}, "weights"),             # the deployment's dtype check
+    ({"gpu": "h900"}, "gpu"),
+    ({"model": "llama-9"}, "model"),
+    ({"gpu_file": "/etc/hosts"}, "gpu_file"),    # not accepted over HTTP
+    ({"efficiency": {"compute": 0.5}}, "efficiency"),
+])
+def test_errors_are_422_naming_the_field(client, extra, field):
+    err = error_of(client, {"model": "llama-3.1-8b", "gpu": GPU} | extra)
+    assert err["field"] == field
+    assert err["reason"] and err["message"] == f"{field}: {err['reason']}"
+
+
+@pytest.mark.parametrize("extra", [{"batch": 0}, {"compute_eff": 1.5}, {"layout": "pp"}, {"batch": -3}])
+def test_fastapi_and_request_word_a_bad_field_alike(client, extra):
+    """The same bad field reads the same whether FastAPI's validation or `Request.__init__` finds it."""
+    body = {"model": "llama-3.1-8b", "gpu": GPU} | extra
+    with pytest.raises(KokubanError) as direct:
+        EstimateRequest(**body)
+    assert error_of(client, body) == direct.value.as_dict()
+
+
+def test_missing_field_and_bad_bodies(client):
+    assert error_of(client, {"gpu": GPU}) == {"field": "model", "value": None, "reason": "field required",
+                                              "message": "model: field required"}
+    r = client.post("/api/estimate", content=b'{"model": ', headers={"content-type": "application/json"})
+    assert r.status_code == 422 and "not valid JSON" in r.json()["error"]["reason"]
+    for body in ([1, 2], "text", 3):
+        r = client.post("/api/estimate", json=body)
+        assert r.status_code == 422 and r.json()["error"]["field"] is None
+
+
+def test_a_path_is_never_read(client, tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text((resources.files("kokuban") / "data" / "models" / "llama-3.1-8b.json").read_text())
+    err = error_of(client, {"model": str(config), "gpu": GPU})
+    assert err["field"] == "model" and err["reason"].startswith("unknown model")
+
+
+def test_uploaded_config_is_bounded(client):
+    config = json.loads((resources.files("kokuban") / "data" / "models" / "llama-3.1-8b.json").read_text())
+    for layers in (10**9, 0, "32", True):
+        err = error_of(client, {"model": config | {"num_hidden_layers": layers}, "gpu": GPU})
+        assert err["field"] == "model" and "num_hidden_layers" in err["reason"]
+    err = error_of(client, {"model": {"model_type": "llama", "num_hidden_layers": 2}, "gpu": GPU})
+    assert err["field"] == "model" and "missing the field" in err["reason"]
+    err = error_of(client, {"model": config | {"hidden_size": "wide"}, "gpu": GPU})
+    assert err["field"] == "model"
+
+
+def test_bodies_are_bounded(client):
+    r = client.post("/api/estimate", content=b" " * (MAX_BODY_BYTES + 1), headers={"content-type": "application/json"})
+    assert r.status_code == 413 and "limit" in r.json()["error"]["reason"]
+    deep = b"[" * 100_000 + b"]" * 100_000
+    r = client.post("/api/estimate", content=deep[:MAX_BODY_BYTES], headers={"content-type": "application/json"})
+    assert r.status_code in (400, 422) and "error" in r.json()
+
+
+def test_unknown_route_is_json(client):
+    r = client.get("/api/nothing")
+    assert r.status_code == 404 and r.json()["error"]["field"] is None
+
+
+# ---- the curves: bounded, and each row the estimate's number ----------------------------------------
+def test_batch_curve_rows_are_estimates(client):
+    body = {"model": "llama-3.1-8b", "gpu": GPU, "context": 4096}
+    d = client.post("/api/batch-curve", json=body | {"points": 24}).json()
+    assert len(d["rows"]) <= 24 and d["rows"][0]["batch"] == 1 and d["rows"][-1]["batch"] == d["max_batch"]
+    for row in (d["rows"][0], d["rows"][-1]):
+        est = client.post("/api/estimate", json=body | {"batch": row["batch"]}).json()
+        assert row["usd_per_m_output"] == est["cost"]["usd_per_m_output"]
+        # shared + per request = the whole cost of a token (the wing's split, summed)
+        assert row["usd_per_m_output_shared"] + row["usd_per_m_output_per_request"] == pytest.approx(row["usd_per_m_output"])
+
+
+def test_curves_refuse_unbounded_work(client):
+    body = {"model": "llama-3.2-1b", "gpu": "b200", "gpus": 8, "context": 128}
+    assert error_of(client, body | {"points": 10_000}, "/api/batch-curve")["field"] == "points"
+    assert error_of(client, body | {"max_batch": 10**6}, "/api/batch-curve")["field"] == "max_batch"
+    d = client.post("/api/batch-curve", json=body).json()
+    assert d["capped"] and d["max_batch"] == 65_536 and len(d["rows"]) <= 48
+    wall = {k: v for k, v in body.items() if k != "context"}
+    assert error_of(client, wall | {"end": 10**7}, "/api/context-wall")["field"] == "end"
+    assert error_of(client, wall | {"start": 5000, "end": 4000}, "/api/context-wall")["field"] == "start"
+    assert error_of(client, wall | {"points": 65}, "/api/context-wall")["field"] == "points"
+
+
+def test_context_wall(client):
+    d = client.post("/api/context-wall", json={"model": "llama-3.1-8b", "gpu": GPU, "points": 20}).json()
+    contexts = [r["context"] for r in d["rows"]]
+    assert contexts == sorted(contexts) and contexts[0] == 1024 and contexts[-1] == 131_072 and len(contexts) <= 22
+    assert d["summary"]["max_context"] == 131_072
+
+
+# ---- the page --------------------------------------------------------------------------------------
+def test_page_and_assets_are_served_from_here(client):
+    r = client.get("/")
+    assert r.status_code == 200 and "default-src 'self'" in r.headers["content-security-policy"]
+    assets = re.findall(r'(?:src|href)="(/static/[^"]+)"', r.text)
+    assert {"/static/app.js", "/static/charts.js", "/static/app.css"} <= set(assets)
+    for path in assets:
+        text = client.get(path).text
+        # nothing fetched from elsewhere: the only absolute URL is the SVG namespace name
+        assert set(re.findall(r"https?://[^\s\"'`)]+", text)) <= {"http://www.w3.org/2000/svg"}, path
+
+
+def test_openapi_documents_every_endpoint(client):
+    schema = client.get("/openapi.json").json()
+    for path in ("/api/estimate", "/api/blackboard", "/api/batch-curve", "/api/context-wall"):
+        body = schema["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]
+        name = body["$ref"].rsplit("/", 1)[1]
+        props = schema["components"]["schemas"][name]["properties"]
+        assert "model" in props and "gpu_file" not in props and "efficiency" not in props
+    assert {"/api/models", "/api/gpus", "/api/limits"} <= set(schema["paths"])
+
+
+def test_json_goes_through_the_one_serialiser(client):
+    body = {"model": "llama-3.1-8b", "gpu": GPU}
+    from kokuban.usecases.estimate import run_estimate
+
+    assert client.post("/api/estimate", json=body).text == to_json(run_estimate(EstimateRequest(**body)).as_dict())
+
+
+def test_no_page_that_loads_a_cdn(client):
+    """FastAPI's /docs and /redoc pages fetch their scripts from a CDN: they are off; the schema stays."""
+    assert client.get("/docs").status_code == 404 and client.get("/redoc").status_code == 404
+    assert client.get("/openapi.json").status_code == 200
