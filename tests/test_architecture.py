@@ -97,10 +97,10 @@ def test_no_computing_module_names_a_flag():
         if _area(mod) in {"present"} | FACES:
             continue
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and flag.search(node.value):
-                # docstrings may cite other tools' flags (vLLM's --max-num-seqs); messages may not
-                if not _is_docstring(node, path):
-                    bad.append(f"{mod}: {node.value.strip()[:70]!r}")
+            # docstrings may cite other tools' flags (vLLM's --max-num-seqs); messages may not
+            is_text = isinstance(node, ast.Constant) and isinstance(node.value, str)
+            if is_text and flag.search(node.value) and not _is_docstring(node, path):
+                bad.append(f"{mod}: {node.value.strip()[:70]!r}")
     assert not bad, "flags named outside the faces:\n" + "\n".join(bad)
 
 
@@ -109,9 +109,9 @@ def _is_docstring(node: ast.Constant, path: Path) -> bool:
     for owner in ast.walk(tree):
         if isinstance(owner, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)) and owner.body:
             first = owner.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                if first.value.lineno == node.lineno and first.value.col_offset == node.col_offset:
-                    return True
+            if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                    and (first.value.lineno, first.value.col_offset) == (node.lineno, node.col_offset)):
+                return True
     return False
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from pydantic import ValidationError
 
 from kokuban.cli import main
 from kokuban.errors import KokubanError, require_positive
@@ -43,7 +44,7 @@ def test_request_refuses_naming_the_field(kw, field):
 
 def test_request_is_frozen_and_owns_the_policies():
     req = DeploymentRequest(model="qwen3-235b-a22b", gpu="h100-sxm", gpus=None, layout=None)
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError, match="frozen"):
         req.gpus = 2  # type: ignore[misc]
     dep = req.deployment(context=4096)
     assert dep.layout == "ep"  # MoE → expert parallel
