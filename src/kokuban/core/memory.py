@@ -1,7 +1,7 @@
 """Memory: what one GPU holds (weights, KV cache, activation workspace), whether it fits, and what would.
 
     usable per GPU   = HBM capacity × memory_utilization            (vLLM's gpu_memory_utilization, 0.9)
-    weights per GPU  = roofline.weight_bytes_per_gpu
+    weights per GPU  = bytes.weight_bytes_per_gpu
     activations      = chunk·2·(4·d + 2·mlp_width/N_tp)  + requests·vocab·4
                        (one prefill chunk's residual, qkv/attention-out and gated-MLP activations in
                        bf16 — a rule of thumb — plus fp32 logits of one sampled token per request)
@@ -16,7 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from kokuban.core.roofline import kv_bytes_per_request, weight_bytes_per_gpu, weight_bytes_stored
+from kokuban.core.bytes import (
+    kv_bytes_per_request,
+    kv_bytes_per_request_per_gpu,
+    weight_bytes_per_gpu,
+    weight_bytes_stored,
+)
 from kokuban.specs.deployment import Deployment
 
 GPU_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
@@ -26,20 +31,14 @@ LOGIT_BYTES = 4.0  # fp32 logits of the sampled position
 def activation_bytes_per_gpu(dep: Deployment, requests_per_gpu: Any) -> np.ndarray:
     """Activation workspace of one GPU (see module docstring); 0 for a coarse model without hidden size."""
     m = dep.model
-    tp = dep.dense_shards
-    chunk = dep.prefill_chunk_tokens / (1 if dep.layout == "tp" else dep.num_gpus)
-    per_token = 2.0 * (4 * m.hidden_size + 2 * m.mlp_width / tp)
+    chunk = dep.parallel.prefill_chunk_per_gpu(dep.prefill_chunk_tokens)
+    per_token = 2.0 * (4 * m.hidden_size + 2 * m.mlp_width / dep.dense_shards)
     return chunk * per_token + np.asarray(requests_per_gpu, dtype=np.float64) * m.vocab_size * LOGIT_BYTES
 
 
 def requests_per_gpu(dep: Deployment, batch: Any) -> np.ndarray:
     """Under TP every GPU holds a slice of every request; under EP each GPU holds ⌈B/N⌉ whole requests."""
-    b = np.asarray(batch, dtype=np.float64)
-    return b if dep.layout == "tp" else np.ceil(b / dep.num_gpus)
-
-
-def kv_bytes_per_request_per_gpu(dep: Deployment, context: Any) -> np.ndarray:
-    return kv_bytes_per_request(dep, context) / dep.kv_shards
+    return dep.parallel.requests_per_gpu(batch)
 
 
 def max_batch(dep: Deployment, context: Any) -> np.ndarray:
@@ -52,7 +51,7 @@ def max_batch(dep: Deployment, context: Any) -> np.ndarray:
     free = usable - weight_bytes_per_gpu(dep) - activation_bytes_per_gpu(dep, 0)
     per_request = kv_bytes_per_request_per_gpu(dep, context) + dep.model.vocab_size * LOGIT_BYTES
     per_gpu = np.floor(np.maximum(free, 0) / per_request)
-    return (per_gpu if dep.layout == "tp" else per_gpu * dep.num_gpus).astype(np.int64)
+    return (per_gpu * dep.parallel.data_parallel_ranks).astype(np.int64)
 
 
 @dataclass(frozen=True)

@@ -25,60 +25,20 @@ from typing import Any
 
 import numpy as np
 
+from kokuban.core.bytes import (  # noqa: F401  (re-exported: the byte counts the steps are built from)
+    expected_experts_touched,
+    kv_bytes_per_request,
+    weight_bytes_per_gpu,
+    weight_bytes_read,
+    weight_bytes_read_per_gpu,
+    weight_bytes_stored,
+)
 from kokuban.errors import KokubanError
 from kokuban.specs.deployment import Deployment
 
 ACTIVATION_BYTES = 2.0  # activations travel between GPUs in bf16
 
 BOUNDS = ("compute", "weights", "kv", "comm", "overhead")
-
-
-def expected_experts_touched(num_experts: int, top_k: int, tokens: Any) -> np.ndarray:
-    """Expected distinct experts a layer's router selects for `tokens` tokens: E·(1 - (1 - k/E)^T).
-
-    Assumes each token picks k distinct experts uniformly and independently of the others (a balanced
-    router, which auxiliary-loss-free balancing and load-balancing losses aim for). A given expert is
-    missed by one token with probability 1 - k/E, by all T tokens with (1 - k/E)^T. Batch 1 touches k;
-    large batches touch all E, so the weight read grows with the batch while compute stays k per token.
-    """
-    t = np.asarray(tokens, dtype=np.float64)
-    if num_experts <= 0:
-        return np.zeros_like(t)
-    return num_experts * (1.0 - (1.0 - top_k / num_experts) ** t)
-
-
-def weight_bytes_stored(dep: Deployment) -> float:
-    """All weight bytes of the model: (params − 16-bit embedding/LM-head params)·b_w + those·2."""
-    m = dep.model
-    embed_params = m.params_embedding + m.params_lm_head
-    return (m.params_total - embed_params) * dep.weight_bytes_per_param + embed_params * dep.embedding_bytes_per_param
-
-
-def weight_bytes_per_gpu(dep: Deployment) -> float:
-    """Weight bytes one GPU holds: always-read part ÷ dense shards + embedding ÷ dense shards + experts ÷ N."""
-    m = dep.model
-    routed = m.params_routed * dep.weight_bytes_per_param
-    return (weight_bytes_stored(dep) - routed) / dep.dense_shards + routed / dep.num_gpus
-
-
-def weight_bytes_read(dep: Deployment, tokens: Any) -> np.ndarray:
-    """Weight bytes the whole deployment reads for one forward pass over `tokens` tokens.
-
-    = (always-read params − LM head)·b_w + LM head·2 + moe_layers·E_touched(tokens)·params_per_expert·b_w
-    The input embedding is a lookup of `tokens` rows and is not counted.
-    """
-    m = dep.model
-    dense = (m.params_dense_read - m.params_lm_head) * dep.weight_bytes_per_param + m.params_lm_head * dep.embedding_bytes_per_param
-    touched = expected_experts_touched(m.num_experts, m.top_k, tokens)
-    return dense + m.moe_layers * touched * m.params_per_expert * dep.weight_bytes_per_param
-
-
-def kv_bytes_per_request(dep: Deployment, context: Any) -> np.ndarray:
-    """KV-cache bytes one request holds at `context` tokens: elements(context) × bytes per element.
-
-    elements(L) = KV elements per token per layer × Σ_layers min(L, window_layer).
-    """
-    return dep.model.kv_elements(context) * dep.kv_bytes_per_element
 
 
 @dataclass(frozen=True)
@@ -205,10 +165,11 @@ def comm_time_s(dep: Deployment, tokens: Any) -> tuple[np.ndarray, np.ndarray]:
     link = dep.accelerator.interconnect_bytes_per_s * eff.interconnect
     if link <= 0:
         raise KokubanError(f"accelerator '{dep.accelerator.id}' has no interconnect bandwidth; cannot run on {n} GPUs")
-    if dep.layout == "tp":
-        count, per_gpu = 2 * m.num_layers, 2 * (n - 1) / n * t * m.hidden_size * ACTIVATION_BYTES
+    count, kind = dep.parallel.collectives(m.num_layers, m.moe_layers)
+    if kind == "all-reduce":
+        per_gpu = 2 * (n - 1) / n * t * m.hidden_size * ACTIVATION_BYTES
     else:
-        count, per_gpu = 2 * m.moe_layers, (n - 1) / n * (t / n) * m.top_k * m.hidden_size * ACTIVATION_BYTES
+        per_gpu = (n - 1) / n * (t / n) * m.top_k * m.hidden_size * ACTIVATION_BYTES
     return count * (eff.collective_latency_s + per_gpu / link), count * per_gpu
 
 
@@ -248,10 +209,9 @@ def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_pe
     attn_compute_s = attn_flops / acc.flops(attention_dtype(dep)) / (n * eff.compute)
     compute_s = body_flops / acc.flops(dep.compute_dtype) / (n * eff.compute) + logits * lm_head_time_s(dep) + attn_compute_s
     read = weight_bytes_read(dep, tokens)
-    routed = m.moe_layers * expected_experts_touched(m.num_experts, m.top_k, tokens) * m.params_per_expert * dep.weight_bytes_per_param
-    weights_s = ((read - routed) / dep.dense_shards + routed / n) / (acc.memory_bandwidth_bytes_per_s * eff.memory)
+    weights_s = weight_bytes_read_per_gpu(dep, tokens) / (acc.memory_bandwidth_bytes_per_s * eff.memory)
     kv_bw = acc.memory_bandwidth_bytes_per_s * eff.kv_memory_fraction
-    kv_s = np.asarray(kv_bytes, dtype=np.float64) / (n if dep.layout == "ep" else dep.kv_shards) / kv_bw
+    kv_s = np.asarray(kv_bytes, dtype=np.float64) / dep.kv_read_ways / kv_bw
     comm_s, comm_bytes = comm_time_s(dep, tokens)
     return Step(
         tokens=tokens, batch=batch, flops=linear_flops + attn_flops, weight_bytes=read, kv_bytes=kv_bytes,

@@ -243,7 +243,7 @@ def node_throughput(prefill_dep: Deployment, decode_dep: Deployment, *, context:
     b = batch_for_speed(curve, tokens_per_s_per_user)
     d = curve.at(b)
     dec_nodes = decode_dep.num_gpus / gpus_per_node
-    ranks = prefill_dep.num_gpus if prefill_dep.layout == "ep" else 1
+    ranks = prefill_dep.parallel.data_parallel_ranks
     pre = roofline.prefill(prefill_dep, prefill_batch * ranks, prompt_tokens)
     computed = float(pre.tokens / pre.step_time_s) / (prefill_dep.num_gpus / gpus_per_node)
     return {

@@ -41,7 +41,7 @@ def capacity_blocks(dep: Deployment, block_size: int = BLOCK_SIZE, max_num_seqs:
             f"{act / 1e9:.2f} GB exceed the usable {usable / 1e9:.2f} GB per GPU by {(per_block - free) / 1e9:.2f} GB"
         )
     blocks = int(free // per_block)
-    return blocks if dep.layout == "tp" else blocks * dep.num_gpus
+    return blocks * dep.parallel.data_parallel_ranks
 
 
 def blocks_for(tokens: int, block_size: int) -> int:

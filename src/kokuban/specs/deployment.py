@@ -1,13 +1,7 @@
 """A deployment: a model on N accelerators, with a parallel layout, precisions and efficiencies.
 
-Layouts
-- "tp" (tensor parallel): every weight matrix is split N ways; each GPU holds 1/N of the weights and
-  runs 1/N of every matmul for the whole batch; GQA KV heads split min(N, KV heads) ways (an MLA latent
-  cannot be split and is replicated); two all-reduces of the activations per layer.
-- "ep" (expert parallel, for MoE): attention and dense layers run data-parallel (each GPU holds them
-  whole and serves B/N of the requests, with their KV), routed experts are split N ways; each MoE layer
-  dispatches tokens to their experts and combines the results with two all-to-alls. This is the
-  DP-attention + EP layout DeepSeek and SGLang use for MLA models.
+The layout ("tp" or "ep") is kept as its name for JSON; `Deployment.parallel` is the `Layout` object
+(specs/layout.py) that answers every layout question the physics asks.
 """
 
 from __future__ import annotations
@@ -17,9 +11,8 @@ from dataclasses import dataclass, field
 from kokuban.errors import KokubanError, require_positive
 from kokuban.specs.dtypes import bytes_per_element, check_dtype
 from kokuban.specs.hardware import Accelerator, Efficiency
+from kokuban.specs.layout import Layout
 from kokuban.specs.model import ModelSpec
-
-LAYOUTS = ("tp", "ep")
 
 
 @dataclass(frozen=True)
@@ -67,8 +60,7 @@ class Deployment:
         other's all-reduce/all-to-all, as in DeepSeek's and SGLang's two-batch overlap).
         """
         require_positive("gpus", num_gpus, integer=True)
-        if layout not in LAYOUTS:
-            raise KokubanError(f"'{layout}' is not known; allowed: {', '.join(LAYOUTS)}", field="layout", value=layout)
+        Layout(layout, int(num_gpus))  # checks the name
         if layout == "ep" and not model.is_moe:
             raise KokubanError(f"'ep' needs a mixture-of-experts model; '{model.name}' is dense (use 'tp')", field="layout",
                                value=layout)
@@ -81,7 +73,7 @@ class Deployment:
         compute = check_dtype(compute_dtype, "compute") if compute_dtype else accelerator.compute_dtype_for(weights)
         price = accelerator.price_per_hour_usd if price_per_hour_usd is None else price_per_hour_usd
         if price < 0:
-            raise KokubanError(f"price per hour must be ≥ 0 USD, got {price!r}")
+            raise KokubanError(f"must be ≥ 0 USD, got {price!r}", field="price_per_hour", value=price)
         return cls(
             model=model, accelerator=accelerator, num_gpus=int(num_gpus), layout=layout, weights_dtype=weights,
             kv_dtype=kv, compute_dtype=compute, efficiency=efficiency or Efficiency(),
@@ -104,16 +96,24 @@ class Deployment:
         return bytes_per_element(self.kv_dtype)
 
     @property
+    def parallel(self) -> Layout:
+        """The layout object: shards, data-parallel ranks, collectives (see specs/layout.py)."""
+        return Layout(self.layout, self.num_gpus)
+
+    @property
     def kv_shards(self) -> int:
-        """Ways one request's KV cache is split: min(N, KV heads) under TP (1 for MLA); 1 under EP."""
-        if self.layout == "tp" and self.model.kv_shardable:
-            return max(1, min(self.num_gpus, self.model.num_kv_heads))
-        return 1
+        """Ways one request's KV cache is split (`Layout.kv_shards` for this model's KV heads)."""
+        return self.parallel.kv_shards(self.model.num_kv_heads, self.model.kv_shardable)
+
+    @property
+    def kv_read_ways(self) -> int:
+        """Ways a step's total KV traffic is spread over GPUs (`Layout.kv_read_ways`)."""
+        return self.parallel.kv_read_ways(self.model.num_kv_heads, self.model.kv_shardable)
 
     @property
     def dense_shards(self) -> int:
-        """Ways the always-read weights (attention, dense MLP, LM head) are split: N under TP, 1 under EP."""
-        return self.num_gpus if self.layout == "tp" else 1
+        """Ways the always-read weights are split (`Layout.dense_shards`)."""
+        return self.parallel.dense_shards
 
     @property
     def usd_per_s(self) -> float:

@@ -1,0 +1,85 @@
+"""Bytes: what a deployment stores and reads — weights (stored, per GPU, read per pass) and the KV cache
+per request. Both the step times (core/roofline.py) and the capacity (core/memory.py) count bytes here.
+
+    weights stored      = (params − embedding/LM-head params)·b_w + those params·2   (16-bit embeddings)
+    weights per GPU     = (stored − routed)/dense shards + routed/N
+    weights read (pass) = (always-read − LM head)·b_w + LM head·2 + moe_layers·E_touched(T)·params/expert·b_w
+    KV per request      = KV elements(L) × bytes per element,  elements(L) = per token per layer × Σ min(L, window)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kokuban.specs.deployment import Deployment
+
+
+def expected_experts_touched(num_experts: int, top_k: int, tokens: Any) -> np.ndarray:
+    """Expected distinct experts a layer's router selects for `tokens` tokens: E·(1 - (1 - k/E)^T).
+
+    Assumes each token picks k distinct experts uniformly and independently of the others (a balanced
+    router, which auxiliary-loss-free balancing and load-balancing losses aim for). A given expert is
+    missed by one token with probability 1 - k/E, by all T tokens with (1 - k/E)^T. Batch 1 touches k;
+    large batches touch all E, so the weight read grows with the batch while compute stays k per token.
+    """
+    t = np.asarray(tokens, dtype=np.float64)
+    if num_experts <= 0:
+        return np.zeros_like(t)
+    return num_experts * (1.0 - (1.0 - top_k / num_experts) ** t)
+
+
+def weight_bytes_stored(dep: Deployment) -> float:
+    """All weight bytes of the model: (params − 16-bit embedding/LM-head params)·b_w + those·2."""
+    m = dep.model
+    embed_params = m.params_embedding + m.params_lm_head
+    return (m.params_total - embed_params) * dep.weight_bytes_per_param + embed_params * dep.embedding_bytes_per_param
+
+
+def weight_bytes_per_gpu(dep: Deployment) -> float:
+    """Weight bytes one GPU holds: always-read part ÷ dense shards + embedding ÷ dense shards + experts ÷ N."""
+    m = dep.model
+    routed = m.params_routed * dep.weight_bytes_per_param
+    return (weight_bytes_stored(dep) - routed) / dep.dense_shards + routed / dep.parallel.expert_shards
+
+
+def routed_weight_bytes_read(dep: Deployment, tokens: Any) -> np.ndarray:
+    """Routed-expert bytes a forward pass over `tokens` tokens reads: moe_layers·E_touched(tokens)·params_per_expert·b_w."""
+    m = dep.model
+    touched = expected_experts_touched(m.num_experts, m.top_k, tokens)
+    return m.moe_layers * touched * m.params_per_expert * dep.weight_bytes_per_param
+
+
+def weight_bytes_read(dep: Deployment, tokens: Any) -> np.ndarray:
+    """Weight bytes the whole deployment reads for one forward pass over `tokens` tokens.
+
+    = (always-read params − LM head)·b_w + LM head·2 + routed_weight_bytes_read(tokens)
+    The input embedding is a lookup of `tokens` rows and is not counted.
+    """
+    m = dep.model
+    dense = (m.params_dense_read - m.params_lm_head) * dep.weight_bytes_per_param + m.params_lm_head * dep.embedding_bytes_per_param
+    return dense + routed_weight_bytes_read(dep, tokens)
+
+
+def weight_bytes_read_per_gpu(dep: Deployment, tokens: Any) -> np.ndarray:
+    """Weight bytes the busiest GPU reads: the always-read part ÷ dense shards + the routed part ÷ N.
+
+    Under EP each GPU reads the whole always-read part for its own requests (dense shards = 1); routed
+    experts, and everything under TP, are split N ways.
+    """
+    routed = routed_weight_bytes_read(dep, tokens)
+    return (weight_bytes_read(dep, tokens) - routed) / dep.dense_shards + routed / dep.parallel.expert_shards
+
+
+def kv_bytes_per_request(dep: Deployment, context: Any) -> np.ndarray:
+    """KV-cache bytes one request holds at `context` tokens: elements(context) × bytes per element.
+
+    elements(L) = KV elements per token per layer × Σ_layers min(L, window_layer).
+    """
+    return dep.model.kv_elements(context) * dep.kv_bytes_per_element
+
+
+def kv_bytes_per_request_per_gpu(dep: Deployment, context: Any) -> np.ndarray:
+    """KV bytes of one request that one GPU holds: kv_bytes_per_request ÷ KV shards."""
+    return kv_bytes_per_request(dep, context) / dep.kv_shards
