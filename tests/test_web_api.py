@@ -40,7 +40,8 @@ CASES = [
     ({"model": "llama-3.1-70b", "gpu": "h200", "gpus": 2, "weights": "fp8", "batch": "max", "context": 8192},
      ["llama-3.1-70b", "--gpu", "h200", "--gpus", "2", "--weights", "fp8", "--batch", "max", "--context", "8192"]),
     ({"model": "qwen3-30b-a3b", "gpu": "b200", "gpus": 4, "layout": "ep", "batch": 64, "prompt": 2000, "output": 300,
-      "kv": "fp8", "price_per_hour": 4.5, "compute_eff": 0.5, "memory_eff": 0.7, "overlap": 0.5, "step_overhead": 0.001},
+      "kv": "fp8", "price_per_hour": 4.5, "compute_eff": 0.5, "memory_eff": 0.7, "overlap": 0.5,
+      "step_overhead": 0.001},
      ["qwen3-30b-a3b", "--gpu", "b200", "--gpus", "4", "--layout", "ep", "--batch", "64", "--prompt", "2000",
       "--output", "300", "--kv", "fp8", "--price-per-hour", "4.5", "--compute-eff", "0.5", "--memory-eff", "0.7",
       "--overlap", "0.5", "--step-overhead", "0.001"]),
@@ -170,7 +171,8 @@ def test_batch_curve_rows_are_estimates(client):
         est = client.post("/api/estimate", json=body | {"batch": row["batch"]}).json()
         assert row["usd_per_m_output"] == est["cost"]["usd_per_m_output"]
         # shared + per request = the whole cost of a token (the wing's split, summed)
-        assert row["usd_per_m_output_shared"] + row["usd_per_m_output_per_request"] == pytest.approx(row["usd_per_m_output"])
+        parts = row["usd_per_m_output_shared"] + row["usd_per_m_output_per_request"]
+        assert parts == pytest.approx(row["usd_per_m_output"])
 
 
 def test_curves_refuse_unbounded_work(client):

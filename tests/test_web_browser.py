@@ -82,8 +82,8 @@ def drawn(pg, action) -> None:
 
 def slide(pg, element_id: str, value: str) -> None:
     """Move a range input as a pointer would: set its value and fire the input event."""
-    pg.eval_on_selector(f"#{element_id}", "(e, v) => { e.value = v; e.dispatchEvent(new Event('input', { bubbles: true })); }",
-                        value)
+    pg.eval_on_selector(f"#{element_id}",
+                        "(e, v) => { e.value = v; e.dispatchEvent(new Event('input', { bubbles: true })); }", value)
 
 
 def shown(pg) -> dict[str, float]:
@@ -117,8 +117,9 @@ def test_controls_change_the_numbers_to_the_apis_and_the_clis(page, server, caps
     args = ["llama-3.1-8b", "--gpu", "h200", "--batch", "64", "--weights", "fp8", "--gpus", "2", "--context", "16384",
             "--price-per-hour", "3"]
     cli = estimate_json(capsys, *args)
-    api = httpx.post(f"{server}/api/estimate", json={"model": "llama-3.1-8b", "gpu": "h200", "batch": 64, "weights": "fp8",
-                                                     "gpus": 2, "context": 16384, "price_per_hour": 3}).json()
+    body = {"model": "llama-3.1-8b", "gpu": "h200", "batch": 64, "weights": "fp8", "gpus": 2, "context": 16384,
+            "price_per_hour": 3}
+    api = httpx.post(f"{server}/api/estimate", json=body).json()
     assert api == cli
     assert shown(page) == expected(cli)
     assert page.text_content('[data-k="usd_per_m_output"]') != first_text
@@ -184,7 +185,8 @@ def test_redraw_time_and_screenshots(browser, server):
     ms = pg.evaluate("""async (changes) => {
         const out = [];
         for (const [id, value] of changes) {
-            const done = new Promise((ok) => document.addEventListener("kokuban:drawn", (e) => ok(e.detail), { once: true }));
+            const done = new Promise((ok) =>
+                document.addEventListener("kokuban:drawn", (e) => ok(e.detail), { once: true }));
             const t0 = performance.now();
             const el = document.getElementById(id);
             el.value = value;
@@ -200,7 +202,8 @@ def test_redraw_time_and_screenshots(browser, server):
     median = statistics.median(ms)
     IMG.mkdir(parents=True, exist_ok=True)
     (IMG / "web-timing.json").write_text(json.dumps({
-        "what": "control change -> redrawn charts, headless Chromium against uvicorn on 127.0.0.1 (tests/test_web_browser.py)",
+        "what": "control change -> redrawn charts, headless Chromium against uvicorn on 127.0.0.1 "
+                "(tests/test_web_browser.py)",
         "changes": len(ms), "median_ms": round(median, 1), "max_ms": round(max(ms), 1), "min_ms": round(min(ms), 1),
         "chromium": pg.context.browser.version,
     }, indent=2) + "\n")

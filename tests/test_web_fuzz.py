@@ -24,12 +24,13 @@ POSTS = sorted(p for p, ops in SCHEMA["paths"].items() if "post" in ops)
 
 junk = st.one_of(
     st.none(), st.booleans(), st.integers(-(2**63), 2**63), st.floats(allow_nan=True, allow_infinity=True),
-    st.text(max_size=12), st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=4), st.integers(), max_size=2),
+    st.text(max_size=12), st.lists(st.integers(), max_size=3),
+    st.dictionaries(st.text(max_size=4), st.integers(), max_size=2),
 )
 PLAUSIBLE = {
-    "model": st.sampled_from(["llama-3.1-8b", "qwen3-30b-a3b", "deepseek-v3", "gemma-3-1b", "gpt-oss-20b", "mixtral-8x7b",
-                              "meta-llama/Llama-3.1-8B", "coarse:total=7e9,active=7e9,kv=131072", "coarse:total=1", "nope",
-                              "/etc/passwd", "../config.json"])
+    "model": st.sampled_from(["llama-3.1-8b", "qwen3-30b-a3b", "deepseek-v3", "gemma-3-1b", "gpt-oss-20b",
+                              "mixtral-8x7b", "meta-llama/Llama-3.1-8B", "coarse:total=7e9,active=7e9,kv=131072",
+                              "coarse:total=1", "nope", "/etc/passwd", "../config.json"])
              | st.fixed_dictionaries({"model_type": st.sampled_from(["llama", "qwen3", "gpt2"]),
                                       "num_hidden_layers": st.integers(-2, 5000), "hidden_size": st.integers(-1, 10**6),
                                       "num_attention_heads": st.integers(0, 64), "vocab_size": st.integers(0, 10**6),

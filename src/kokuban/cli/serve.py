@@ -17,7 +17,8 @@ def serve(port: int) -> None:
     except ImportError as exc:
         raise click.ClickException(f"`kokuban serve` needs the web extra ({exc.name} is missing): "
                                    "pip install 'kokuban[web]'") from None
-    click.echo(f"kokuban: the blackboard at http://127.0.0.1:{port}/ (API schema at /openapi.json); Ctrl-C stops it", err=True)
+    click.echo(f"kokuban: the blackboard at http://127.0.0.1:{port}/ (API schema at /openapi.json); Ctrl-C stops it",
+               err=True)
     run_server(port=port)
 
 

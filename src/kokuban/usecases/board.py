@@ -63,7 +63,8 @@ def _point(step: Any, peak: float, bw: float) -> OperatingPoint:
     intensity = float(arithmetic_intensity(flops, moved))
     return OperatingPoint(flops=flops, bytes_moved=moved, intensity_flop_per_byte=intensity,
                           achieved_flops_per_s=flops / float(step.step_time_s),
-                          attainable_flops_per_s=float(attainable_flops_per_s(intensity, peak, bw)), bound=str(step.bound))
+                          attainable_flops_per_s=float(attainable_flops_per_s(intensity, peak, bw)),
+                          bound=str(step.bound))
 
 
 def _why(est: Estimate, ratio: float, crossover: int | None) -> tuple[str, ...]:
@@ -72,8 +73,9 @@ def _why(est: Estimate, ratio: float, crossover: int | None) -> tuple[str, ...]:
     dec, pre, mem = d["decode"], d["prefill"], d["memory"]
     br = dec["breakdown"]
     b, ctx, step = dec["batch"], dec["context"], dec["step_time_s"]
-    terms = {"multiply compute": br["multiply_compute_s"], "weight read": br["weights_s"], "attention compute":
-             br["attention_compute_s"], "KV read": br["kv_s"], "communication": br["comm_s"], "fixed overhead": br["overhead_s"]}
+    terms = {"multiply compute": br["multiply_compute_s"], "weight read": br["weights_s"],
+             "attention compute": br["attention_compute_s"], "KV read": br["kv_s"], "communication": br["comm_s"],
+             "fixed overhead": br["overhead_s"]}
     listed = ", ".join(f"{k} {v * 1e3:.3g} ms" for k, v in terms.items() if v > 0)
     first = (f"Decode is {dec['bound']}-bound: one step of batch {b:,} at context {ctx:,} takes {step * 1e3:.3g} ms "
              f"({listed}), so each user gets {dec['tokens_per_s_per_user']:.3g} tokens/s and the deployment "
@@ -85,12 +87,14 @@ def _why(est: Estimate, ratio: float, crossover: int | None) -> tuple[str, ...]:
     if bound == "weights":
         lever = (f"The weight read ({dec['weight_bytes_read'] / 1e9:.3g} GB a step) is shared by the batch: a larger "
                  f"batch spreads it over more tokens; {fit:,} requests fit at this context")
-        lever += (f", and decode turns compute-bound from batch {crossover:,}." if crossover is not None and crossover <= fit
+        within = crossover is not None and crossover <= fit
+        lever += (f", and decode turns compute-bound from batch {crossover:,}." if within
                   else "; memory stops the batch before compute binds." if crossover is not None
                   else ", but each request's own KV read outlasts its compute, so compute never binds.")
     elif bound == "kv":
         lever = (f"Each request reads its own KV cache ({kv_gb:.3g} GB at this context) every step, which no batch "
-                 "shares: a shorter context, a smaller KV dtype or more memory bandwidth moves it, a larger batch does not.")
+                 "shares: a shorter context, a smaller KV dtype or more memory bandwidth moves it, a larger batch "
+                 "does not.")
     elif bound == "compute":
         lever = ("The multipliers are busy: more FLOP/s (a lower-precision compute dtype, more or faster accelerators) "
                  "moves it; a larger batch no longer lowers the cost of a token.")
@@ -102,7 +106,8 @@ def _why(est: Estimate, ratio: float, crossover: int | None) -> tuple[str, ...]:
                  f"spreads it over more tokens ({fit:,} fit).")
     out.append(lever)
     out.append(f"Prefill of {pre['batch']:,}×{pre['prompt_tokens']:,} tokens is {pre['bound']}-bound "
-               f"({pre['tokens_per_s']:.3g} tokens/s): it pushes {pre['batch'] * pre['prompt_tokens']:,} tokens through "
+               f"({pre['tokens_per_s']:.3g} tokens/s): it pushes {pre['batch'] * pre['prompt_tokens']:,} tokens "
+               "through "
                f"each weight read where decode pushes {b:,}, so an output token costs {ratio:.3g}× an input token "
                f"(${d['cost']['usd_per_m_output']:.3g} vs ${d['cost']['usd_per_m_input']:.3g} per million).")
     out.append(f"Memory: {mem['used_bytes'] / 1e9:.3g} GB of {mem['usable_bytes'] / 1e9:.3g} GB usable per accelerator "
@@ -127,7 +132,8 @@ def run_blackboard(request: EstimateRequest) -> Blackboard:
     bw = n * acc.memory_bandwidth_bytes_per_s * eff.memory
     # output ÷ input cost = time per output token ÷ time per input token (the price per second cancels, so
     # the ratio holds for a free accelerator too)
-    ratio = (float(est.decode.step_time_s) / float(est.decode.batch)) / (float(est.prefill.step_time_s) / float(est.prefill.tokens))
+    dec, pre = est.decode, est.prefill
+    ratio = (float(dec.step_time_s) / float(dec.batch)) / (float(pre.step_time_s) / float(pre.tokens))
     crossover = crossover_batch(dep, est.context)
     return Blackboard(
         estimate=est, peak_flops_per_s=peak, bandwidth_bytes_per_s=bw, ridge_flop_per_byte=ridge_intensity(peak, bw),

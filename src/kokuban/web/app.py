@@ -69,7 +69,8 @@ class Endpoint:
 ENDPOINTS = (
     Endpoint("/api/models", None, run_models, "The model catalog: the rows of `kokuban models --json`, with hf_repo."),
     Endpoint("/api/gpus", None, run_gpus, "The accelerator catalog: the rows of `kokuban gpus --json`."),
-    Endpoint("/api/estimate", EstimateRequest, run_estimate, "One configuration, every term: `kokuban estimate --json`."),
+    Endpoint("/api/estimate", EstimateRequest, run_estimate,
+             "One configuration, every term: `kokuban estimate --json`."),
     Endpoint("/api/blackboard", EstimateRequest, run_blackboard,
              "The estimate, its roofline operating points, output/input cost ratio and the why."),
     Endpoint("/api/batch-curve", BatchCurveRequest, run_batch_curve,
@@ -199,15 +200,17 @@ class _TooBig(Exception):
 
 
 #: The page's policy: every script, style, image and font from this server, none from anywhere else.
-CSP = "default-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'"
+CSP = ("default-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
+       "form-action 'none'")
 
 
 def create_app() -> FastAPI:
     """The FastAPI application: the API routes of `ENDPOINTS`, `/api/limits`, the page at `/`, its assets at
     `/static/`."""
     # no /docs or /redoc: FastAPI's pages for them load scripts from a CDN; the schema is at /openapi.json
-    app = FastAPI(title="kokuban", version=_version(), docs_url=None, redoc_url=None, summary="What running an LLM costs and how fast it goes: "
-                  "the use cases of the kokuban CLI as JSON over HTTP (SI units, the same keys as --json).")
+    app = FastAPI(title="kokuban", version=_version(), docs_url=None, redoc_url=None,
+                  summary="What running an LLM costs and how fast it goes: the use cases of the kokuban CLI as JSON "
+                  "over HTTP (SI units, the same keys as --json).")
 
     @app.exception_handler(KokubanError)
     async def _kokuban(_: Any, exc: KokubanError) -> JSONResponse:
