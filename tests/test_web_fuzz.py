@@ -28,48 +28,70 @@ junk = st.one_of(
     st.dictionaries(st.text(max_size=4), st.integers(), max_size=2),
 )
 PLAUSIBLE = {
-    "model": st.sampled_from(["llama-3.1-8b", "qwen3-30b-a3b", "deepseek-v3", "gemma-3-1b", "gpt-oss-20b",
-                              "mixtral-8x7b", "meta-llama/Llama-3.1-8B", "coarse:total=7e9,active=7e9,kv=131072",
+    "model": st.sampled_from(["llama-3.1-8b", "llama-3.2-1b", "qwen3-30b-a3b", "gemma-3-1b", "gpt-oss-20b",
+                              "meta-llama/Llama-3.1-8B", "coarse:total=7e9,active=7e9,kv=131072", "deepseek-v3",
                               "coarse:total=1", "nope", "/etc/passwd", "../config.json"])
              | st.fixed_dictionaries({"model_type": st.sampled_from(["llama", "qwen3", "gpt2"]),
                                       "num_hidden_layers": st.integers(-2, 5000), "hidden_size": st.integers(-1, 10**6),
                                       "num_attention_heads": st.integers(0, 64), "vocab_size": st.integers(0, 10**6),
                                       "intermediate_size": st.integers(0, 10**6)}),
-    "gpu": st.sampled_from(["h100-sxm", "h200", "b200", "a10g", "tpu-v5e", "h20", "custom:bf16=1e15,bw=3e12,mem=80e9",
+    "gpu": st.sampled_from(["h100-sxm", "h200", "b200", "mi300x", "tpu-v5e", "h20", "custom:bf16=1e15,bw=3e12,mem=80e9",
                             "custom:bw=0", "H100-SXM", "x"]),
-    "layout": st.sampled_from(["tp", "ep", None, "dp"]),
+    "layout": st.sampled_from(["tp", "ep", None]),
     "weights": st.sampled_from(["bf16", "fp8", "int4", "fp4", "float16", "fp3", None]),
     "kv": st.sampled_from(["bf16", "fp8", None, "int2"]),
     "compute": st.sampled_from(["bf16", "fp8", "fp4", None, "tf32"]),
 }
 
 
-def value_for(name: str, prop: dict) -> st.SearchStrategy:
-    """Plausible values of a property (from its schema's types and bounds) mixed with edges and junk."""
+def plausible(name: str, prop: dict) -> st.SearchStrategy:
+    """Values of a property inside (or at the edges of) what its schema allows, from its types and bounds."""
     if name in PLAUSIBLE:
-        return PLAUSIBLE[name] | junk
+        return PLAUSIBLE[name]
     kinds = {t.get("type") for t in prop.get("anyOf", [prop])} | {t.get("const") for t in prop.get("anyOf", [])}
-    options = [junk]
+    options = []
     if "integer" in kinds:
-        options += [st.integers(-5, 300), st.sampled_from([0, 1, 2**31, 2**31 + 1, 4096, 4097, 65_536, 10**12])]
+        hi = min((t.get("maximum", 2**31) for t in prop.get("anyOf", [prop]) if t.get("type") == "integer"),
+                 default=2**31)
+        options += [st.integers(1, min(hi, 40_000)), st.sampled_from([1, 2, 8, hi])]
     if "number" in kinds:
-        options += [st.floats(-1, 2), st.sampled_from([0.0, 1e-300, 1e300, 1.0])]
+        options += [st.floats(0.05, 1.0), st.sampled_from([1.0, 1e-6])]
     if "max" in kinds:
         options.append(st.just("max"))
     if "boolean" in kinds:
         options.append(st.booleans())
-    return st.one_of(*options)
+    if "null" in kinds:
+        options.append(st.none())
+    return st.one_of(*options) if options else junk
 
 
 def body_strategy(path: str) -> st.SearchStrategy:
+    """Bodies of three kinds: plausible fields; plausible with one field (or an unknown one) junk; pure junk."""
     ref = SCHEMA["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
     props = SCHEMA["components"]["schemas"][ref.rsplit("/", 1)[1]]["properties"]
-    fields = {k: value_for(k, v) for k, v in props.items()}
-    base = st.fixed_dictionaries({"model": PLAUSIBLE["model"], "gpu": PLAUSIBLE["gpu"]},
-                                 optional={k: v for k, v in fields.items() if k not in ("model", "gpu")})
-    extra = st.dictionaries(st.sampled_from(["gpu_file", "efficiency", "zzz", "model"]), junk, max_size=1)
-    return st.one_of(base, st.builds(lambda a, b: a | b, base, extra), junk)
+    optional = {k: plausible(k, v) for k, v in props.items() if k not in ("model", "gpu")}
+    good = st.fixed_dictionaries({"model": PLAUSIBLE["model"], "gpu": PLAUSIBLE["gpu"]}, optional=optional)
+    spoiled = st.builds(lambda body, key, value: body | {key: value}, good,
+                        st.sampled_from([*props, "gpu_file", "efficiency", "zzz"]), junk)
+    return st.one_of(valid_body(props), valid_body(props), good, spoiled, junk)
 
+
+def valid_body(props: dict) -> st.SearchStrategy:
+    """Bodies inside what fits (small models, one to eight accelerators, modest batches and contexts), with the
+    numbers free inside their ranges: these reach the use cases' arithmetic, where a NaN or a crash would hide."""
+    fields = {
+        "gpus": st.integers(1, 8), "batch": st.integers(1, 32) | st.just("max"),
+        "context": st.integers(1, 8192), "weights": st.sampled_from(["bf16", "fp8", "int4"]),
+        "kv": st.sampled_from(["bf16", "fp8"]),
+        "price_per_hour": st.floats(0, 100), "compute_eff": st.floats(0.05, 1), "memory_eff": st.floats(0.05, 1),
+        "kv_eff": st.floats(0.05, 1), "link_eff": st.floats(0.05, 1), "overlap": st.floats(0, 1),
+        "step_overhead": st.floats(0, 0.1), "max_batch": st.integers(1, 16), "points": st.integers(20, 64),
+        "start": st.integers(1, 2048), "end": st.integers(2048, 32768),
+    }
+    return st.fixed_dictionaries(
+        {"model": st.sampled_from(["llama-3.2-1b", "llama-3.1-8b", "qwen3-30b-a3b", "gemma-3-1b"]),
+         "gpu": st.sampled_from(["h100-sxm", "h200", "b200", "mi300x", "h20"])},
+        optional={k: v for k, v in fields.items() if k in props})
 
 def strict_json(text: str):
     def refuse(constant: str):

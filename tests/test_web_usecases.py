@@ -40,7 +40,8 @@ def test_operating_points_from_the_estimates_terms():
     for kind, step_s in (("decode", d["decode"]["step_time_s"]), ("prefill", d["prefill"]["time_s"])):
         s = d[kind]
         point = getattr(b, kind)
-        assert point.intensity_flop_per_byte == pytest.approx(s["flops"] / (s["weight_bytes_read"] + s["kv_bytes_read"]))
+        moved = s["weight_bytes_read"] + s["kv_bytes_read"]
+        assert point.intensity_flop_per_byte == pytest.approx(s["flops"] / moved)
         assert point.achieved_flops_per_s == pytest.approx(s["flops"] / step_s)
         assert point.achieved_flops_per_s <= point.attainable_flops_per_s * (1 + 1e-9)  # on or under the roof
     # decode of 8 requests sits far left of the ridge, prefill of 8 × 4096 tokens far right
@@ -106,3 +107,11 @@ def test_model_names_and_configs():
     with pytest.raises(KokubanError) as e:
         model_from_config({"model_type": "llama", "num_hidden_layers": 2000})
     assert e.value.field == "model" and "1024" in e.value.reason
+
+
+def test_a_free_accelerator_gives_no_nan():
+    """Price 0: every cost is 0 and a cost ratio has nothing to divide by: None, never NaN."""
+    c = run_batch_curve(BatchCurveRequest(model="llama-3.1-8b", gpu="h100-sxm", price_per_hour=0, points=20))
+    assert c.summary["cost_ratio_max_to_min"] is None and c.rows[0]["usd_per_m_output"] == 0.0
+    w = run_context_wall(ContextWallRequest(model="llama-3.1-8b", gpu="h100-sxm", price_per_hour=0, points=20))
+    assert all(r["surcharge_output"] is None for r in w.rows) and w.summary["surcharge_output_at_end"] is None

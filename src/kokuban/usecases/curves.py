@@ -3,16 +3,19 @@
 
 Interim: when the economics use cases (`usecases/economics.py`) land, these two should become calls of
 theirs. Both are thin: the rows come from `economics.batch.batch_curve` / `economics.context.context_wall`
-unchanged; this module only bounds the work (`MAX_CURVE_BATCH`, `MAX_POINTS`) and thins the rows to a
-chart's worth (`economics.frontier.batch_grid`).
+unchanged; this module only bounds the work (`MAX_CURVE_BATCH`, `MAX_POINTS`), thins the rows to a
+chart's worth (`economics.frontier.batch_grid`) and gives a cost ratio with nothing to divide by (a free
+accelerator's 0 ÷ 0) as None rather than NaN.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 from typing import Annotated, Any
 
+import numpy as np
 from pydantic import Field
 
 from kokuban.errors import KokubanError
@@ -26,10 +29,26 @@ MAX_POINTS = 64
 Points = Annotated[int, Field(ge=20, le=MAX_POINTS)]
 
 
+#: Ratios of two costs: 0 ÷ 0 (NaN) on a free accelerator (price 0), or with no base row to divide by.
+RATIOS = ("surcharge_output", "surcharge_input", "cost_ratio_max_to_min", "surcharge_output_at_end",
+          "surcharge_input_at_end")
+
+
+def _plain(key: str, value: Any) -> Any:
+    """A NumPy scalar as a Python one; a ratio with nothing to divide by (NaN) as None, never NaN."""
+    value = value.item() if hasattr(value, "item") else value
+    if key in RATIOS and isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
 def _records(df: Any, columns: tuple[str, ...]) -> list[dict[str, Any]]:
     """Rows of `df` restricted to `columns`, as plain Python numbers (JSON)."""
-    return [{k: (v.item() if hasattr(v, "item") else v) for k, v in row.items()}
-            for row in df.loc[:, list(columns)].to_dict(orient="records")]
+    return [{k: _plain(k, v) for k, v in row.items()} for row in df.loc[:, list(columns)].to_dict(orient="records")]
+
+
+def _summary(summary: Any) -> dict[str, Any]:
+    return {k: _plain(k, v) for k, v in summary.as_dict().items()}
 
 
 # ---- the batch curve ------------------------------------------------------------------------------
@@ -85,11 +104,13 @@ def run_batch_curve(request: BatchCurveRequest) -> BatchCurve:
         raise KokubanError(f"must be at most {MAX_CURVE_BATCH:,} (the curve evaluates every batch up to it), "
                            f"got {r.max_batch}", field="max_batch", value=r.max_batch)
     hi = r.max_batch if r.max_batch is not None else min(fit, MAX_CURVE_BATCH)
-    curve = batch_curve(dep, context, max_batch=hi)
+    with np.errstate(invalid="ignore"):  # a free accelerator's 0 ÷ 0 ratio: None in the result (`_plain`)
+        curve = batch_curve(dep, context, max_batch=hi)
+        summary = _summary(batch_summary(dep, curve))
     grid = set(batch_grid(hi, r.points - 17).tolist())  # ≤ 16 dense + (points − 17) geometric + hi = points
     rows = curve[curve["batch"].isin(grid)]
     return BatchCurve(context=int(context), max_batch=int(hi), capped=r.max_batch is None and fit > MAX_CURVE_BATCH,
-                      rows=tuple(_records(rows, BATCH_COLUMNS)), summary=batch_summary(dep, curve).as_dict())
+                      rows=tuple(_records(rows, BATCH_COLUMNS)), summary=summary)
 
 
 # ---- the long-context wall ------------------------------------------------------------------------
@@ -134,8 +155,8 @@ def run_context_wall(request: ContextWallRequest) -> ContextWall:
     dep = r.deployment(end)
     if r.start > end:
         raise KokubanError(f"must not exceed the end {end:,}, got {r.start:,}", field="start", value=r.start)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), np.errstate(invalid="ignore"):  # 0 ÷ 0 surcharges: None (`_plain`)
         warnings.simplefilter("ignore", BeyondMaxContextWarning)  # rows say so: `beyond_max_context`
         table = context_wall(dep, r.start, end, r.points, r.threshold)
-    summary = context_summary(dep, table, r.threshold, end)
-    return ContextWall(rows=tuple(_records(table, WALL_COLUMNS)), summary=summary.as_dict())
+        summary = context_summary(dep, table, r.threshold, end)
+    return ContextWall(rows=tuple(_records(table, WALL_COLUMNS)), summary=_summary(summary))
