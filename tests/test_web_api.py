@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from importlib import resources
 
 import pytest
@@ -12,7 +13,9 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("httpx")
 
-from fastapi.testclient import TestClient  # noqa: E402
+with warnings.catch_warnings():  # starlette's note that its test client may move off httpx one day
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from fastapi.testclient import TestClient  # noqa: E402
 
 from kokuban.cli import main  # noqa: E402
 from kokuban.errors import KokubanError  # noqa: E402
@@ -227,3 +230,13 @@ def test_no_page_that_loads_a_cdn(client):
     """FastAPI's /docs and /redoc pages fetch their scripts from a CDN: they are off; the schema stays."""
     assert client.get("/docs").status_code == 404 and client.get("/redoc").status_code == 404
     assert client.get("/openapi.json").status_code == 200
+
+
+def test_serve_binds_this_machine_only(monkeypatch, capsys):
+    import uvicorn
+
+    calls: dict = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.update(kw, app=app))
+    assert main(["serve", "--port", "8123"]) == 0
+    assert calls["host"] == "127.0.0.1" and calls["port"] == 8123
+    assert "http://127.0.0.1:8123/" in capsys.readouterr().err

@@ -146,6 +146,49 @@ def test_controls_change_the_numbers_to_the_apis_and_the_clis(page, server, caps
     assert page.get_attribute("#batch", "aria-invalid") == "true"
 
 
+def body_from_url(url: str) -> dict:
+    """The API body the page's URL describes (its query holds the request's fields)."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    ints = {"gpus", "batch", "context", "prompt", "output"}
+    body: dict = {}
+    for k, v in parse_qsl(urlsplit(url).query):
+        body[k] = v if k not in ints or v == "max" else int(v)
+        if k not in ints and k not in ("model", "gpu", "layout", "weights", "kv", "compute"):
+            body[k] = float(v)
+    return body
+
+
+def test_every_control_changes_what_is_shown(page, server):
+    """Each control, moved in turn, changes the numbers or the title shown, and they stay the API's for the
+    configuration the URL now holds."""
+    page.goto(f"{server}/?model=qwen3-30b-a3b&gpu=h100-sxm&gpus=2&batch=16")
+    page.wait_for_function("window.kokuban && window.kokuban.ready", timeout=20_000)
+    moves = [
+        ("#layout", "select", "ep"), ("#kv", "select", "fp8"), ("#weights", "select", "fp8"),
+        ("#compute", "select", "bf16"), ("#prompt", "fill", "1500"), ("#output", "fill", "500"),
+        ("#kv_eff", "slide", "0.5"), ("#link_eff", "slide", "0.9"), ("#overlap", "slide", "0.3"),
+        ("#step_overhead", "slide", "0.005"), ("#layout", "select", "tp"), ("#model", "fill", "llama-3.1-8b"),
+        ("#gpu", "select", "mi300x"),
+    ]
+    for selector, how, value in moves:
+        before = (shown(page), page.text_content("#title"))
+        if how == "select":
+            drawn(page, lambda s=selector, v=value: page.select_option(s, v))
+        elif how == "fill":
+            drawn(page, lambda s=selector, v=value: page.fill(s, v))
+        else:
+            drawn(page, lambda s=selector, v=value: slide(page, s[1:], v))
+        if selector == "#prompt":  # prompt alone is an error until its output comes
+            assert page.text_content("#error").startswith("output:")
+            continue
+        assert not page.is_visible("#error"), page.text_content("#error")
+        now = (shown(page), page.text_content("#title"))
+        assert now != before, f"{selector} → {value} changed nothing shown"
+        api = httpx.post(f"{server}/api/estimate", json=body_from_url(page.url)).json()
+        assert now[0] == expected(api), selector
+
+
 def test_upload_a_config_json(page, server, capsys, tmp_path):
     config = tmp_path / "my-llama.json"
     config.write_text((resources.files("kokuban") / "data" / "models" / "llama-3.1-8b.json").read_text())

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 
 import pytest
 
 pytest.importorskip("fastapi")
 pytest.importorskip("httpx")
 
-from fastapi.testclient import TestClient  # noqa: E402
+with warnings.catch_warnings():  # starlette's note that its test client may move off httpx one day
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from fastapi.testclient import TestClient  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
