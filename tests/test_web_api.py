@@ -14,7 +14,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("httpx")
 
 with warnings.catch_warnings():  # starlette's note that its test client may move off httpx one day
-    warnings.simplefilter("ignore", DeprecationWarning)
+    warnings.simplefilter("ignore")
     from fastapi.testclient import TestClient  # noqa: E402
 
 from kokuban.cli import main  # noqa: E402
