@@ -198,7 +198,7 @@ class CalibrateRequest(TextbookEfficiencyRequest):
     starting from the textbook fractions, on the rows outside the held-out split, and judge it on those in.
 
     `source` "published" fits data/published_results.toml; "validate-csv" the report at `csv_path` (a
-    `kokuban validate --out-dir` validate.csv, optionally only its `phase` rows). The split holds out a
+    validate report's validate.csv, optionally only its `phase` rows). The split holds out a
     `holdout` fraction by a hash of the row id salted by `seed`, or with `hold_out` = (field, values) every
     validate row whose batch, context or prompt_tokens is one of the values.
     """

@@ -533,7 +533,7 @@ def run_validation(
 
 
 def read_probe_entry(path: str, entry_id: str | None = None) -> dict[str, Any]:
-    """The raw accelerator entry `entry_id` (default: the first) from a `kokuban probe --out` file.
+    """The raw accelerator entry `entry_id` (default: the first) from an accelerator file that `kokuban probe` wrote.
 
     Errors name the parameter at fault: `path` (unreadable, not TOML/JSON, no entries, a malformed entry)
     or `entry_id` (not in the file)."""
