@@ -85,7 +85,8 @@ def test_fit_recovers_known_efficiency():
     def run(eff: Efficiency) -> np.ndarray:
         return predict(deployment_for(spec, acc, "fp32", eff), phases, batches, contexts)[0]
 
-    fitted, loss = fit_efficiency(run, measured, ("compute", "memory", "step_overhead_s"))
+    # started from the truth's base (the shipped fractions), so only the three fitted fields differ from it
+    fitted, loss = fit_efficiency(run, measured, ("compute", "memory", "step_overhead_s"), Efficiency())
     assert fitted.compute == pytest.approx(0.5, rel=0.03)
     assert fitted.memory == pytest.approx(0.7, rel=0.03)
     assert fitted.step_overhead_s == pytest.approx(1e-4, rel=0.1)
@@ -183,17 +184,19 @@ def test_run_validation_cli_json_and_calibrate(tmp_path, capsys):
 
     ids = ["decode-b1-t8", "prefill-b1-t4"]
     seed = next(s for s in range(100) if holdout_mask(ids, 0.5, s).sum() == 1)
-    cal = calibrate_validation(str(out / "validate.csv"), ("memory",), holdout_fraction=0.5, seed=seed)
+    cal = calibrate_validation(str(out / "validate.csv"), ("memory",), start=Efficiency.textbook(), holdout_fraction=0.5,
+                               seed=seed)
     assert cal.train_rows == 1 and cal.holdout_rows == 1 and 0 < cal.after.memory <= 1
     # per-row results: the held-out flags are the split's, and the after-predictions give the held-out summary
     assert [r["held_out"] for r in cal.rows] == list(holdout_mask(ids, 0.5, seed))
     held = next(r for r in cal.rows if r["held_out"])
     assert cal.holdout_after["median_abs_error"] == pytest.approx(abs(held["predicted_after"] - held["measured"]) / held["measured"])
     # a structured split: the decode row (context 8) held out, the prefill (context 0) fitted on
-    by_context = calibrate_validation(str(out / "validate.csv"), ("memory",), hold_out=("context", [8]))
+    by_context = calibrate_validation(str(out / "validate.csv"), ("memory",), start=Efficiency.textbook(),
+                                      hold_out=("context", [8]))
     assert [r["held_out"] for r in by_context.rows] == [True, False]
     with pytest.raises(KokubanError, match="0 training"):
-        calibrate_validation(str(out / "validate.csv"), ("memory",), hold_out=("batch", [1]))
+        calibrate_validation(str(out / "validate.csv"), ("memory",), start=Efficiency.textbook(), hold_out=("batch", [1]))
     png = tmp_path / "cal.png"
     assert main(["calibrate", "--source", "validate-csv", "--csv", str(out / "validate.csv"), "--params", "memory",
                  "--holdout", "0.5", "--seed", str(seed), "--plot", str(png), "--json"]) == 0

@@ -84,3 +84,20 @@ def test_accuracy_cli_json(capsys):
     errs = np.array([r["error"] for r in data["rows"]])
     assert data["summary"]["median_abs_error"] == pytest.approx(np.median(errs))
     assert set(data["summary"]["by_regime"]) <= {"compute", "weights", "kv", "comm", "overhead"}
+
+
+def test_documented_accuracy_figures_hold():
+    """docs/validation.md and the README quote these summaries; prose must not drift from the code.
+
+    Shipped defaults: "all 43 rows 20.3 % median (p90 66.5 %), signed +4.9 %"; textbook fractions (the table of
+    `kokuban accuracy --compute-eff 0.6 --memory-eff 0.8 --link-eff 0.75 --step-overhead 0`): all 43 rows
+    33.8 % median, 120.3 % p90, 172.1 % max, +31.2 % signed."""
+    from kokuban.usecases.validation import AccuracyRequest, run_accuracy
+
+    def quoted(s):
+        return tuple(round(100 * s[k], 1) for k in ("median_abs_error", "p90_abs_error", "median_signed_error"))
+
+    shipped = run_accuracy(AccuracyRequest()).summary
+    assert shipped["count"] == 43 and quoted(shipped) == (20.3, 66.5, 4.9)
+    textbook = run_accuracy(AccuracyRequest(compute_eff=0.6, memory_eff=0.8, link_eff=0.75, step_overhead=0)).summary
+    assert quoted(textbook) == (33.8, 120.3, 31.2) and round(100 * textbook["max_abs_error"], 1) == 172.1

@@ -222,12 +222,26 @@ def predict_row(row: PublishedResult, efficiency: Efficiency | None = None) -> P
     )
 
 
-def accuracy(efficiency: Efficiency | None = None, rows: Sequence[PublishedResult] | None = None) -> dict[str, Any]:
-    """Every published row predicted, and the error summary (overall, by regime, by metric)."""
+@dataclass(frozen=True)
+class Accuracy:
+    """Every published row predicted, the error summary (overall, by regime, by metric) and the fractions used."""
+
+    predictions: tuple[Prediction, ...]
+    summary: dict[str, Any]
+    efficiency: Efficiency
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"rows": [p.as_dict() for p in self.predictions], "summary": self.summary,
+                "efficiency": self.efficiency.as_dict()}
+
+
+def accuracy(efficiency: Efficiency | None = None, rows: Sequence[PublishedResult] | None = None) -> Accuracy:
+    """Every published row predicted at `efficiency` (default: the shipped calibrated `Efficiency()`, what
+    every estimate uses), and the error summary (overall, by regime, by metric)."""
+    efficiency = efficiency or Efficiency()
     rows = load_published() if rows is None else rows
-    preds = [predict_row(r, efficiency) for r in rows]
+    preds = tuple(predict_row(r, efficiency) for r in rows)
     summary = error_summary([p.measured for p in preds], [p.predicted for p in preds], [p.regime for p in preds],
                             [p.metric for p in preds])
     summary["by_metric"] = summary.pop("by_phase")
-    return {"rows": [p.as_dict() for p in preds], "summary": summary,
-            "efficiency": (efficiency or Efficiency()).as_dict()}
+    return Accuracy(predictions=preds, summary=summary, efficiency=efficiency)

@@ -9,6 +9,9 @@ symmetric in over- and under-prediction and not dominated by the slowest rows.
 
 Rows are split by a hash of their id (`holdout_mask`), so a row's side does not depend on the order
 of the file. Errors are reported before (the efficiency given) and after, on the held-out rows only.
+
+The starting fractions are an argument everywhere here, with no default: which fractions a calibration
+starts from is the request's policy (`usecases.validation.CalibrateRequest`: the textbook ones).
 """
 
 from __future__ import annotations
@@ -27,12 +30,16 @@ from kokuban.validation.accuracy import error_summary
 FRACTIONS = ("compute", "memory", "interconnect", "kv_memory", "overlap")
 SECONDS = ("step_overhead_s", "collective_latency_s")
 MIN_SECONDS, MAX_SECONDS = 1e-7, 1.0
+#: The fields fitted when none are named: published rows pin down the serving fractions and the fixed step
+#: cost; a validate report (one device, no interconnect) the KV-read fraction and the overlap as well.
+PUBLISHED_PARAMS = ("compute", "memory", "interconnect", "step_overhead_s")
+VALIDATION_PARAMS = ("compute", "memory", "kv_memory", "overlap", "step_overhead_s")
 
 
 def holdout_mask(ids: Sequence[str], fraction: float = 1 / 3, seed: int = 0) -> np.ndarray:
     """True for held-out rows: crc32("seed:id") mod 10 000 < fraction·10 000 (stable, order-free)."""
     if not 0 < fraction < 1:
-        raise KokubanError(f"held-out fraction must be between 0 and 1, got {fraction!r}")
+        raise KokubanError(f"held-out fraction must be between 0 and 1, got {fraction!r}", field="fraction", value=fraction)
     return np.array([zlib.crc32(f"{seed}:{i}".encode()) % 10_000 < fraction * 10_000 for i in ids], dtype=bool)
 
 
@@ -70,14 +77,14 @@ def log_loss(predicted: np.ndarray, measured: np.ndarray) -> float:
 
 
 def fit_efficiency(predict: Callable[[Efficiency], np.ndarray], measured: Sequence[float], params: Sequence[str],
-                   start: Efficiency | None = None) -> tuple[Efficiency, float]:
+                   start: Efficiency) -> tuple[Efficiency, float]:
     """The Efficiency (only `params` changed from `start`) minimising `log_loss` on these rows."""
     from scipy.optimize import minimize
 
     bad = [p for p in params if p not in FRACTIONS + SECONDS]
     if bad or not params:
-        raise KokubanError(f"cannot fit {bad or 'nothing'}; allowed parameters: {', '.join(FRACTIONS + SECONDS)}")
-    start = start or Efficiency()
+        raise KokubanError(f"cannot fit {bad or 'nothing'}; allowed parameters: {', '.join(FRACTIONS + SECONDS)}",
+                           field="params", value=list(params))
     m = np.asarray(measured, dtype=np.float64)
 
     def loss(z: np.ndarray) -> float:
@@ -119,14 +126,13 @@ class Calibration:
 
 
 def calibrate(source: str, ids: Sequence[str], measured: Sequence[float], predict: Callable[[Efficiency], tuple[np.ndarray, np.ndarray]],
-              params: Sequence[str], *, start: Efficiency | None = None, holdout_fraction: float = 1 / 3,
+              params: Sequence[str], *, start: Efficiency, holdout_fraction: float = 1 / 3,
               seed: int = 0, held_out: Sequence[bool] | None = None) -> Calibration:
     """Split, fit on the training rows, and summarise both sides before and after.
 
     `predict(eff)` returns (predicted values, regime labels) for all rows, in the order of `ids`.
     The split is `holdout_mask(ids, holdout_fraction, seed)` unless `held_out` gives it row by row.
     """
-    start = start or Efficiency()
     m = np.asarray(measured, dtype=np.float64)
     held = holdout_mask(ids, holdout_fraction, seed) if held_out is None else np.asarray(held_out, dtype=bool)
     if held.all() or not held.any():
@@ -151,8 +157,8 @@ def calibrate(source: str, ids: Sequence[str], measured: Sequence[float], predic
 
 
 # ---- the two sources -------------------------------------------------------------------------------
-def calibrate_published(params: Sequence[str] = ("compute", "memory", "interconnect", "step_overhead_s"), *,
-                        start: Efficiency | None = None, holdout_fraction: float = 1 / 3, seed: int = 0) -> Calibration:
+def calibrate_published(params: Sequence[str] = PUBLISHED_PARAMS, *, start: Efficiency, holdout_fraction: float = 1 / 3,
+                        seed: int = 0) -> Calibration:
     """Fit to data/published_results.toml (rules of `accuracy.predict_row`)."""
     from kokuban.validation.accuracy import load_published, predict_row
 
@@ -179,21 +185,23 @@ def read_validation(csv_path: str) -> tuple[Any, dict[str, Any]]:
         frame = pd.read_csv(path)
         setup = json.loads(setup_path.read_text())["setup"]
     except FileNotFoundError as exc:
-        raise KokubanError(f"cannot read validation report '{exc.filename}' (validate writes NAME.csv and NAME.json)") from None
+        raise KokubanError(f"cannot read validation report '{exc.filename}' (validate writes NAME.csv and NAME.json)",
+                           field="csv_path", value=csv_path) from None
     except (KeyError, ValueError) as exc:
-        raise KokubanError(f"validation report '{path}' is not one `kokuban validate` wrote: {exc}") from None
+        raise KokubanError(f"validation report '{path}' is not one `kokuban validate` wrote: {exc}", field="csv_path",
+                           value=csv_path) from None
     missing = {"phase", "batch", "context", "prompt_tokens", "measured_s"} - set(frame.columns)
     if missing:
-        raise KokubanError(f"validation CSV '{path}' lacks the column(s) {sorted(missing)}")
+        raise KokubanError(f"validation CSV '{path}' lacks the column(s) {sorted(missing)}", field="csv_path", value=csv_path)
     return frame, setup
 
 
 HOLD_OUT_FIELDS = ("batch", "context", "prompt_tokens")
 
 
-def calibrate_validation(csv_path: str, params: Sequence[str] = ("compute", "memory", "kv_memory", "overlap", "step_overhead_s"), *,
-                         phase: str | None = None, start: Efficiency | None = None, holdout_fraction: float = 1 / 3,
-                         seed: int = 0, hold_out: tuple[str, Sequence[int]] | None = None) -> Calibration:
+def calibrate_validation(csv_path: str, params: Sequence[str] = VALIDATION_PARAMS, *, start: Efficiency,
+                         phase: str | None = None, holdout_fraction: float = 1 / 3, seed: int = 0,
+                         hold_out: tuple[str, Sequence[int]] | None = None) -> Calibration:
     """Fit to a `kokuban validate` report (optionally one phase), re-predicting with `validate.predict`.
 
     `hold_out` = (field, values) holds out every row whose `field` (batch, context or prompt_tokens) is one
@@ -205,10 +213,9 @@ def calibrate_validation(csv_path: str, params: Sequence[str] = ("compute", "mem
     if phase:
         frame = frame[frame["phase"] == phase]
         if frame.empty:
-            raise KokubanError(f"validation report '{csv_path}' has no '{phase}' rows")
+            raise KokubanError(f"validation report '{csv_path}' has no '{phase}' rows", field="phase", value=phase)
     tokens = np.where(frame["phase"] == "decode", frame["context"], frame["prompt_tokens"])
     ids = [f"{ph}-b{b}-t{t}" for ph, b, t in zip(frame["phase"], frame["batch"], tokens, strict=True)]
-    start = start or Efficiency()
 
     def run(eff: Efficiency) -> tuple[np.ndarray, np.ndarray]:
         return predict(deployment_from_setup(setup, eff), list(frame["phase"]), list(frame["batch"]), list(tokens))

@@ -128,11 +128,13 @@ def resolve_linear(linear: str, device: str, dtype: str) -> str:
     `torch.utils.mkldnn.to_mkldnn` inference path and Intel's extension use on CPUs.
     """
     if linear not in LINEAR_BACKENDS:
-        raise KokubanError(f"linear backend '{linear}' is not known; allowed: {', '.join(LINEAR_BACKENDS)}")
+        raise KokubanError(f"backend '{linear}' is not known; allowed: {', '.join(LINEAR_BACKENDS)}", field="linear",
+                           value=linear)
     torch = import_torch()
     onednn_ok = device == "cpu" and dtype == "fp32" and torch.backends.mkldnn.is_available()
     if linear == "onednn" and not onednn_ok:
-        raise KokubanError("linear backend 'onednn' needs fp32 on a CPU with PyTorch's oneDNN (mkldnn) backend")
+        raise KokubanError("backend 'onednn' needs fp32 on a CPU with PyTorch's oneDNN (mkldnn) backend", field="linear",
+                           value=linear)
     if linear == "auto":
         return "onednn" if onednn_ok else "matmul"
     return linear
@@ -390,8 +392,9 @@ def validation_accelerator(entry: dict[str, Any], compute_dtype: str) -> Acceler
     return Accelerator.from_dict({**entry, **{f"flops_{k}": rate for k in ("fp32", "bf16", "fp16")}})
 
 
-def deployment_for(spec: ModelSpec, accelerator: Accelerator, dtype: str, efficiency: Efficiency | None = None) -> Deployment:
-    """One device, weights, KV and compute all in `dtype` (as the PyTorch model runs)."""
+def deployment_for(spec: ModelSpec, accelerator: Accelerator, dtype: str, efficiency: Efficiency) -> Deployment:
+    """One device, weights, KV and compute all in `dtype` (as the PyTorch model runs), at `efficiency` (no
+    default here: which fractions a validation predicts with is the request's policy, `ValidateRequest`)."""
     return Deployment.make(spec, accelerator, 1, weights_dtype=dtype, kv_dtype=dtype, compute_dtype=dtype,
                            efficiency=efficiency)
 
@@ -412,16 +415,35 @@ def predict(dep: Deployment, phases: Sequence[str], batches: Sequence[int], toke
 
 
 # ---- the whole run ----------------------------------------------------------------------------------
-@dataclass
+@dataclass(frozen=True)
+class ValidationRow:
+    """One measured point beside its prediction: seconds measured (median of the rounds) and predicted, the
+    predicted bound, and the relative error |predicted − measured| ÷ measured."""
+
+    phase: str
+    batch: int
+    context: int  # decode: tokens attended to; 0 for a prefill
+    prompt_tokens: int  # prefill: prompt length; 0 for a decode step
+    regime: str
+    measured_s: float
+    predicted_s: float
+    error: float
+    repeats_s: tuple[float, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "repeats_s": list(self.repeats_s)}
+
+
+@dataclass(frozen=True)
 class ValidationReport:
     """What `kokuban validate` prints and writes: per-point rows, the summary and the setup."""
 
-    rows: list[dict[str, Any]]
+    rows: tuple[ValidationRow, ...]
     summary: dict[str, Any]
     setup: dict[str, Any]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"rows": self.rows, "summary": self.summary, "setup": self.setup}
+        return {"rows": [r.as_dict() for r in self.rows], "summary": self.summary, "setup": self.setup}
 
 
 def default_dtype(device: str) -> str:
@@ -430,17 +452,19 @@ def default_dtype(device: str) -> str:
 
 
 def run_validation(
-    model: str = "llama-3.2-1b", *, device: str = "cpu", dtype: str | None = None, num_layers: int | None = 4,
-    hidden_size: int | None = None, batches: Sequence[int] = (1, 2, 4, 8, 16, 32, 64),
+    model: str = "llama-3.2-1b", *, efficiency: Efficiency, device: str = "cpu", dtype: str | None = None,
+    num_layers: int | None = 4, hidden_size: int | None = None, batches: Sequence[int] = (1, 2, 4, 8, 16, 32, 64),
     contexts: Sequence[int] = (128, 1024, 4096), prompts: Sequence[int] = (16, 64, 256), prefill_batch: int = 1,
-    accelerator_entry: dict[str, Any] | None = None, efficiency: Efficiency | None = None, warmup: int = 1,
+    accelerator_entry: dict[str, Any] | None = None, warmup: int = 1,
     repeats: int = 5, max_kv_bytes: float | None = None, probe_seconds: float = 3.0, progress: bool = False,
     seed: int = 0, linear: str = "auto",
 ) -> ValidationReport:
     """Probe (unless an accelerator entry is given), build, measure, predict; see the module docstring.
 
-    Points whose KV cache would exceed `max_kv_bytes` (default: 25 % of the device's memory) are
-    skipped and listed in `setup['skipped']`.
+    `efficiency` has no default here: the fractions a validation predicts with are the request's policy
+    (`usecases.validation.ValidateRequest`: the textbook ones), and the numbers are checked there too;
+    faces call `run_validate`. Points whose KV cache would exceed `max_kv_bytes` (default: 25 % of the
+    device's memory) are skipped and listed in `setup['skipped']`.
     """
     import json
     from pathlib import Path
@@ -454,23 +478,17 @@ def run_validation(
     if dtype not in TORCH_DTYPES:
         raise KokubanError(f"'{dtype}' is not supported by validate; allowed: {', '.join(TORCH_DTYPES)}", field="dtype",
                            value=dtype)
-    for name, values in (("batches", batches), ("contexts", contexts), ("prompts", prompts)):
-        if any(int(v) < 1 for v in values):
-            raise KokubanError(f"must be positive integers, got {list(values)}", field=name, value=list(values))
-    if warmup < 0:
-        raise KokubanError(f"must be ≥ 0, got {warmup}", field="warmup", value=warmup)
-    if repeats < 1:
-        raise KokubanError(f"must be ≥ 1, got {repeats}", field="repeats", value=repeats)
     if model in model_catalog():
         config = json.loads((DATA / "models" / f"{model}.json").read_text())
     else:
         if not model.endswith(".json"):
             load_model(model)  # raises the unknown-name error with suggestions
-            raise KokubanError(f"validate needs a config.json model (catalog id or path), got '{model}'")
+            raise KokubanError(f"validate needs a config.json model (catalog id or path), got '{model}'", field="model",
+                               value=model)
         try:
             config = json.loads(Path(model).read_text())
         except (OSError, ValueError) as exc:
-            raise KokubanError(f"cannot read config '{model}': {exc}") from None
+            raise KokubanError(f"cannot read config '{model}': {exc}", field="model", value=model) from None
     cfg, changes = scaled_config(config, num_layers=num_layers, hidden_size=hidden_size)
     spec = ModelSpec.from_config(cfg, name=f"{model} (scaled)" if changes else model, source=model)
     if accelerator_entry is None:
@@ -493,17 +511,15 @@ def run_validation(
     load_after = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     predicted, bound = predict(dep, [m.point.phase for m in measured], [m.point.batch for m in measured],
                                [m.point.tokens for m in measured])
-    rows = []
-    for m, pred, reg in zip(measured, predicted, bound, strict=True):
-        rows.append({
-            "phase": m.point.phase, "batch": m.point.batch,
-            "context": m.point.tokens if m.point.phase == "decode" else 0,
-            "prompt_tokens": m.point.tokens if m.point.phase == "prefill" else 0,
-            "regime": str(reg), "measured_s": m.median_s, "predicted_s": float(pred),
-            "error": float(relative_error(pred, m.median_s)), "repeats_s": m.times_s,
-        })
-    summary = error_summary([r["measured_s"] for r in rows], [r["predicted_s"] for r in rows],
-                            [r["regime"] for r in rows], [r["phase"] for r in rows])
+    rows = tuple(
+        ValidationRow(
+            phase=m.point.phase, batch=m.point.batch, context=m.point.tokens if m.point.phase == "decode" else 0,
+            prompt_tokens=m.point.tokens if m.point.phase == "prefill" else 0, regime=str(reg),
+            measured_s=m.median_s, predicted_s=float(pred), error=float(relative_error(pred, m.median_s)),
+            repeats_s=tuple(m.times_s))
+        for m, pred, reg in zip(measured, predicted, bound, strict=True))
+    summary = error_summary([r.measured_s for r in rows], [r.predicted_s for r in rows],
+                            [r.regime for r in rows], [r.phase for r in rows])
     setup = {
         "model": model, "scaled": changes, "config": cfg, "params_total": spec.params_total, "device": device,
         "dtype": dtype, "accelerator": accelerator_entry, "efficiency": dep.efficiency.as_dict(),
@@ -517,7 +533,10 @@ def run_validation(
 
 
 def read_probe_entry(path: str, entry_id: str | None = None) -> dict[str, Any]:
-    """The raw accelerator entry `entry_id` (default: the first) from a `kokuban probe --out` file."""
+    """The raw accelerator entry `entry_id` (default: the first) from an accelerator file that `kokuban probe` wrote.
+
+    Errors name the parameter at fault: `path` (unreadable, not TOML/JSON, no entries, a malformed entry)
+    or `entry_id` (not in the file)."""
     import json
     import tomllib
     from pathlib import Path
@@ -526,21 +545,25 @@ def read_probe_entry(path: str, entry_id: str | None = None) -> dict[str, Any]:
     try:
         data = json.loads(p.read_text()) if p.suffix == ".json" else tomllib.loads(p.read_text())
     except OSError as exc:
-        raise KokubanError(f"cannot read accelerator file '{p}': {exc.strerror}") from None
+        raise KokubanError(f"cannot read accelerator file '{p}': {exc.strerror}", field="path", value=path) from None
     except ValueError as exc:
-        raise KokubanError(f"accelerator file '{p}' is not valid TOML/JSON: {exc}") from None
+        raise KokubanError(f"accelerator file '{p}' is not valid TOML/JSON: {exc}", field="path", value=path) from None
     entries = data.get("accelerator", []) if isinstance(data, dict) else data
     if not entries:
-        raise KokubanError(f"accelerator file '{p}' holds no [[accelerator]] entries")
+        raise KokubanError(f"accelerator file '{p}' holds no [[accelerator]] entries", field="path", value=path)
     wanted = entry_id or entries[0].get("id")
     entry = next((e for e in entries if e.get("id") == wanted), None)
     if entry is None:
-        raise KokubanError(f"accelerator '{wanted}' is not in {p}; it holds {', '.join(str(e.get('id')) for e in entries)}")
-    Accelerator.from_dict(entry)  # one-line error if malformed
+        raise KokubanError(f"accelerator '{wanted}' is not in {p}; it holds {', '.join(str(e.get('id')) for e in entries)}",
+                           field="entry_id", value=wanted)
+    try:
+        Accelerator.from_dict(entry)  # one-line error if malformed
+    except KokubanError as exc:
+        raise KokubanError(f"{exc.reason} (in {p})", field="path", value=path) from None
     return entry
 
 
-def deployment_from_setup(setup: dict[str, Any], efficiency: Efficiency | None = None) -> Deployment:
+def deployment_from_setup(setup: dict[str, Any], efficiency: Efficiency) -> Deployment:
     """Rebuild the prediction's deployment from a saved report's setup (for `calibrate`)."""
     spec = ModelSpec.from_config(setup["config"], name=str(setup.get("model", "validated")))
     acc = validation_accelerator(setup["accelerator"], setup["dtype"])

@@ -55,7 +55,7 @@ def _torch_or_none() -> Any:
 def resolve_device(device: str) -> str:
     """'auto' → 'cuda' when PyTorch sees a GPU, else 'cpu'; 'cuda' without one is an error."""
     if device not in ("auto", "cpu", "cuda"):
-        raise KokubanError(f"device '{device}' is not known; allowed: auto, cpu, cuda")
+        raise KokubanError(f"'{device}' is not known; allowed: auto, cpu, cuda", field="device", value=device)
     torch = _torch_or_none()
     has_cuda = bool(torch is not None and torch.cuda.is_available())
     if device == "auto":
@@ -117,7 +117,8 @@ def measure_matmul(device: str, dtype: str, *, budget_s: float = 0.5) -> dict[st
     torch = _torch_or_none()
     if torch is None:
         if dtype != "fp32":
-            raise KokubanError(f"measuring {dtype} matmuls needs PyTorch (NumPy has fp32 only here)")
+            raise KokubanError(f"measuring {dtype} matmuls needs PyTorch (NumPy has fp32 only here)", field="dtype",
+                               value=dtype)
         def make(n: int) -> tuple[Any, Any]:
             return np.ones((n, n), np.float32), np.ones((n, n), np.float32)
 

@@ -1,0 +1,234 @@
+"""The validation wing for people: tables of `probe`, `validate`, `accuracy` and `calibrate` results, their
+figures (Agg backend, files only), and the files they write. Nothing is computed here but labels and
+positions; every number comes from a use case's result (`usecases.validation`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kokuban.errors import KokubanError
+from kokuban.present.format import secs, si
+from kokuban.present.jsonout import to_json
+
+REGIME_COLOURS = {"compute": "tab:red", "weights": "tab:blue", "kv": "tab:green", "comm": "tab:purple",
+                  "overhead": "tab:gray"}
+
+
+def pct(x: float) -> str:
+    """A fraction as a percentage with one decimal (0.123 → '12.3 %')."""
+    return f"{100 * x:.1f} %"
+
+
+def summary_table(title: str, summary: dict[str, Any], split_key: str):
+    """An `error_summary` as a table: all rows, then each group of `summary[split_key]` that has rows."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    for col in ("rows", "count", "median |error|", "p90 |error|", "max |error|", "median signed"):
+        table.add_column(col, justify="left" if col == "rows" else "right")
+    groups = [("all", summary)] + list(summary.get(split_key, {}).items())
+    for name, s in groups:
+        if s.get("count"):
+            table.add_row(name, str(s["count"]), pct(s["median_abs_error"]), pct(s["p90_abs_error"]),
+                          pct(s["max_abs_error"]), pct(s["median_signed_error"]))
+    return table
+
+
+def _write(path: str | Path, text: str, field: str) -> None:
+    try:
+        Path(path).write_text(text)
+    except OSError as exc:
+        raise KokubanError(f"cannot write '{path}': {exc.strerror}", field=field, value=str(path)) from None
+
+
+# ---- probe -------------------------------------------------------------------------------------------
+def write_probe_entry(probe: Any, path: str | Path) -> None:
+    """The probed entry as an accelerator file: JSON (`{"accelerator": [entry]}`) if `path` ends in .json,
+    else one TOML `[[accelerator]]` table (`probe.entry_to_toml`)."""
+    from kokuban.validation.probe import entry_to_toml
+
+    entry = probe.as_dict()
+    text = to_json({"accelerator": [entry]}) if str(path).endswith(".json") else entry_to_toml(entry)
+    _write(path, text, "out")
+
+
+def print_probe(console: Any, probe: Any, out: str | None = None) -> None:
+    """The probed figures, one per line, and where the entry was written."""
+    entry = probe.as_dict()
+    console.print(f"[bold]{entry['device']}[/] — measured {entry['measured_on']}")
+    console.print(f"  memory {si(entry['memory_bytes'], 'B')}, read bandwidth "
+                  f"{si(entry['memory_bandwidth_bytes_per_s'], 'B/s')}")
+    for key, value in entry.items():
+        if key.startswith("flops_") and key != "flops_note":
+            console.print(f"  {key[6:]:>5} matmul {si(value, 'FLOP/s')}")
+    console.print(f"  method: {entry['method']}")
+    if out:
+        console.print(f"  written to {out} (use: --gpu-file {out} --gpu {entry['id']})")
+
+
+# ---- validate ----------------------------------------------------------------------------------------
+def print_validation(console: Any, report: Any, out_dir: str | None = None) -> None:
+    """Setup line, measured vs predicted per point, the error by regime, skipped points, files written."""
+    from rich.table import Table
+
+    s = report.setup
+    console.print(f"[bold]{s['model']}[/] ({', '.join(s['scaled']) or 'as published'}; {si(s['params_total'])} params, "
+                  f"{s['dtype']}) on {s['device']}: {s['accelerator']['name']}")
+    table = Table(title="measured vs predicted step time (median of interleaved rounds)")
+    for col in ("phase", "batch", "context/prompt", "regime", "measured", "predicted", "error"):
+        table.add_column(col, justify="left" if col in ("phase", "regime") else "right")
+    for r in report.rows:
+        table.add_row(r.phase, str(r.batch), str(r.context or r.prompt_tokens), r.regime, secs(r.measured_s),
+                      secs(r.predicted_s), pct(r.error))
+    console.print(table)
+    console.print(summary_table("error |predicted − measured| ÷ measured, by regime", report.summary, "by_regime"))
+    if s["skipped"]:
+        console.print(f"skipped (KV cache over {si(s['max_kv_bytes'], 'B')}): "
+                      + ", ".join(f"{p['phase']} b{p['batch']}×{p['tokens']}" for p in s["skipped"]))
+    if out_dir:
+        console.print(f"written: {out_dir}/validate.csv, validate.json, validate.png")
+
+
+def write_validation_report(report: Any, out_dir: str | Path) -> None:
+    """validate.csv (the rows, without the per-round times), validate.json (`report.as_dict()`) and
+    validate.png (`plot_validation`) in `out_dir`."""
+    import pandas as pd
+
+    out_dir = Path(out_dir)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise KokubanError(f"cannot create '{out_dir}': {exc.strerror}", field="out_dir", value=str(out_dir)) from None
+    frame = pd.DataFrame([{k: v for k, v in r.as_dict().items() if k != "repeats_s"} for r in report.rows])
+    frame.to_csv(out_dir / "validate.csv", index=False)
+    _write(out_dir / "validate.json", to_json(report.as_dict()), "out_dir")
+    plot_validation(report, out_dir / "validate.png")
+
+
+def plot_validation(report: Any, path: str | Path) -> None:
+    """Two panels: predicted vs measured (log-log, ±15 % band, colour = regime, marker = phase), and
+    decode step time against batch per context (measured dots, predicted lines)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.ticker import NullFormatter
+
+    rows, summary, setup = report.rows, report.summary, report.setup
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(13, 5.5))
+    meas = np.array([r.measured_s for r in rows])
+    pred = np.array([r.predicted_s for r in rows])
+    lo, hi = min(meas.min(), pred.min()) / 1.5, max(meas.max(), pred.max()) * 1.5
+    xs = np.geomspace(lo, hi, 50)
+    ax.plot(xs, xs, "k-", lw=1, label="predicted = measured")
+    ax.fill_between(xs, xs / 1.15, xs * 1.15, color="0.85", label="±15 %")
+    for r in rows:
+        ax.scatter(r.measured_s, r.predicted_s, c=REGIME_COLOURS.get(r.regime, "k"),
+                   marker="o" if r.phase == "decode" else "s", s=28, edgecolors="k", linewidths=0.4)
+    for regime, colour in REGIME_COLOURS.items():
+        if any(r.regime == regime for r in rows):
+            ax.scatter([], [], c=colour, label=f"{regime}-bound")
+    ax.scatter([], [], marker="s", facecolors="none", edgecolors="k", label="prefill (squares)")
+    ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel="measured step time (s)",
+           ylabel="kokuban predicted (s)")
+    ax.set_title(f"median |error| {100 * summary['median_abs_error']:.1f} %, p90 {100 * summary['p90_abs_error']:.1f} %"
+                 f" ({summary['count']} points)")
+    ax.legend(fontsize=8, loc="upper left")
+    decode = [r for r in rows if r.phase == "decode"]
+    for i, ctx in enumerate(sorted({r.context for r in decode})):
+        sel = sorted((r for r in decode if r.context == ctx), key=lambda r: r.batch)
+        colour = f"C{i}"
+        ax2.plot([r.batch for r in sel], [r.predicted_s for r in sel], "-", color=colour, label=f"context {ctx}")
+        ax2.plot([r.batch for r in sel], [r.measured_s for r in sel], "o", color=colour)
+    ax2.set(xscale="log", yscale="log", xlabel="batch", ylabel="decode step time (s)",
+            title="decode: measured (dots) vs predicted (lines)")
+    ax2.legend(fontsize=8)
+    for axis in (ax.xaxis, ax.yaxis, ax2.xaxis, ax2.yaxis):
+        axis.set_minor_formatter(NullFormatter())
+    eff = setup["efficiency"]
+    fig.suptitle(f"kokuban validate: {setup['model']} ({'; '.join(setup['scaled']) or 'full'}), {setup['dtype']} on "
+                 f"{setup['device']} ({setup['accelerator']['name']}); efficiency compute {eff['compute']:.3g}, "
+                 f"memory {eff['memory']:.3g}, overhead {eff['step_overhead_s']:.3g} s", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# ---- accuracy ----------------------------------------------------------------------------------------
+def print_accuracy(console: Any, result: Any) -> None:
+    """Every published row beside its prediction, the error by regime and by metric, the fractions used."""
+    from rich.table import Table
+
+    table = Table(title="published results vs kokuban (data/published_results.toml)")
+    for col in ("id", "metric", "layout", "batch", "regime", "measured", "predicted", "error"):
+        table.add_column(col, justify="left" if col in ("id", "metric", "regime", "layout") else "right")
+    for r in result.predictions:
+        table.add_row(r.id, "tok/s/user" if r.metric == "tokens_per_s_per_user" else "tok/s",
+                      f"{r.replicas:g}×{r.tp_or_ep}", str(r.batch_per_replica), r.regime,
+                      f"{r.measured:,.1f}", f"{r.predicted:,.1f}", pct(r.error))
+    console.print(table)
+    console.print(summary_table("error by regime", result.summary, "by_regime"))
+    console.print(summary_table("error by metric", result.summary, "by_metric"))
+    console.print("efficiency: " + ", ".join(f"{k}={v:g}" for k, v in result.efficiency.as_dict().items()))
+
+
+# ---- calibrate ---------------------------------------------------------------------------------------
+def print_calibration(console: Any, cal: Any) -> None:
+    """The fitted parameters before and after, and the held-out error before and after, by regime."""
+    from rich.table import Table
+
+    from kokuban.validation.calibrate import param_value
+
+    table = Table(title=f"calibration on {cal.train_rows} rows, judged on {cal.holdout_rows} held-out rows ({cal.source})")
+    for col in ("parameter", "before", "after"):
+        table.add_column(col, justify="left" if col == "parameter" else "right")
+    for p in cal.params:
+        table.add_row(p, f"{param_value(cal.before, p):.4g}", f"{param_value(cal.after, p):.4g}")
+    console.print(table)
+    console.print(summary_table("held-out error BEFORE calibration", cal.holdout_before, "by_regime"))
+    console.print(summary_table("held-out error AFTER calibration", cal.holdout_after, "by_regime"))
+
+
+def plot_calibration(cal: Any, path: str | Path) -> None:
+    """Predicted vs measured with the starting fractions and with the fitted ones (log-log, ±15 % band);
+    training rows hollow, held-out rows filled; each panel titled with its held-out error."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.ticker import NullFormatter
+
+    from kokuban.present.plots import check_plot_path
+    from kokuban.validation.calibrate import param_value
+
+    check_plot_path(path)
+    meas = np.array([r["measured"] for r in cal.rows])
+    held = np.array([r["held_out"] for r in cal.rows])
+    panels = (("before", "predicted_before", cal.holdout_before), ("after", "predicted_after", cal.holdout_after))
+    preds = [np.array([r[key] for r in cal.rows]) for _, key, _ in panels]
+    lo = min(meas.min(), *(p.min() for p in preds)) / 1.5
+    hi = max(meas.max(), *(p.max() for p in preds)) * 1.5
+    xs = np.geomspace(lo, hi, 50)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5.2), sharey=True)
+    for ax, (name, _, summary), pred in zip(axes, panels, preds, strict=True):
+        ax.plot(xs, xs, "k-", lw=1, label="predicted = measured")
+        ax.fill_between(xs, xs / 1.15, xs * 1.15, color="0.85", label="±15 %")
+        ax.scatter(meas[~held], pred[~held], facecolors="none", edgecolors="tab:blue", s=30, label="fitted on")
+        ax.scatter(meas[held], pred[held], c="tab:red", edgecolors="k", linewidths=0.4, s=30, label="held out")
+        ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel="measured")
+        ax.set_title(f"{name}: held-out median |error| {100 * summary['median_abs_error']:.1f} %, "
+                     f"p90 {100 * summary['p90_abs_error']:.1f} %", fontsize=10)
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_minor_formatter(NullFormatter())
+    axes[0].set_ylabel("kokuban predicted")
+    axes[0].legend(fontsize=8, loc="upper left")
+    fitted = ", ".join(f"{p} {param_value(cal.after, p):.3g}" for p in cal.params)
+    fig.suptitle(f"kokuban calibrate ({cal.source}): {cal.train_rows} rows fitted, {cal.holdout_rows} held out; {fitted}",
+                 fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
