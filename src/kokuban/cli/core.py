@@ -37,18 +37,9 @@ def estimate(**kw: Any) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def models(as_json: bool) -> None:
     """List the bundled model catalog."""
-    from kokuban.specs.catalog import load_model, model_catalog
+    from kokuban.usecases.catalog import run_models
 
-    rows = []
-    for model_id, entry in model_catalog().items():
-        m = load_model(model_id)
-        rows.append({
-            "id": model_id, "family": m.family, "params_total": m.params_total, "params_active": m.params_active,
-            "kv_bytes_per_token_bf16": m.kv_bytes_per_token("bf16"), "max_context": m.max_context,
-            "attention": m.attention, "experts": m.num_experts, "top_k": m.top_k, "native_dtype": m.native_dtype,
-            "source": entry.get("source", ""), "retrieved": entry.get("retrieved", ""),
-            "verified": bool(entry.get("verified", False)),
-        })
+    rows = [{k: v for k, v in r.items() if k != "hf_repo"} for r in run_models().as_dict()]
     if as_json:
         emit_json(rows)
         return
@@ -71,20 +62,9 @@ def models(as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def gpus(gpu_file: str | None, as_json: bool) -> None:
     """List the bundled accelerator catalog (dense FLOP/s, HBM, bandwidth, interconnect, price)."""
-    from kokuban.specs.catalog import accelerator_catalog, read_accelerator_file
+    from kokuban.usecases.catalog import run_gpus
 
-    accs = dict(accelerator_catalog())
-    if gpu_file:
-        accs.update(read_accelerator_file(gpu_file))
-    rows = [
-        {
-            "id": a.id, "name": a.name, "vendor": a.vendor, "memory_bytes": a.memory_bytes,
-            "memory_bandwidth_bytes_per_s": a.memory_bandwidth_bytes_per_s, "peak_flops": a.peak_flops,
-            "interconnect": a.interconnect, "interconnect_bytes_per_s": a.interconnect_bytes_per_s,
-            "price_per_hour_usd": a.price_per_hour_usd, "sources": list(a.sources), "retrieved": a.retrieved,
-        }
-        for a in accs.values()
-    ]
+    rows = run_gpus(gpu_file).as_dict()
     if as_json:
         emit_json(rows)
         return
@@ -93,12 +73,12 @@ def gpus(gpu_file: str | None, as_json: bool) -> None:
     table = Table(title="kokuban accelerators (dense peak FLOP/s; memory in bytes, 1 GB = 1e9 B)")
     for col in ("id", "bf16", "fp8", "fp4", "HBM", "HBM BW", "link/dir", "$/h"):
         table.add_column(col, justify="left" if col == "id" else "right")
-    for a in accs.values():
-        flops = [si(a.peak_flops[k], "FLOP/s") if a.peak_flops.get(k) else "-" for k in ("bf16", "fp8", "fp4")]
+    for a in rows:
+        flops = [si(a["peak_flops"][k], "FLOP/s") if a["peak_flops"].get(k) else "-" for k in ("bf16", "fp8", "fp4")]
         table.add_row(
-            a.id, *flops, gb(a.memory_bytes), si(a.memory_bandwidth_bytes_per_s, "B/s"),
-            si(a.interconnect_bytes_per_s, "B/s") if a.interconnect_bytes_per_s else "-",
-            f"{a.price_per_hour_usd:.2f}" if a.price_per_hour_usd else "-",
+            a["id"], *flops, gb(a["memory_bytes"]), si(a["memory_bandwidth_bytes_per_s"], "B/s"),
+            si(a["interconnect_bytes_per_s"], "B/s") if a["interconnect_bytes_per_s"] else "-",
+            f"{a['price_per_hour_usd']:.2f}" if a["price_per_hour_usd"] else "-",
         )
     console().print(table)
 

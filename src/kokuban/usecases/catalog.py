@@ -46,18 +46,22 @@ def run_models() -> Rows:
     return Rows(tuple(rows))
 
 
-def run_gpus() -> Rows:
-    """The bundled accelerator catalog: the rows of `kokuban gpus --json` (dense peak FLOP/s by dtype)."""
-    from kokuban.specs.catalog import accelerator_catalog
+def run_gpus(gpu_file: str | None = None) -> Rows:
+    """The accelerator catalog, and those of `gpu_file` (the catalog's schema) if given: the rows of
+    `kokuban gpus --json` (dense peak FLOP/s by dtype). The web face never passes a file."""
+    from kokuban.specs.catalog import accelerator_catalog, read_accelerator_file
 
+    accs = dict(accelerator_catalog())
+    if gpu_file:
+        accs.update(read_accelerator_file(gpu_file))
     return Rows(tuple(
         {
             "id": a.id, "name": a.name, "vendor": a.vendor, "memory_bytes": a.memory_bytes,
-            "memory_bandwidth_bytes_per_s": a.memory_bandwidth_bytes_per_s, "peak_flops": dict(a.peak_flops),
+            "memory_bandwidth_bytes_per_s": a.memory_bandwidth_bytes_per_s, "peak_flops": a.peak_flops,
             "interconnect": a.interconnect, "interconnect_bytes_per_s": a.interconnect_bytes_per_s,
             "price_per_hour_usd": a.price_per_hour_usd, "sources": list(a.sources), "retrieved": a.retrieved,
         }
-        for a in accelerator_catalog().values()
+        for a in accs.values()
     ))
 
 
