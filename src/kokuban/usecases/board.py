@@ -67,6 +67,11 @@ def _point(step: Any, peak: float, bw: float) -> OperatingPoint:
                           bound=str(step.bound))
 
 
+def _num(x: float) -> str:
+    """A number for a sentence: whole with thousands separators from 100 up, else 3 significant digits."""
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
 def _why(est: Estimate, ratio: float, crossover: int | None) -> tuple[str, ...]:
     """Sentences from the estimate's terms: the bound and its share, the lever that moves it, prefill, memory."""
     d = est.as_dict()
@@ -78,8 +83,8 @@ def _why(est: Estimate, ratio: float, crossover: int | None) -> tuple[str, ...]:
              "fixed overhead": br["overhead_s"]}
     listed = ", ".join(f"{k} {v * 1e3:.3g} ms" for k, v in terms.items() if v > 0)
     first = (f"Decode is {dec['bound']}-bound: one step of batch {b:,} at context {ctx:,} takes {step * 1e3:.3g} ms "
-             f"({listed}), so each user gets {dec['tokens_per_s_per_user']:.3g} tokens/s and the deployment "
-             f"{dec['tokens_per_s']:.3g} tokens/s.")
+             f"({listed}), so each user gets {_num(dec['tokens_per_s_per_user'])} tokens/s and the deployment "
+             f"{_num(dec['tokens_per_s'])} tokens/s.")
     out = [first]
     fit = mem["max_batch"]
     kv_gb = mem["kv_bytes_per_request"] / 1e9
@@ -99,14 +104,15 @@ def _why(est: Estimate, ratio: float, crossover: int | None) -> tuple[str, ...]:
         lever = ("The multipliers are busy: more FLOP/s (a lower-precision compute dtype, more or faster accelerators) "
                  "moves it; a larger batch no longer lowers the cost of a token.")
     elif bound == "comm":
-        lever = ("Communication between accelerators outlasts the kernels: fewer accelerators, a faster link or "
-                 "expert parallelism moves it.")
+        ep = " or expert parallelism" if est.deployment.model.is_moe and d["hardware"]["layout"] == "tp" else ""
+        lever = (f"Communication between accelerators outlasts the kernels: fewer accelerators, a faster link{ep} "
+                 "moves it.")
     else:
         lever = (f"The fixed overhead of {br['overhead_s'] * 1e3:.3g} ms a step outlasts the kernels: a larger batch "
                  f"spreads it over more tokens ({fit:,} fit).")
     out.append(lever)
     out.append(f"Prefill of {pre['batch']:,}×{pre['prompt_tokens']:,} tokens is {pre['bound']}-bound "
-               f"({pre['tokens_per_s']:.3g} tokens/s): it pushes {pre['batch'] * pre['prompt_tokens']:,} tokens "
+               f"({_num(pre['tokens_per_s'])} tokens/s): it pushes {pre['batch'] * pre['prompt_tokens']:,} tokens "
                "through "
                f"each weight read where decode pushes {b:,}, so an output token costs {ratio:.3g}× an input token "
                f"(${d['cost']['usd_per_m_output']:.3g} vs ${d['cost']['usd_per_m_input']:.3g} per million).")
