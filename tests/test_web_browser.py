@@ -251,7 +251,7 @@ def test_redraw_time_and_screenshots(browser, server):
         "chromium": pg.context.browser.version,
     }, indent=2) + "\n")
     print(f"\ncontrol change -> redrawn chart: median {median:.1f} ms over {len(ms)} changes (max {max(ms):.1f} ms)")
-    assert median < 2000  # a sanity bound for a loaded CI machine; the README quotes the measured median
+    # a measurement, not a pass mark (speed is judged in the README's number, not by a timed test)
     pg.goto(f"{server}/?model=llama-3.1-70b&gpu=h200&gpus=2&batch=32&weights=fp8")
     pg.wait_for_function("window.kokuban && window.kokuban.ready", timeout=20_000)
     pg.screenshot(path=str(IMG / "web-desktop.png"), full_page=True)

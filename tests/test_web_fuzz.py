@@ -105,7 +105,7 @@ def strict_json(text: str):
 def check(path: str, body) -> None:
     start = time.perf_counter()
     r = CLIENT.post(path, content=json.dumps(body), headers={"content-type": "application/json"})
-    assert time.perf_counter() - start < 10, f"{path} took {time.perf_counter() - start:.1f} s for {body!r}"
+    assert time.perf_counter() - start < 30, f"{path} hung: took {time.perf_counter() - start:.1f} s for {body!r}"
     assert r.status_code in (200, 413, 422), (r.status_code, r.text[:500], body)
     data = strict_json(r.text)
     if r.status_code != 200:
