@@ -64,7 +64,7 @@ def test_context_beyond_max_warns(capsys):
 
 @pytest.mark.parametrize("args,msg", [
     (["batch", "llama-3.1-8b", "--gpu", "h100-sxm", "--max-batch", "5000"], "does not fit: the largest batch that fits"),
-    (["batch", "llama-3.1-8b", "--gpu", "h100-sxm", "--plot", "x.jpg"], "must end in one of .png"),
+    (["batch", "llama-3.1-8b", "--gpu", "h100-sxm", "--plot", "x.jpg"], "--plot: plot file 'x.jpg' must end in one of .png"),
     (["lanes", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "5", "--tpot", "0.001"], "--tpot: no batch meets 0.001 s per output token"),
     (["frontier", "llama-3.1-8b", "--gpu", "h100-sxm", "--slo-tps", "5000"], "no configuration reaches 5000 tokens/s per user"),
     (["frontier", "llama-3.1-8b", "--gpu", "h100-sxm", "--counts", "1,x"], "--counts: must be a comma-separated list of positive integers, got '1,x'"),

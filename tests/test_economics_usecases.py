@@ -108,6 +108,8 @@ def test_frontier_request_parses_lists_and_takes_python_objects():
     spec, acc = load_model("llama-3.1-8b"), load_accelerator("h100-sxm")
     text = FrontierRequest(model="llama-3.1-8b", gpu=["h100-sxm"], counts=" 1, 2,,4 ", layouts="tp")
     assert text.counts == (1, 2, 4) and text.layouts == ("tp",)
+    one = FrontierRequest(model="llama-3.1-8b", gpu="custom:bf16=989e12,bw=3.35e12,mem=80e9", weights="bf16, fp8")
+    assert one.gpu == ("custom:bf16=989e12,bw=3.35e12,mem=80e9",) and one.weights == ("bf16", "fp8")
     objs = FrontierRequest(model=spec, gpu=(acc,), counts=(1, 2), layouts=("tp",))
     assert objs.model_spec() is spec and objs.accelerators() == [acc]
     # the efficiency set: the request's overrides on the shipped calibrated one

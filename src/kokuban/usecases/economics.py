@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, InstanceOf, field_validator
 
@@ -27,12 +27,21 @@ from kokuban.specs.model import ModelSpec
 from kokuban.usecases.estimate import DEFAULT_CONTEXT
 from kokuban.usecases.request import DeploymentRequest, EfficiencyRequest, NonNegative, Tokens
 
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from kokuban.economics.batch import BatchSummary, InputOutput
+    from kokuban.economics.context import ContextSummary
+    from kokuban.economics.frontier import Skipped
+    from kokuban.economics.lanes import LanePrices
+    from kokuban.specs.deployment import Deployment
+
 Positive = Annotated[float, Field(gt=0, le=1e12, allow_inf_nan=False)]
 Points = Annotated[int, Field(gt=0, le=100_000)]
 Count = Annotated[int, Field(gt=0, le=4096)]
 
 
-def frame_records(df: Any) -> list[dict[str, Any]]:
+def frame_records(df: pd.DataFrame) -> list[dict[str, Any]]:
     """A DataFrame's rows as JSON-ready dicts: NaN → null, NumPy scalars → Python numbers."""
     import numpy as np
 
@@ -61,12 +70,12 @@ class BatchRequest(DeploymentRequest):
 class BatchEconomics:
     """The batch curve (`economics.batch.batch_curve`), its summary, and input vs output at the operating batch."""
 
-    deployment: Any
+    deployment: Deployment
     context: int
-    curve: Any  # pandas DataFrame, one row per batch
-    summary: Any  # economics.batch.BatchSummary
+    curve: pd.DataFrame  # one row per batch (`batch_curve`'s columns)
+    summary: BatchSummary
     operating_batch: int
-    input_output: Any  # economics.batch.InputOutput
+    input_output: InputOutput
 
     def summary_dict(self) -> dict[str, Any]:
         return self.summary.as_dict() | {"deployment": self.deployment.describe(), "operating_batch": self.operating_batch,
@@ -107,8 +116,8 @@ class IORequest(DeploymentRequest):
 class InputOutputResult:
     """`economics.batch.InputOutput` for a deployment: its `as_dict()` is the JSON."""
 
-    deployment: Any
-    input_output: Any
+    deployment: Deployment
+    input_output: InputOutput
 
     def as_dict(self) -> dict[str, Any]:
         return self.input_output.as_dict()
@@ -145,12 +154,12 @@ class LanesRequest(DeploymentRequest):
 class Lanes:
     """The train timetable (`economics.lanes.lane_table`) and, when targets were given, the lane prices."""
 
-    deployment: Any
+    deployment: Deployment
     rate_per_s: float
     prompt_tokens: int
     output_tokens: int
-    table: Any  # pandas DataFrame, one row per window
-    prices: Any = None  # economics.lanes.LanePrices, or None without a latency target
+    table: pd.DataFrame  # one row per departure window (`lane_table`'s columns)
+    prices: LanePrices | None = None  # None without a latency target
 
     def summary_dict(self) -> dict[str, Any]:
         return {"deployment": self.deployment.describe(), "rate_per_s": self.rate_per_s,
@@ -194,7 +203,7 @@ class FrontierRequest(EfficiencyRequest):
     gpu: Annotated[tuple[str | InstanceOf[Accelerator], ...], Field(min_length=1)]
     counts: tuple[Count, ...] = (1, 2, 4, 8)
     layouts: tuple[Literal["tp", "ep"], ...] = ("tp", "ep")
-    weights: tuple[str, ...] = ()
+    weights: tuple[str, ...] = ()  # text: comma-separated
     kv: str | None = None
     context: Tokens | None = None
     prompt: Tokens | None = None
@@ -215,6 +224,16 @@ class FrontierRequest(EfficiencyRequest):
         if not values or min(values) < 1:
             raise ValueError("must list positive integers")
         return values
+
+    @field_validator("gpu", mode="before")
+    @classmethod
+    def _one_gpu(cls, value: Any) -> Any:
+        return (value,) if isinstance(value, (str, Accelerator)) else value  # one id (it may hold commas: custom:…)
+
+    @field_validator("weights", mode="before")
+    @classmethod
+    def _weights(cls, value: Any) -> Any:
+        return _split(value)
 
     @field_validator("layouts", mode="before")
     @classmethod
@@ -241,8 +260,8 @@ class Frontier:
 
     model: ModelSpec
     context: int
-    table: Any  # pandas DataFrame, one row per (configuration, batch)
-    skipped: tuple[Any, ...]  # economics.frontier.Skipped
+    table: pd.DataFrame  # one row per (configuration, batch) (`frontier_sweep`'s columns)
+    skipped: tuple[Skipped, ...]
     slo_tps: float | None
     slo_ttft: float | None
     chosen: dict[str, Any] | None
@@ -296,9 +315,9 @@ class ContextWall:
     """The context sweep (`economics.context.context_wall`), its walls and surcharges, and any warnings
     (text, e.g. a range beyond the model's maximum context; not part of the JSON, which flags such rows)."""
 
-    deployment: Any
-    table: Any  # pandas DataFrame, one row per context
-    summary: Any  # economics.context.ContextSummary
+    deployment: Deployment
+    table: pd.DataFrame  # one row per context (`context_wall`'s columns)
+    summary: ContextSummary
     warnings: tuple[str, ...] = field(default=())
 
     def summary_dict(self) -> dict[str, Any]:
