@@ -448,3 +448,25 @@ def test_efficiency_docstring_calibration_figures():
     (m0, p0), (m1, p1) = held_out(Efficiency.textbook()), held_out(fitted)
     says(Efficiency.__doc__, f"median |error| {m0} → {m1}, p90 {p0} → {p1}")
     says((ROOT / "docs" / "validation.md").read_text(), "| 0.742 | 0.835 | 0.271 | 2.74 ms | **14.6 %** |")
+
+
+# ---- docs/simulate.md ------------------------------------------------------------------------------------
+def test_simulator_kv_cache_of_llama_8b_on_an_h100(capsys):
+    """blocks = ⌊(0.9 × HBM − weights − activations(max_num_seqs 1024)) ÷ KV bytes of 16 tokens⌋."""
+    weights = (L8_BODY + 2 * L8_VOCAB) * 2  # bf16
+    activations = 8192 * 2 * (4 * 4096 + 2 * 14336) + 1024 * 128256 * 4  # one prefill chunk + fp32 logits per sequence
+    kv_16 = 16 * 32 * 2 * 8 * 128 * 2  # 16 tokens × layers × (K, V) × KV heads × head dim × bf16
+    blocks = math.floor((0.9 * H100_MEM - weights - activations) / kv_16)
+    assert (blocks, blocks * 16) == (28_440, 455_040)
+    assert main(["simulate", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "20", "--requests", "5", "--json"]) == 0
+    kv = json.loads(capsys.readouterr().out)["kv_cache"]
+    assert (kv["capacity_blocks"], kv["capacity_tokens"]) == (blocks, blocks * 16)
+    says((ROOT / "docs" / "simulate.md").read_text(), "KV cache 455,040 tokens (28,440 blocks)",
+         "the deployment holds 455,040 (28,440 blocks of 16)")
+
+
+def test_md1_mean_wait_at_half_load_is_half_the_service_time():
+    service = 0.0123  # any S
+    mu, rho = 1 / service, 0.5
+    assert rho / (2 * mu * (1 - rho)) == pytest.approx(service / 2, rel=1e-15)
+    says((ROOT / "docs" / "simulate.md").read_text(), "Poisson at ρ = 0.5: mean wait = ρ/(2μ(1 − ρ)) = S/2")
