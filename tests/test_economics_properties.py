@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kokuban.core import cost, memory, roofline
-from kokuban.economics.batch import batch_curve, decode_columns
+from kokuban.economics.batch import batch_curve, decode_columns, input_output
 from kokuban.specs.catalog import load_accelerator, load_model
 from kokuban.specs.deployment import Deployment
 from kokuban.specs.hardware import Efficiency
@@ -65,6 +65,10 @@ def test_reported_cost_is_the_cost_modules_on_the_same_step(point):
     assert float(cols["usd_per_m_output"]) == pytest.approx(hand, rel=1e-12)
     parts = sum(float(cols[f"usd_per_m_output_{p}"]) for p in ("compute", "weights", "kv", "comm", "overhead"))
     assert parts == pytest.approx(float(cols["usd_per_m_output"]), rel=1e-9)
+    # `kokuban io`: both prices are the cost module's, on the decode step and on the prefill of B prompts of L tokens
+    io = input_output(dep, b, ctx)
+    assert io.usd_per_m_output == pytest.approx(float(cost.usd_per_m_output(dep, step)), rel=1e-12)
+    assert io.usd_per_m_input == pytest.approx(float(cost.usd_per_m_input(dep, roofline.prefill(dep, b, ctx))), rel=1e-12)
 
 
 @SETTINGS

@@ -470,3 +470,21 @@ def test_md1_mean_wait_at_half_load_is_half_the_service_time():
     mu, rho = 1 / service, 0.5
     assert rho / (2 * mu * (1 - rho)) == pytest.approx(service / 2, rel=1e-15)
     says((ROOT / "docs" / "simulate.md").read_text(), "Poisson at ρ = 0.5: mean wait = ρ/(2μ(1 − ρ)) = S/2")
+
+
+# ---- docs/validation.md ----------------------------------------------------------------------------------
+def test_validation_doc_accuracy_tables_are_the_commands_output(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "140")
+    text = (ROOT / "docs" / "validation.md").read_text()
+    pasted = lines(re.search(r"\(per-row table above this, then:\)\n(.*?)```", text, re.DOTALL).group(1))
+    assert main(["accuracy", *TEXTBOOK_FLAGS]) == 0
+    printed = lines(capsys.readouterr().out)
+    assert printed[-len(pasted):] == pasted
+    # the shipped defaults, as the prose after the table quotes them
+    from kokuban.validation.accuracy import accuracy
+
+    s = accuracy(Efficiency())["summary"]
+    r = {k: f"{100 * v['median_abs_error']:.1f} % ({v['count']}" for k, v in s["by_regime"].items()}
+    says(text, f"all 43 rows {100 * s['median_abs_error']:.1f} % median (p90 {100 * s['p90_abs_error']:.1f} %), signed "
+               f"+{100 * s['median_signed_error']:.1f} %; by regime weights {r['weights']} rows), comm {r['comm']}), "
+               f"compute {r['compute']}), KV {r['kv']}), overhead {r['overhead']})")
