@@ -488,3 +488,34 @@ def test_validation_doc_accuracy_tables_are_the_commands_output(capsys, monkeypa
     says(text, f"all 43 rows {100 * s['median_abs_error']:.1f} % median (p90 {100 * s['p90_abs_error']:.1f} %), signed "
                f"+{100 * s['median_signed_error']:.1f} %; by regime weights {r['weights']} rows), comm {r['comm']}), "
                f"compute {r['compute']}), KV {r['kv']}), overhead {r['overhead']})")
+
+
+# ---- the README's formula table, each row evaluated by hand once -------------------------------------
+def test_formula_table_rows_by_hand():
+    # attention FLOPs per attended token per layer: 2 · heads · (d_qk + d_v); MLA decode (absorbed): 2 · heads · (2·r_kv + d_rope)
+    l70, ds = load_model("llama-3.1-70b"), load_model("deepseek-v3")
+    assert l70.attn_flops_per_ctx_token_per_layer_decode == 2 * 64 * (128 + 128) == 32_768
+    assert ds.attn_flops_per_ctx_token_per_layer_prefill == 2 * 128 * ((128 + 64) + 128) == 81_920
+    assert ds.attn_flops_per_ctx_token_per_layer_decode == 2 * 128 * (2 * 512 + 64) == 278_528
+    says(README, "2 · heads · (d_qk + d_v); MLA decode (absorbed): 2 · heads · (2 · r_kv + d_rope)")
+    # experts touched: E · (1 − (1 − k/E)^tokens): k at batch 1, → E at a large batch
+    assert float(roofline.expected_experts_touched(8, 2, 1)) == pytest.approx(8 * (1 - (1 - 2 / 8) ** 1)) == 2
+    assert float(roofline.expected_experts_touched(8, 2, 800)) == pytest.approx(8.0)
+    says(README, "E · (1 − (1 − k/E)^tokens) per MoE layer (balanced router): k at batch 1, → E at large batch")
+    # prefill attention: causal pairs Σ_{t ≤ T} min(t, window) per layer (no window: T(T+1)/2)
+    assert float(l70.causal_attended_tokens(2000)) == 80 * 2000 * 2001 / 2
+    # EP all-to-all: 2 per MoE layer of latency + (N−1)/N · (tokens/N) · k · d · 2 B ÷ (link · eff_link)
+    qwen = Deployment.make(load_model("qwen3-30b-a3b"), load_accelerator("h100-sxm"), 4, layout="ep")
+    per_gpu = (4 - 1) / 4 * (64 / 4) * 8 * 2048 * 2  # 64 tokens in flight, top-8 of hidden 2048 in bf16
+    seconds, sent = roofline.comm_time_s(qwen, 64.0)
+    assert float(seconds) == pytest.approx(2 * 48 * (8e-6 + per_gpu / (LINK * 0.27)), rel=1e-12)
+    assert float(sent) == 2 * 48 * per_gpu == 37_748_736
+    says(README, "2 per MoE layer: latency + (N−1)/N · (tokens/N) · k · d · 2 B ÷ (link · eff_link)",
+         "2 per layer: latency + 2(N−1)/N · tokens · d · 2 B ÷ (link · eff_link)")
+    # kernel time: max(c, m) + (1 − overlap) · min(c, m)
+    dep = Deployment.make(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"),
+                          efficiency=Efficiency().updated(overlap=0.25))
+    step = roofline.decode_step(dep, 8, 1024)
+    c, m = float(step.linear_compute_s), float(step.weights_s)
+    assert float(step.linear_s) == pytest.approx(max(c, m) + 0.75 * min(c, m), rel=1e-12)
+    says(README, "max(c, m) + (1 − overlap) · min(c, m); overlap 1 (default) is the roofline")
