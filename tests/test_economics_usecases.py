@@ -123,6 +123,8 @@ def test_frontier_request_parses_lists_and_takes_python_objects():
     (FrontierRequest, {"layouts": "tp,pp"}, "layouts", "must list tp and/or ep"),
     (FrontierRequest, {"gpu": ()}, "gpu", "at least 1 item"),
     (FrontierRequest, {"slo_tps": -1}, "slo_tps", "greater than 0"),
+    (FrontierRequest, {"weights": ("bf16", "int3")}, "weights", "'int3' is not supported"),
+    (FrontierRequest, {"kv": "fp7"}, "kv", "'fp7' is not supported"),
     (LanesRequest, {"rate": float("inf")}, "rate", "finite"),
     (LanesRequest, {"rate": 5, "tpot": 0}, "tpot", "greater than 0"),
     (BatchRequest, {"batch": 0}, "batch", "greater than 0 or 'max'"),

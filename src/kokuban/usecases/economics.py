@@ -243,6 +243,14 @@ class FrontierRequest(EfficiencyRequest):
             raise ValueError("must list tp and/or ep")
         return values
 
+    def check(self) -> None:
+        from kokuban.specs.dtypes import check_dtype
+
+        for name in self.weights:
+            check_dtype(name, "weights")
+        if self.kv is not None:
+            check_dtype(self.kv, "kv")
+
     def model_spec(self) -> ModelSpec:
         from kokuban.specs.catalog import load_model
 
