@@ -360,7 +360,7 @@ def test_readme_accuracy_figures():
     from kokuban.validation.calibrate import holdout_mask
 
     def errors(eff):
-        result = accuracy(eff)
+        result = accuracy(eff).as_dict()
         rows = result["rows"]
         err = np.array([abs(r["predicted"] - r["measured"]) / r["measured"] for r in rows])
         held = holdout_mask([r["id"] for r in rows])
@@ -439,7 +439,7 @@ def test_efficiency_docstring_calibration_figures():
     from kokuban.validation.calibrate import holdout_mask
 
     def held_out(eff):
-        rows = accuracy(eff)["rows"]
+        rows = accuracy(eff).as_dict()["rows"]
         err = np.array([abs(r["predicted"] - r["measured"]) / r["measured"] for r in rows])
         err = err[holdout_mask([r["id"] for r in rows])]
         return f"{100 * np.median(err):.1f} %", f"{100 * np.percentile(err, 90):.0f} %"
@@ -483,7 +483,7 @@ def test_validation_doc_accuracy_tables_are_the_commands_output(capsys, monkeypa
     # the shipped defaults, as the prose after the table quotes them
     from kokuban.validation.accuracy import accuracy
 
-    s = accuracy(Efficiency())["summary"]
+    s = accuracy(Efficiency()).summary
     r = {k: f"{100 * v['median_abs_error']:.1f} % ({v['count']}" for k, v in s["by_regime"].items()}
     says(text, f"all 43 rows {100 * s['median_abs_error']:.1f} % median (p90 {100 * s['p90_abs_error']:.1f} %), signed "
                f"+{100 * s['median_signed_error']:.1f} %; by regime weights {r['weights']} rows), comm {r['comm']}), "
