@@ -39,7 +39,8 @@ def preset(name: str) -> Scenario:
     """One bundled preset; an unknown name suggests the close ones."""
     known = presets()
     if name not in known:
-        raise unknown_name("preset", name, known, field="preset")
+        err = unknown_name("preset", name, known, field="preset")
+        raise KokubanError(err.reason.replace("`kokuban presets`", "`kokuban agent presets`"), field="preset", value=name)
     return known[name]
 
 

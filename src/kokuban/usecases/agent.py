@@ -306,10 +306,16 @@ def run_agent(request: AgentRequest) -> AgentResult:
         terms = {}
     specs = [s for spec in r.compaction for s in (auto_policies(window) if spec == "auto" else [spec])]
     priced: list[PolicyRun] = []
-    for spec in dict.fromkeys(specs):
+    for i, spec in enumerate(dict.fromkeys(specs)):
         policy = parse_policy(spec)
         calls = build_calls(families, policy)
-        require_window(calls, window, what, policy)
+        try:
+            require_window(calls, window, what, policy)
+        except KokubanError as exc:
+            if i == 0:  # the policy asked for first must fit; a compared one that does not is left out, said why
+                raise
+            notes.append(f"compaction {spec} left out: {exc.reason}")
+            continue
         if r.is_api:
             cols = api.api_costs(calls, row, cache, lane=r.lane, start_utc_hour=r.start_utc_hour, weekday=not r.weekend)
         else:
