@@ -195,6 +195,8 @@ def test_distributions_parse_and_sample_deterministically():
     a, b = d.sample(np.random.default_rng(0), 5), d.sample(np.random.default_rng(0), 5)
     assert a.tolist() == b.tolist()
     assert parse_dist("uniform:2,4", "gap_s").mean == 3.0
+    # a draw never falls below the minimum the spec was checked against (a run has at least one step)
+    assert parse_dist("lognormal:1,3", "steps", integer=True, minimum=1).sample(np.random.default_rng(0), 1000).min() == 1
     with pytest.raises(KokubanError, match="not known"):
         parse_dist("zipf:1", "gap_s")
 

@@ -40,6 +40,7 @@ class Dist:
     params: tuple[float, ...]
     spec: str
     integer: bool = False
+    minimum: float = 0.0
 
     @property
     def is_fixed(self) -> bool:
@@ -53,7 +54,7 @@ class Dist:
                 "lognormal": lambda: p[0] * math.exp(p[1] ** 2 / 2), "exp": lambda: p[0]}[self.kind]()
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        """n draws (integers ≥ `floor` when `integer`: see `parse_dist`)."""
+        """n draws, never below the `minimum` the spec was checked against (integers when `integer`)."""
         p = self.params
         if self.kind == "fixed":
             x = np.full(n, p[0])
@@ -63,7 +64,9 @@ class Dist:
             x = rng.lognormal(math.log(p[0]), p[1], n)
         else:
             x = rng.exponential(p[0], n)
-        return np.rint(x).astype(np.int64) if self.integer else x.astype(np.float64)
+        if self.integer:
+            return np.maximum(np.rint(x), math.ceil(self.minimum)).astype(np.int64)
+        return np.maximum(x, self.minimum).astype(np.float64)
 
 
 def parse_dist(spec: str | float, field: str, *, integer: bool = False, minimum: float = 0) -> Dist:
@@ -88,22 +91,22 @@ def parse_dist(spec: str | float, field: str, *, integer: bool = False, minimum:
             raise KokubanError(f"'{text}' is not a number or a distribution; {allowed}", field=field, value=text) from None
         if not math.isfinite(value) or value < minimum:
             raise KokubanError(f"must be ≥ {minimum:g}, got {text}", field=field, value=text)
-        return Dist("fixed", (float(round(value)) if integer else value,), text, integer)
+        return Dist("fixed", (float(round(value)) if integer else value,), text, integer, float(minimum))
     if kind == "uniform":
         lo, hi = numbers(2)
         if not minimum <= lo <= hi:
             raise KokubanError(f"'{text}' needs {minimum:g} ≤ LO ≤ HI", field=field, value=text)
-        return Dist("uniform", (lo, hi), text, integer)
+        return Dist("uniform", (lo, hi), text, integer, float(minimum))
     if kind == "lognormal":
         median, sigma = numbers(2)
         if median <= 0 or median < minimum or sigma < 0:
             raise KokubanError(f"'{text}' needs MEDIAN > 0 (and ≥ {minimum:g}) and SIGMA ≥ 0", field=field, value=text)
-        return Dist("lognormal", (median, sigma), text, integer)
+        return Dist("lognormal", (median, sigma), text, integer, float(minimum))
     if kind == "exp":
         (mean,) = numbers(1)
         if mean <= 0:
             raise KokubanError(f"'{text}' needs MEAN > 0", field=field, value=text)
-        return Dist("exp", (mean,), text, integer)
+        return Dist("exp", (mean,), text, integer, float(minimum))
     raise KokubanError(f"distribution '{kind}' is not known; {allowed}", field=field, value=text)
 
 

@@ -207,6 +207,12 @@ class AgentResult:
             frames.append(pd.DataFrame(frame | {k: p.totals(k) for k in keys}))
         return pd.concat(frames, ignore_index=True)
 
+    def _run_max(self, c: Calls) -> np.ndarray:
+        """Each run's largest context (prompt + output) over its calls."""
+        top = np.zeros(self.runs, dtype=np.int64)
+        np.maximum.at(top, c.run, c.context_tokens)
+        return top
+
     def policy_summary(self, p: PolicyRun) -> dict[str, Any]:
         c, col = p.calls, p.columns
         n = self.runs
@@ -214,7 +220,7 @@ class AgentResult:
                "mean_per_run": {"calls": len(c) / n, "summary_calls": float(c.is_summary.sum()) / n,
                                 "input_tokens": float(c.prompt_tokens.sum()) / n,
                                 "output_tokens": float(c.output_tokens.sum()) / n,
-                                "max_context_tokens": float(np.mean([c.context_tokens[c.run == r].max() for r in range(n)]))}}
+                                "max_context_tokens": float(self._run_max(c).mean())}}
         if self.mode == "api":
             read, written = float(col["input_read_tokens"].sum()), float(col["input_written_tokens"].sum())
             out["mean_per_run"] |= {"input_written_tokens": written / n, "input_read_tokens": read / n,
