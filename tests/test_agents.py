@@ -210,3 +210,22 @@ def test_presets_cite_their_sources():
     # TraceLab arithmetic quoted in the preset file: 153,710 = 20,000 + (523 + r)·41.5 → r = 2,699 (rounded)
     assert round((153_710 - 20_000) / 41.5 - 523) == 2_699
     assert round(186.9e6 / 357_161) == 523 and round(52.6 / 54.9, 3) == 0.958
+
+
+def test_cli_help_words_the_use_case_defaults():
+    from click.testing import CliRunner
+
+    from kokuban.cli import cli
+    from kokuban.usecases import agent as uc
+
+    text = CliRunner().invoke(cli, ["agent", "self-hosted", "--help"], terminal_width=400).output
+    assert f"default {uc.DEFAULT_RUNS};" in text and f"default {uc.DEFAULT_BATCH})" in text
+    assert f"default {uc.HOST_LINK_BYTES_PER_S:.3g}:" in text and f"default {uc.HOST_USD_PER_GB_HOUR:.2g}," in text
+
+
+def test_auto_leaves_out_what_does_not_fit_and_subagents_add_their_cost():
+    res = run_agent(AgentRequest(preset="tracelab-session", price=SONNET, compaction=("auto",), runs=3))
+    assert "none" not in [p.policy.spec for p in res.policies] and any("none left out" in n for n in res.notes)
+    one = small(subagents=0).chosen.run_usd[0]
+    # two children of the same fixed shapes cost two more runs: 3 × 0.01275
+    assert small(subagents=2).chosen.run_usd[0] == pytest.approx(3 * one) and one == pytest.approx(0.01275)

@@ -28,9 +28,9 @@ import numpy as np
 from kokuban.agents.compaction import Calls
 from kokuban.core.cost import usd_for_tokens
 from kokuban.errors import KokubanError
+from kokuban.prices.costing import LANES
 from kokuban.prices.sheets import PriceRow, peak_windows
 
-LANES = ("standard", "batch", "flex", "priority")
 RETENTIONS = ("none", "standard", "extended")
 
 
@@ -86,8 +86,9 @@ def cache_rules(row: PriceRow, retention: str = "standard", ttl_s: float | None 
 
 
 def off_peak(row: PriceRow, start_utc_hour: float | None, weekday: bool, seconds: Any) -> np.ndarray:
-    """True where a call starting `seconds` after `start_utc_hour` (UTC, on a weekday if `weekday`) is off-peak on
-    `row`; all False where the sheet has no off-peak rule or no start hour is given."""
+    """True where a call starting `seconds` after `start_utc_hour` (UTC) is off-peak on `row`; all False where the
+    sheet has no off-peak rule or no start hour is given. With `peak_weekdays_only`, a weekday start is taken as a
+    Monday and a weekend start as a Saturday, and the days count on from there."""
     s = np.asarray(seconds, dtype=np.float64)
     rules = row.rules
     if rules.off_peak_multiplier is None or start_utc_hour is None:
@@ -98,8 +99,8 @@ def off_peak(row: PriceRow, start_utc_hour: float | None, weekday: bool, seconds
     peak = np.zeros(s.shape, bool)
     for lo, hi in peak_windows(rules.peak_hours_utc):
         peak |= (hour >= lo) & (hour < hi)
-    if rules.peak_weekdays_only:  # day 0 is the start day; weekdays Mon–Fri repeat every 7 days from a weekday start
-        start_dow = 0 if weekday else 5  # a weekend start is taken as Saturday
+    if rules.peak_weekdays_only:  # day 0 is the start day: Monday (0) or Saturday (5); Mon–Fri are 0–4
+        start_dow = 0 if weekday else 5
         peak &= ((start_dow + day) % 7) < 5
     return ~peak
 

@@ -21,10 +21,10 @@ def _scenario(entry: dict[str, Any], where: str) -> Scenario:
     unknown = sorted(set(entry) - KEYS)
     if unknown:
         raise KokubanError(f"{where}: '{unknown[0]}' is not a scenario field; allowed: {', '.join(sorted(KEYS))}",
-                           field="scenario")
+                           field="scenario_file")
     missing = [k for k in ("steps", "system_tokens", "output_tokens", "tool_tokens", "gap_s") if k not in entry]
     if missing:
-        raise KokubanError(f"{where}: {missing[0]} is missing", field="scenario")
+        raise KokubanError(f"{where}: {missing[0]} is missing", field="scenario_file")
     return Scenario.make(**entry)
 
 

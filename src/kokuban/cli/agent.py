@@ -1,4 +1,7 @@
-"""`kokuban agent api | self-hosted | presets`: what an agent run costs. Parse → `run_agent` → present."""
+"""`kokuban agent api | self-hosted | presets`: what an agent run costs. Parse → `run_agent` → present.
+
+Unset flags stay unset, so the defaults are the use case's (`usecases.agent`); the help words them, and
+`tests/test_agents.py` checks that it words them right."""
 
 from __future__ import annotations
 
@@ -25,9 +28,9 @@ def scenario_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--subagents", type=int, default=None, help="Parallel child runs each run fans out."),
         click.option("--subagent-steps", default=None, help="Steps of each child run (default: --steps)."),
         click.option("--runs", type=int, default=None, help="Sampled runs (default 100; 1 when every size is fixed)."),
-        click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed."),
-        click.option("--compaction", multiple=True, default=("none",), show_default=True,
-                     help="Policy to price (repeatable; the first is shown step by step): none, every:M,K, threshold:T,K, or auto."),
+        click.option("--seed", type=int, default=None, help="Sampling seed (default 0)."),
+        click.option("--compaction", multiple=True, default=None,
+                     help="Policy to price (repeatable; the first is shown step by step): none (default), every:M,K, threshold:T,K, or auto."),
         click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None, help="Write the figure (.png, .svg or .pdf)."),
     ]
     for option in reversed(options):
@@ -43,8 +46,8 @@ def _finish(kw: dict[str, Any], **extra: Any) -> None:
         from kokuban.present.plots import check_plot_path
 
         check_plot_path(plot_path)
-    kw["compaction"] = tuple(kw["compaction"])
-    result = run_agent(request(AgentRequest, kw, **extra))
+    fields = {k: tuple(v) if isinstance(v, (list, tuple)) else v for k, v in kw.items() if v is not None and v != ()}
+    result = run_agent(request(AgentRequest, fields, **extra))
     if kw.get("as_json"):
         emit_json(result.as_dict())
     else:
@@ -67,32 +70,30 @@ def agent() -> None:
 @click.argument("price")
 @scenario_options
 @click.option("--price-file", multiple=True, type=click.Path(dir_okay=False), help="Extra price file(s) in the bundled schema.")
-@click.option("--cache-retention", type=click.Choice(["none", "standard", "extended"]), default="standard", show_default=True,
-              help="none: no prompt cache; extended: the sheet's longer TTL at its write price (Anthropic 1h).")
+@click.option("--cache-retention", type=click.Choice(["none", "standard", "extended"]), default=None,
+              help="standard (default): the sheet's cache; none: no prompt cache; extended: the sheet's longer TTL at its write price (Anthropic 1h).")
 @click.option("--cache-ttl-s", type=float, default=None, help="Cache lifetime in seconds (default: the sheet's).")
-@click.option("--lane", type=click.Choice(["standard", "batch", "flex", "priority"]), default="standard", show_default=True)
+@click.option("--lane", type=click.Choice(["standard", "batch", "flex", "priority"]), default=None, help="Price lane (default standard).")
 @click.option("--start-utc-hour", type=float, default=None, help="UTC hour the run starts (applies off-peak prices).")
 @click.option("--weekend", is_flag=True, help="The run starts on a weekend day.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (SI units, stable keys).")
 def agent_api(**kw: Any) -> None:
     """Price agent runs on an API price sheet row (provider/model)."""
-    kw["price_file"] = tuple(kw["price_file"])
     _finish(kw)
 
 
 @agent.command("self-hosted")
 @deployment_options
 @scenario_options
-@click.option("--batch", type=int, default=32, show_default=True, help="Sessions decoded together.")
-@click.option("--survival", type=click.Choice(["keep", "offload", "drop", "best"]), default="best", show_default=True,
-              help="How the KV survives each gap: keep resident, offload to host, drop and recompute, or the cheapest.")
-@click.option("--host-link-bytes-per-s", type=float, default=None, help="GPU-host bytes/s one way (default 51.2e9: PCIe Gen5 x16 × 0.8).")
-@click.option("--host-usd-per-gb-hour", type=float, default=None, help="Host memory price (default 0.0095, an upper bound).")
+@click.option("--batch", type=int, default=None, help="Sessions decoded together (default 32).")
+@click.option("--survival", type=click.Choice(["keep", "offload", "drop", "best"]), default=None,
+              help="How the KV survives each gap: keep resident, offload to host, drop and recompute, or best (default: the cheapest).")
+@click.option("--host-link-bytes-per-s", type=float, default=None,
+              help="GPU-host bytes/s one way (default 5.12e+10: PCIe Gen5 x16 × 0.8).")
+@click.option("--host-usd-per-gb-hour", type=float, default=None,
+              help="Host memory price (default 0.0095, an upper bound).")
 def agent_self_hosted(**kw: Any) -> None:
     """Price agent runs on your own deployment: GPU-seconds and dollars from the roofline."""
-    for key in ("host_link_bytes_per_s", "host_usd_per_gb_hour"):
-        if kw[key] is None:
-            kw.pop(key)
     _finish(kw)
 
 

@@ -4,7 +4,8 @@ The scenario comes from exactly one of: a preset (`preset`), a scenario file (`s
 (`trace`, JSONL), or the shape fields (`steps`, `system_tokens`, `output_tokens`, `tool_tokens`, `gap_s`); shape
 fields given beside a preset or a file replace its values. `price` prices the run on a sheet row; `model` +
 `gpu` (and the deployment fields) price it self-hosted. `compaction` lists the policies to compare ("auto": none
-and four standard ones); the first is the run shown step by step, the cheapest is named.
+and four standard ones); the first is the run shown step by step, the cheapest is named. The first policy named
+must fit the window; a compared one (or one from "auto") that does not is left out and the notes say why.
 
 Policies of this use case (here and nowhere else): `runs` sampled runs (1 when every size is fixed; one per
 session for a trace), seed 0; decode `batch` 32 sessions; survival "best"; host link 51.2e9 B/s (PCIe Gen5 x16,
@@ -312,14 +313,16 @@ def run_agent(request: AgentRequest) -> AgentResult:
         terms = {}
     specs = [s for spec in r.compaction for s in (auto_policies(window) if spec == "auto" else [spec])]
     priced: list[PolicyRun] = []
+    first_error: KokubanError | None = None
     for i, spec in enumerate(dict.fromkeys(specs)):
         policy = parse_policy(spec)
         calls = build_calls(families, policy)
         try:
             require_window(calls, window, what, policy)
         except KokubanError as exc:
-            if i == 0:  # the policy asked for first must fit; a compared one that does not is left out, said why
+            if i == 0 and r.compaction[0] != "auto":  # the policy named first must fit
                 raise
+            first_error = first_error or exc  # a compared one that does not is left out, and the notes say why
             notes.append(f"compaction {spec} left out: {exc.reason}")
             continue
         if r.is_api:
@@ -335,6 +338,8 @@ def run_agent(request: AgentRequest) -> AgentResult:
                                            host_usd_per_byte_s=r.host_usd_per_gb_hour / 1e9 / 3600)
         run_usd = np.bincount(calls.run, weights=cols["usd"], minlength=len(families))
         priced.append(PolicyRun(policy, calls, cols, run_usd))
+    if not priced:
+        raise first_error or KokubanError("no policy to price", field="compaction")
     if scenario is not None and scenario.subagents:
         notes.append(f"each run fans out {scenario.subagents} sub-agent run(s); their cost is in the run's total")
     return AgentResult("api" if r.is_api else "self-hosted", source, scenario, len(families), r.seed, tuple(priced),
