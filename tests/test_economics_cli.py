@@ -64,10 +64,18 @@ def test_context_beyond_max_warns(capsys):
 
 @pytest.mark.parametrize("args,msg", [
     (["batch", "llama-3.1-8b", "--gpu", "h100-sxm", "--max-batch", "5000"], "does not fit: the largest batch that fits"),
-    (["batch", "llama-3.1-8b", "--gpu", "h100-sxm", "--plot", "x.jpg"], "must end in one of .png"),
+    (["batch", "llama-3.1-8b", "--gpu", "h100-sxm", "--plot", "x.jpg"], "--plot: plot file 'x.jpg' must end in one of .png"),
     (["lanes", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "5", "--tpot", "0.001"], "--tpot: no batch meets 0.001 s per output token"),
     (["frontier", "llama-3.1-8b", "--gpu", "h100-sxm", "--slo-tps", "5000"], "no configuration reaches 5000 tokens/s per user"),
-    (["frontier", "llama-3.1-8b", "--gpu", "h100-sxm", "--counts", "1,x"], "--counts must be"),
+    (["frontier", "llama-3.1-8b", "--gpu", "h100-sxm", "--counts", "1,x"], "--counts: must be a comma-separated list of positive integers, got '1,x'"),
+    (["frontier", "llama-3.1-8b", "--gpu", "h100-sxm", "--counts", "0,2"], "--counts: must list positive integers, got '0,2'"),
+    (["frontier", "llama-3.1-8b", "--gpu", "h100-sxm", "--layouts", "tp,pp"], "--layouts: must list tp and/or ep, got 'tp,pp'"),
+    (["batch", "llama-3.1-8b", "--gpu", "h100-sxm", "--max-batch", "8", "--batch", "9"],
+     "--batch: 9 is outside the curve's range 1–8"),
+    (["batch", "llama-3.1-8b", "--gpu", "h100-sxm", "--min-batch", "0"], "--min-batch: input should be greater than 0"),
+    (["lanes", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "0"], "--rate: input should be greater than 0, got 0.0"),
+    (["lanes", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "5", "--output", "1"], "--output: must be at least 2 tokens"),
+    (["io", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "200000"], "--context: 200000 exceeds llama-3.1-8b's maximum"),
     (["context", "llama-3.1-8b", "--gpu", "h100-sxm", "--from", "9000", "--to", "100"], "empty context range"),
     (["io", "llama-3.1-8b", "--gpu", "h10"], "unknown gpu 'h10'"),
 ])

@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from kokuban.cli import core, economics, prices, serve, simulate, validate
+from kokuban.cli import agent, core, economics, prices, serve, simulate, validate
 from kokuban.errors import KokubanError
 
 #: Fields of the wings' functions whose command-line flag is not the field with dashes.
@@ -29,7 +29,7 @@ def cli() -> None:
     """kokuban (黒板): what running a large language model costs and how fast it goes, from first principles."""
 
 
-for module in (core, economics, prices, serve, simulate, validate):
+for module in (core, economics, prices, serve, simulate, validate, agent):
     for command in module.commands:
         cli.add_command(command)
 

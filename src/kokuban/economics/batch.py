@@ -6,8 +6,15 @@ Everything here is a thin, vectorised layer over the core: each row of a curve i
 The only formula of its own is the blackboard crossover (`compute_bound_batch`), kept as a pure
 function so the curve can be checked against it by hand.
 
-    per-token cost = USD/s × step ÷ B,   step = max(B·c, w(B) + B·k) + comm + overhead
-      w: weight read (shared by the batch, so ÷ B per token)    c, k: compute and KV read per request
+    per-token cost = USD/s × step ÷ B,
+    step = max(B·c, w(B)) + max(B·a, B·k) + comm + overhead          (the core's two kernels, overlap 1)
+      w: weight read (shared by the batch, so ÷ B per token)
+      c: multiply compute per request;  a, k: attention compute and KV read per request
+
+The weight multiplies and the attention run one after the other, so the KV read never hides under the
+multiplies: the crossover (c·B = w(B)) does not move with the context, and decode attention, a ≪ k, is
+KV-bound at every batch. Communication splits into the collectives' fixed latency (shared, per step) and
+their bytes (per request); with `Efficiency.overlap` < 1 each max also pays part of the shorter time.
 """
 
 from __future__ import annotations

@@ -1,12 +1,15 @@
 """The long-context wall: what a token costs as every request's context grows.
 
 At each context L the provider runs the largest batch that fits, B(L) = `memory.max_batch`. A decode
-token then pays (per busiest GPU)  max(c(L), w/B(L)) + k(L)  with
-    c(L)  compute per request of the weight multiplies,
+token then pays (per busiest GPU, the core's two kernels one after the other)
+    max(c, w/B(L)) + max(a(L), k(L)) + (comm + overhead) ÷ B(L)    with
+    c     compute per request of the weight multiplies (independent of L),
     w/B   the weight read shared by the batch: grows with L because B(L) ∝ 1/L   → the CAPACITY wall,
+    a(L)  the request's attention compute ∝ L, below its KV read at every L (decode attention is KV-bound),
     k(L)  the request's own KV read ∝ L; no batch can share it                  → the BANDWIDTH wall.
-Each wall is where its term first exceeds the compute per request (`walls`). Rows come from the core
-(`economics.decode_columns`, `roofline.prefill`, `cost`).
+Each wall is where its term first exceeds the multiply compute per request (`capacity_wall`,
+`bandwidth_wall`); `hard_wall` is where not one request fits. Rows come from the core
+(`economics.batch.decode_columns`, `roofline.prefill`, `cost`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The latency–throughput frontier: tokens/s per user against tokens/s per accelerator.
 
 Sweep accelerator types × counts × layouts (TP, and EP for MoE) × weight precisions × batches; every
-point is `economics.decode_columns` (the core's decode step, priced). The Pareto frontier keeps the
+point is `economics.batch.decode_columns` (the core's decode step, priced). The Pareto frontier keeps the
 points no other point beats on both axes — the curve serving benchmarks (vLLM, TensorRT-LLM, SGLang)
 publish: few GPUs and large batches at the throughput end, many GPUs and small batches at the
 interactive end. The cheapest point meeting an SLO (tokens/s per user, time to first token) is marked.

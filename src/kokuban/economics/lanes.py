@@ -8,7 +8,7 @@ every W seconds, or as soon as it is full (the largest batch that fits at P + O 
     queueing delay          that wait ÷ 2 on average (arrivals are spread evenly over it)
     departure interval      B ÷ λ between trains that carry anyone
     TTFT                    = queueing delay + prefill(B, P)           TPOT = decode time ÷ (O − 1)
-    cost per output token   = USD/s × (prefill + decode) ÷ (B·O)       (`estimate.generation`)
+    cost per output token   = USD/s × (prefill + decode) ÷ (B·O)       (`core.generation.generation`)
     deployments busy        = (prefill + decode) × λ ÷ B                (replicas the timetable needs)
 A fast lane takes the largest batch its latency target allows; a slow (batch/offline) lane waits a
 long window and rides full. Their cost ratio is the price multiplier of speed.
@@ -42,8 +42,8 @@ def _check(dep: Deployment, rate: float, prompt: int, output: int) -> int:
 
 
 def lane_table(dep: Deployment, rate_per_s: float, prompt: int, output: int, windows_s: Any) -> pd.DataFrame:
-    """One row per window W (seconds): the timetable above, then `decode_columns` at the batch and the
-    mid-generation context P + O/2 (per-token parts, bound)."""
+    """One row per window W (seconds): `decode_columns` at the batch and the mid-generation context
+    P + O/2 (per-token parts, bound), then the timetable above."""
     fit = _check(dep, rate_per_s, prompt, output)
     w = np.asarray(windows_s, dtype=np.float64).ravel()
     if w.size == 0 or np.any(~np.isfinite(w)) or np.any(w < 0):
@@ -153,4 +153,5 @@ def default_windows(rate_per_s: float, fit: int, slow_window_s: float = DEFAULT_
 
 
 def max_batch_for(dep: Deployment, prompt: int, output: int) -> int:
+    """B_fit: the largest batch that fits at the end of a generation, P + O tokens (0 if none)."""
     return int(memory.max_batch(dep, prompt + output))

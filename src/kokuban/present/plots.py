@@ -1,5 +1,6 @@
 """Figures for talks: presentation only. Every number drawn comes from a DataFrame the economics
-modules built; nothing is computed here but positions and labels. Agg backend, files only.
+wing built (through the use cases' results); nothing is computed here but positions and labels.
+Agg backend, files only.
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ LABELS = {"weights": "weight read (shared, ÷ batch)", "compute": "compute (per 
 USD = FuncFormatter(lambda v, _: f"${v:,.3g}")
 
 
-def check_plot_path(path: str | Path | None) -> None:
+def check_plot_path(path: str | Path | None, field: str = "plot_path") -> None:
     """Reject a plot file name matplotlib would not write as a figure (before any work is done)."""
     if path is not None and Path(path).suffix.lower() not in FORMATS:
-        raise KokubanError(f"plot file '{path}' must end in one of {', '.join(FORMATS)}")
+        raise KokubanError(f"plot file '{path}' must end in one of {', '.join(FORMATS)}", field=field, value=str(path))
 
 
 def _save(fig: Any, path: str | Path) -> Path:

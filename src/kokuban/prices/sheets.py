@@ -6,6 +6,12 @@ date it was read. Rows are validated on load: an inconsistent sheet (output belo
 input above input, a long-context tier cheaper than the standard one, a "discount" above 1…) is a
 `KokubanError` naming the file, the row and the field.
 
+Agent-run rules (`SheetRules`, an additive extension read by `kokuban agent`): how long a cached prefix
+lives (`cache_ttl_s`), a longer retention sold at its own write price (`extended_cache_ttl_s`,
+`extended_cache_write_usd_per_m`: Anthropic's 1-hour writes), and off-peak billing (`off_peak_multiplier`,
+`peak_hours_utc`, `peak_weekdays_only`), with their own `rules_source`/`rules_retrieved`/`rules_notes`. They
+live in `PriceRow.rules`, outside `PriceRow.as_dict()`, so every existing command's JSON stays the same.
+
 A user's file uses the same schema (any number of `[[price]]` tables); its rows take precedence
 over bundled rows with the same provider/model.
 """
@@ -15,7 +21,7 @@ from __future__ import annotations
 import math
 import re
 import tomllib
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -24,6 +30,47 @@ from kokuban.errors import KokubanError, unknown_name
 
 BUNDLED = "prices.toml"
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+PEAK_WINDOW = re.compile(r"^(\d{1,2})-(\d{1,2})$")
+
+
+def peak_windows(text: str) -> tuple[tuple[int, int], ...]:
+    """'01-04,06-10' → ((1, 4), (6, 10)): UTC hour windows [start, end), 0 ≤ start < end ≤ 24."""
+    out = []
+    for part in text.split(","):
+        m = PEAK_WINDOW.match(part.strip())
+        if not m or not 0 <= int(m[1]) < int(m[2]) <= 24:
+            raise ValueError(part)
+        out.append((int(m[1]), int(m[2])))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class SheetRules:
+    """The rules an agent run needs beyond per-token prices. None/"" where the sheet says nothing.
+
+    cache_ttl_s: seconds a cached prefix survives without use (each read refreshes it);
+    extended_cache_ttl_s / extended_cache_write_usd_per_m: a longer retention and its write price;
+    off_peak_multiplier: every price × this outside `peak_hours_utc` (UTC hour windows "HH-HH,…"), on weekdays
+    only when `peak_weekdays_only` (weekends are then off-peak all day).
+    """
+
+    cache_ttl_s: float | None = None
+    extended_cache_ttl_s: float | None = None
+    extended_cache_write_usd_per_m: float | None = None
+    off_peak_multiplier: float | None = None
+    peak_hours_utc: str = ""
+    peak_weekdays_only: bool = False
+    rules_source: str = ""
+    rules_retrieved: str = ""
+    rules_notes: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+RULES = {f.name for f in fields(SheetRules)}
 
 
 @dataclass(frozen=True)
@@ -52,6 +99,7 @@ class PriceRow:
     as_of: str = ""
     notes: str = ""
     origin: str = ""  # the file the row came from (not part of the schema)
+    rules: SheetRules = field(default_factory=SheetRules)  # agent-run rules (outside as_dict: see module docstring)
 
     @property
     def key(self) -> str:
@@ -62,15 +110,19 @@ class PriceRow:
         return bool(self.open_model)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self) | {"key": self.key}
+        """The row's price-sheet fields (without `rules`, whose dict is `rules.as_dict()`) and its key."""
+        out = asdict(self)
+        out.pop("rules")
+        return out | {"key": self.key}
 
 
-SCHEMA = {f.name for f in fields(PriceRow)} - {"origin"}
+SCHEMA = ({f.name for f in fields(PriceRow)} - {"origin", "rules"}) | RULES
 REQUIRED = ("provider", "model", "input_usd_per_m", "output_usd_per_m", "source", "retrieved")
 MONEY = ("input_usd_per_m", "output_usd_per_m", "cached_input_usd_per_m", "cache_write_usd_per_m",
          "long_input_usd_per_m", "long_output_usd_per_m")
 POSITIVE = ("long_context_threshold_tokens", "fast_output_tokens_per_s", "output_tokens_per_s", "context_window_tokens")
-TEXT = ("provider", "model", "source", "retrieved", "open_model", "speed_source", "as_of", "notes")
+TEXT = ("provider", "model", "source", "retrieved", "open_model", "speed_source", "as_of", "notes", "peak_hours_utc",
+        "rules_source", "rules_retrieved", "rules_notes")
 
 
 def validate_entry(entry: dict[str, Any], where: str) -> PriceRow:
@@ -144,8 +196,51 @@ def validate_entry(entry: dict[str, Any], where: str) -> PriceRow:
         if e("open_model") not in model_catalog():
             err = unknown_name("model", e("open_model"), model_catalog())
             raise bad("open_model", f"names no catalog model: {err}")
+    _check_rules(entry, bad)
     ints = {k: int(entry[k]) for k in ("long_context_threshold_tokens", "context_window_tokens") if k in entry}
-    return PriceRow(**(entry | ints), origin=where.split(" row")[0])
+    base = {k: v for k, v in (entry | ints).items() if k not in RULES}
+    rules = SheetRules(**{k: v for k, v in entry.items() if k in RULES})
+    return PriceRow(**base, origin=where.split(" row")[0], rules=rules)
+
+
+def _check_rules(entry: dict[str, Any], bad: Any) -> None:
+    """The agent-run rules: TTLs > 0 and only with a cached-input price; the extended retention longer than the
+    standard one and written at ≥ the standard write (or input) price; off-peak multiplier in (0, 1] with its
+    peak windows (and vice versa); `rules_source` a URL and `rules_retrieved` a date whenever a rule is given."""
+    e = entry.get
+    for key in ("cache_ttl_s", "extended_cache_ttl_s", "extended_cache_write_usd_per_m", "off_peak_multiplier"):
+        value = e(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+                                  or value <= 0):
+            raise bad(key, f"is {value!r}; it must be a number > 0")
+    if "peak_weekdays_only" in entry and not isinstance(e("peak_weekdays_only"), bool):
+        raise bad("peak_weekdays_only", f"must be true or false, got {e('peak_weekdays_only')!r}")
+    for key in ("cache_ttl_s", "extended_cache_ttl_s", "extended_cache_write_usd_per_m"):
+        if e(key) is not None and e("cached_input_usd_per_m") is None:
+            raise bad(key, "is given but the row has no cached_input_usd_per_m: a cache lifetime needs a cache")
+    if (e("extended_cache_ttl_s") is None) != (e("extended_cache_write_usd_per_m") is None):
+        raise bad("extended_cache_ttl_s", "and extended_cache_write_usd_per_m go together: give both or neither")
+    if e("extended_cache_ttl_s") is not None and e("cache_ttl_s") is not None and e("extended_cache_ttl_s") <= e("cache_ttl_s"):
+        raise bad("extended_cache_ttl_s", f"{e('extended_cache_ttl_s')} is not longer than cache_ttl_s {e('cache_ttl_s')}")
+    floor = e("cache_write_usd_per_m") if e("cache_write_usd_per_m") is not None else e("input_usd_per_m")
+    if e("extended_cache_write_usd_per_m") is not None and e("extended_cache_write_usd_per_m") < floor:
+        raise bad("extended_cache_write_usd_per_m", f"{e('extended_cache_write_usd_per_m')} is below the standard write "
+                  f"price {floor}; a longer retention is not cheaper to write")
+    if e("off_peak_multiplier") is not None and e("off_peak_multiplier") > 1:
+        raise bad("off_peak_multiplier", f"is {e('off_peak_multiplier')!r}; an off-peak discount must be in (0, 1]")
+    if (e("off_peak_multiplier") is None) != (not e("peak_hours_utc")):
+        raise bad("peak_hours_utc", "and off_peak_multiplier go together: give both or neither")
+    if e("peak_hours_utc"):
+        try:
+            peak_windows(e("peak_hours_utc"))
+        except ValueError as exc:
+            raise bad("peak_hours_utc", f"window '{exc.args[0]}' is not HH-HH with 0 ≤ start < end ≤ 24 "
+                      "(e.g. \"01-04,06-10\")") from None
+    if any(k in entry for k in RULES - {"rules_source", "rules_retrieved", "rules_notes"}):
+        if not str(e("rules_source") or "").startswith("http"):
+            raise bad("rules_source", "is missing: cache and off-peak rules need the page they come from")
+        if not DATE.match(str(e("rules_retrieved") or "")):
+            raise bad("rules_retrieved", "is missing or not YYYY-MM-DD: cache and off-peak rules need a date")
 
 
 def _read(path: Any, label: str) -> list[dict[str, Any]]:

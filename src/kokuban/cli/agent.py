@@ -1,0 +1,118 @@
+"""`kokuban agent api | self-hosted | presets`: what an agent run costs. Parse → `run_agent` → present.
+
+Unset flags stay unset, so the defaults are the use case's (`usecases.agent`); the help words them, and
+`tests/test_agents.py` checks that it words them right."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from kokuban.cli.options import deployment_options, emit_json, request
+
+
+def scenario_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Where the run comes from, its shapes, the sampling and the compaction policies; --json and --plot."""
+    spec = "a number or uniform:LO,HI, lognormal:MEDIAN,SIGMA, exp:MEAN"
+    options = [
+        click.option("--preset", default=None, help="A bundled scenario (`kokuban agent presets`)."),
+        click.option("--scenario-file", type=click.Path(dir_okay=False), default=None, help="A TOML scenario file (the preset keys)."),
+        click.option("--trace", default=None, help="A JSONL trace of real steps (session, step, input_tokens, cached_input_tokens, output_tokens, gap_s), or 'example'."),
+        click.option("--steps", default=None, help=f"Steps per run: {spec}."),
+        click.option("--system-tokens", type=int, default=None, help="System prompt + tool definitions (tokens)."),
+        click.option("--output-tokens", default=None, help=f"Output tokens per step: {spec}."),
+        click.option("--tool-tokens", default=None, help=f"Tool-result tokens added after each step: {spec}."),
+        click.option("--gap-s", default=None, help=f"Tool/think seconds between steps: {spec}."),
+        click.option("--subagents", type=int, default=None, help="Parallel child runs each run fans out."),
+        click.option("--subagent-steps", default=None, help="Steps of each child run (default: --steps)."),
+        click.option("--runs", type=int, default=None, help="Sampled runs (default 100; 1 when every size is fixed)."),
+        click.option("--seed", type=int, default=None, help="Sampling seed (default 0)."),
+        click.option("--compaction", multiple=True, default=None,
+                     help="Policy to price (repeatable; the first is shown step by step): none (default), every:M,K, threshold:T,K, or auto."),
+        click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None, help="Write the figure (.png, .svg or .pdf)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _finish(kw: dict[str, Any], **extra: Any) -> None:
+    from kokuban.usecases.agent import AgentRequest, run_agent
+
+    plot_path = kw.pop("plot_path")
+    if plot_path:
+        from kokuban.present.plots import check_plot_path
+
+        check_plot_path(plot_path)
+    fields = {k: tuple(v) if isinstance(v, (list, tuple)) else v for k, v in kw.items() if v is not None and v != ()}
+    result = run_agent(request(AgentRequest, fields, **extra))
+    if kw.get("as_json"):
+        emit_json(result.as_dict())
+    else:
+        from kokuban.present.agent import agent_tables
+        from kokuban.present.format import console
+
+        agent_tables(console(), result)
+    if plot_path:
+        from kokuban.present.agent import plot_agent
+
+        click.echo(f"wrote {plot_agent(result, plot_path)}", err=bool(kw.get("as_json")))
+
+
+@click.group()
+def agent() -> None:
+    """What an agent run costs: growing context, caches, gaps, compaction."""
+
+
+@agent.command("api")
+@click.argument("price")
+@scenario_options
+@click.option("--price-file", multiple=True, type=click.Path(dir_okay=False), help="Extra price file(s) in the bundled schema.")
+@click.option("--cache-retention", type=click.Choice(["none", "standard", "extended"]), default=None,
+              help="standard (default): the sheet's cache; none: no prompt cache; extended: the sheet's longer TTL at its write price (Anthropic 1h).")
+@click.option("--cache-ttl-s", type=float, default=None, help="Cache lifetime in seconds (default: the sheet's).")
+@click.option("--lane", type=click.Choice(["standard", "batch", "flex", "priority"]), default=None, help="Price lane (default standard).")
+@click.option("--start-utc-hour", type=float, default=None, help="UTC hour the run starts (applies off-peak prices).")
+@click.option("--weekend", is_flag=True, help="The run starts on a weekend day.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (SI units, stable keys).")
+def agent_api(**kw: Any) -> None:
+    """Price agent runs on an API price sheet row (provider/model)."""
+    _finish(kw)
+
+
+@agent.command("self-hosted")
+@deployment_options
+@scenario_options
+@click.option("--batch", type=int, default=None, help="Sessions decoded together (default 32).")
+@click.option("--survival", type=click.Choice(["keep", "offload", "drop", "best"]), default=None,
+              help="How the KV survives each gap: keep resident, offload to host, drop and recompute, or best (default: the cheapest).")
+@click.option("--host-link-bytes-per-s", type=float, default=None,
+              help="GPU-host bytes/s one way (default 5.12e+10: PCIe Gen5 x16 × 0.8).")
+@click.option("--host-usd-per-gb-hour", type=float, default=None,
+              help="Host memory price (default 0.0095, an upper bound).")
+def agent_self_hosted(**kw: Any) -> None:
+    """Price agent runs on your own deployment: GPU-seconds and dollars from the roofline."""
+    _finish(kw)
+
+
+@agent.command("presets")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def agent_presets(as_json: bool) -> None:
+    """List the bundled scenarios, their sources and assumptions."""
+    from kokuban.agents.presets import presets
+
+    rows = [s.as_dict() for s in presets().values()]
+    if as_json:
+        emit_json(rows)
+        return
+    from kokuban.present.format import console
+
+    out = console()
+    for r in rows:
+        out.print(f"[bold]{r['name']}[/bold]: steps {r['steps']}, system {r['system_tokens']:,}, output {r['output_tokens']}, "
+                  f"tool {r['tool_tokens']}, gap {r['gap_s']} s\n  source: {r['source']}\n  assumed: {r['assumptions']}")
+
+
+commands = [agent]
