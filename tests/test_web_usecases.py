@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from kokuban.core import cost
 from kokuban.core.intensity import arithmetic_intensity, attainable_flops_per_s, ridge_intensity
 from kokuban.errors import KokubanError
 from kokuban.usecases.board import run_blackboard
@@ -109,9 +110,24 @@ def test_model_names_and_configs():
     assert e.value.field == "model" and "1024" in e.value.reason
 
 
-def test_a_free_accelerator_gives_no_nan():
-    """Price 0: every cost is 0 and a cost ratio has nothing to divide by: None, never NaN."""
-    c = run_batch_curve(BatchCurveRequest(model="llama-3.1-8b", gpu="h100-sxm", price_per_hour=0, points=20))
-    assert c.summary["cost_ratio_max_to_min"] is None and c.rows[0]["usd_per_m_output"] == 0.0
-    w = run_context_wall(ContextWallRequest(model="llama-3.1-8b", gpu="h100-sxm", price_per_hour=0, points=20))
-    assert all(r["surcharge_output"] is None for r in w.rows) and w.summary["surcharge_output_at_end"] is None
+def test_cost_ratio_by_hand():
+    assert cost.cost_ratio(6.0, 3.0, 10.0, 5.0) == 2.0   # priced: the USD ratio
+    assert cost.cost_ratio(0.0, 0.0, 10.0, 4.0) == 2.5   # free: 0 ÷ 0 becomes the ratio of the seconds, 10 ÷ 4
+
+
+def test_a_free_accelerator_has_the_same_ratios():
+    """Price 0 (h20, b300, mi355x, gaudi3 in the catalog): every cost is 0, and every cost ratio is the priced
+    one (the price cancels) — before, `kokuban batch`/`io` divided 0 by 0 (a traceback) and `context` printed NaN."""
+    base = dict(model="llama-3.1-8b", gpu="h100-sxm", points=20)
+    free, paid = (run_batch_curve(BatchCurveRequest(**base, price_per_hour=p)) for p in (0, 2.99))
+    assert free.rows[0]["usd_per_m_output"] == 0.0
+    assert free.summary["cost_ratio_max_to_min"] == pytest.approx(paid.summary["cost_ratio_max_to_min"], rel=1e-12)
+    assert free.summary["cheapest_batch"] == paid.summary["cheapest_batch"] == paid.max_batch
+    assert free.summary["input_output"]["output_to_input_ratio"] == pytest.approx(
+        paid.summary["input_output"]["output_to_input_ratio"], rel=1e-12)
+    wfree, wpaid = (run_context_wall(ContextWallRequest(**base, price_per_hour=p)) for p in (0, 2.99))
+    for kind in ("output", "input"):
+        key = f"surcharge_{kind}_at_end"
+        assert wfree.summary[key] == pytest.approx(wpaid.summary[key], rel=1e-12)
+        surcharges = [r[f"surcharge_{kind}"] for r in wfree.rows]
+        assert surcharges == pytest.approx([r[f"surcharge_{kind}"] for r in wpaid.rows])

@@ -53,6 +53,14 @@ def usd_per_m_input(dep: Deployment, prefill_step: Step) -> Any:
     return usd_per_m_tokens(usd_of_seconds(dep, prefill_step.step_time_s), prefill_step.tokens)
 
 
+def cost_ratio(usd: Any, usd_base: Any, seconds: Any, seconds_base: Any) -> Any:
+    """A cost ÷ a base cost: usd ÷ usd_base. Each is USD/s × the seconds it is made of, so the price cancels;
+    where usd_base is 0 (a free accelerator: 0 ÷ 0) the ratio of those seconds, the same number, is returned."""
+    usd, usd_base = np.asarray(usd, dtype=np.float64), np.asarray(usd_base, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(usd_base > 0, usd / usd_base, np.asarray(seconds, dtype=np.float64) / seconds_base)
+
+
 def decode_split_usd_per_m(dep: Deployment, step: Step) -> dict[str, Any]:
     """The cost of a decode token split into compute, weight read, KV read, comm and overhead (USD / M)."""
     def scale(kernel_s: Any, a: Any, b: Any) -> np.ndarray:  # kernel time ÷ (a + b), 0 where both are 0

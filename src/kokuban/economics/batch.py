@@ -208,7 +208,8 @@ def batch_summary(dep: Deployment, curve: pd.DataFrame) -> BatchSummary:
     context = int(curve["context"].iloc[0])
     fit = int(memory.max_batch(dep, context))
     cross = crossover_batch(dep, context)
-    cheapest = curve.loc[curve["usd_per_m_output"].idxmin()]
+    usd, per_token_s = curve["usd_per_m_output"], curve["step_time_s"] / curve["batch"]
+    cheapest = curve.loc[per_token_s.idxmin()]  # the seconds per token: the cheapest even at a price of 0
     one = roofline.decode_step(dep, 1, context)
     if cross is None:
         reason = (f"never compute-bound at context {context}: each request's KV read "
@@ -222,7 +223,8 @@ def batch_summary(dep: Deployment, curve: pd.DataFrame) -> BatchSummary:
         blackboard_crossover_batch=blackboard_crossover_batch(dep), cheapest_batch=int(cheapest["batch"]),
         usd_per_m_output_cheapest=float(cheapest["usd_per_m_output"]),
         usd_per_m_output_batch_1=float(cost.usd_per_m_output(dep, one)),
-        cost_ratio_max_to_min=float(curve["usd_per_m_output"].max() / curve["usd_per_m_output"].min()), reason=reason,
+        cost_ratio_max_to_min=float(cost.cost_ratio(usd.max(), usd.min(), per_token_s.max(), per_token_s.min())),
+        reason=reason,
     )
 
 
@@ -265,7 +267,7 @@ def input_output(dep: Deployment, batch: int, context: int, prompt_tokens: int |
     dec, pre = roofline.decode_step(dep, batch, context), roofline.prefill(dep, batch, prompt)
     usd_in, usd_out = float(cost.usd_per_m_input(dep, pre)), float(cost.usd_per_m_output(dep, dec))
     star = blackboard_crossover_batch(dep)
-    ratio = usd_out / usd_in
+    ratio = float(cost.cost_ratio(usd_out, usd_in, dec.step_time_s / batch, pre.step_time_s / pre.tokens))
     kv_gb = float(roofline.kv_bytes_per_request(dep, context)) / 1e9
     sentence = (
         f"An output token costs {ratio:.3g}× an input token: prefill pushes {batch * prompt:,} tokens through each "

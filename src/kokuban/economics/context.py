@@ -121,12 +121,15 @@ def context_wall(dep: Deployment, start: int = DEFAULT_START, end: int | None = 
     df = pd.DataFrame(cols).astype({"batch": "int64", "context": "int64"})
     df.insert(1, "kv_bytes_per_request", roofline.kv_bytes_per_request(dep, grid))
     df.insert(2, "max_batch", fit)
-    df["usd_per_m_input"] = cost.usd_per_m_input(dep, roofline.prefill(dep, 1, grid))
+    pre = roofline.prefill(dep, 1, grid)
+    df["usd_per_m_input"] = cost.usd_per_m_input(dep, pre)
     df["beyond_max_context"] = grid > m.max_context
-    at = df.loc[df["context"] == threshold]
-    for kind in ("output", "input"):
-        base = float(at[f"usd_per_m_{kind}"].iloc[0]) if len(at) else np.nan
-        df[f"surcharge_{kind}"] = df[f"usd_per_m_{kind}"] / base
+    seconds = {"output": (df["step_time_s"] / df["batch"]).to_numpy(), "input": np.asarray(pre.step_time_s) / grid}
+    at = (df["context"] == threshold).to_numpy()
+    for kind, per_token_s in seconds.items():
+        usd = df[f"usd_per_m_{kind}"].to_numpy()
+        base_usd, base_s = (usd[at][0], per_token_s[at][0]) if at.any() else (np.nan, np.nan)
+        df[f"surcharge_{kind}"] = cost.cost_ratio(usd, base_usd, per_token_s, base_s)
     df.attrs.update(threshold=int(threshold), end=int(end))
     return df
 

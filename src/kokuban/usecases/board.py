@@ -128,6 +128,7 @@ def run_blackboard(request: EstimateRequest) -> Blackboard:
     achieved FLOP/s = FLOPs ÷ step time (`core.intensity`). Bytes are the model's weight bytes read once
     (`roofline.weight_bytes_read`): under expert parallelism, where each GPU reads the always-read part for
     its own requests, the bytes moved are more and the point sits further left than drawn."""
+    from kokuban.core import cost
     from kokuban.core.intensity import ridge_intensity
     from kokuban.economics.batch import crossover_batch
 
@@ -136,10 +137,9 @@ def run_blackboard(request: EstimateRequest) -> Blackboard:
     n, acc, eff = dep.num_gpus, dep.accelerator, dep.efficiency
     peak = n * acc.flops(dep.compute_dtype) * eff.compute
     bw = n * acc.memory_bandwidth_bytes_per_s * eff.memory
-    # output ÷ input cost = time per output token ÷ time per input token (the price per second cancels, so
-    # the ratio holds for a free accelerator too)
     dec, pre = est.decode, est.prefill
-    ratio = (float(dec.step_time_s) / float(dec.batch)) / (float(pre.step_time_s) / float(pre.tokens))
+    ratio = float(cost.cost_ratio(cost.usd_per_m_output(dep, dec), cost.usd_per_m_input(dep, pre),
+                                  dec.step_time_s / dec.batch, pre.step_time_s / pre.tokens))
     crossover = crossover_batch(dep, est.context)
     return Blackboard(
         estimate=est, peak_flops_per_s=peak, bandwidth_bytes_per_s=bw, ridge_flop_per_byte=ridge_intensity(peak, bw),
