@@ -240,3 +240,37 @@ def test_serve_binds_this_machine_only(monkeypatch, capsys):
     assert main(["serve", "--port", "8123"]) == 0
     assert calls["host"] == "127.0.0.1" and calls["port"] == 8123
     assert "http://127.0.0.1:8123/" in capsys.readouterr().err
+
+
+# ---- the agent use case: bounded, and the CLI's numbers ----------------------------------------------
+@pytest.mark.parametrize(("body", "args"), [
+    ({"preset": "swe-bench", "model": "llama-3.1-8b", "gpu": GPU, "runs": 20},
+     ["self-hosted", "llama-3.1-8b", "--gpu", GPU, "--preset", "swe-bench", "--runs", "20"]),
+    ({"preset": "tracelab-session", "price": "anthropic/claude-sonnet-4", "compaction": ["auto"]},
+     ["api", "anthropic/claude-sonnet-4", "--preset", "tracelab-session", "--compaction", "auto"]),
+])
+def test_agent_matches_cli_json(client, capsys, body, args):
+    r = client.post("/api/agent", json=body)
+    assert r.status_code == 200, r.text
+    assert main(["agent", *args, "--json"]) == 0
+    assert r.json() == json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize(("extra", "field"), [
+    ({"trace": "example"}, "trace"),                       # reads a file: refused over HTTP
+    ({"scenario_file": "/etc/hosts"}, "scenario_file"),
+    ({"price_file": ["/etc/hosts"]}, "price_file"),
+    ({"steps": "100000"}, "steps"),                        # unbounded work: presets only
+    ({"runs": 201}, "runs"),
+    ({"compaction": ["none"] * 6}, "compaction"),
+    ({"preset": "nope"}, "preset"),
+])
+def test_agent_is_bounded(client, extra, field):
+    body = {"preset": "swe-bench", "price": "anthropic/claude-sonnet-4"} | extra
+    assert error_of(client, body, "/api/agent")["field"] == field
+    assert error_of(client, {"price": "anthropic/claude-sonnet-4"}, "/api/agent")["field"] == "preset"
+
+
+def test_agent_presets_are_the_cli_rows(client, capsys):
+    assert main(["agent", "presets", "--json"]) == 0
+    assert client.get("/api/agent/presets").json() == json.loads(capsys.readouterr().out)

@@ -214,6 +214,39 @@ def test_keyboard_moves_a_slider_and_the_tabs(page, server):
     assert page.is_visible("#panel-board")
 
 
+def test_agent_tab_runs_the_agent_use_case(page, server):
+    """The agent tab prices a bundled scenario on the blackboard's deployment, then on an API price row; the
+    numbers shown are the API's for the same body."""
+    page.goto(f"{server}/?model=llama-3.1-8b&gpu=h100-sxm&batch=8")
+    page.wait_for_function("window.kokuban && window.kokuban.ready", timeout=20_000)
+    page.click("#tab-agent")
+    page.select_option("#agent-compaction", "auto")
+    page.fill("#agent-runs", "20")
+
+    def run() -> None:
+        before = page.evaluate("window.kokubanAgent.runs")
+        page.click("#agent-run")
+        page.wait_for_function(f"window.kokubanAgent.runs > {before}", timeout=30_000)
+        assert page.evaluate("window.kokubanAgent.last.ok"), page.text_content("#agent-error")
+
+    run()
+    # the deployment's fields travel; the blackboard's batch does not (the agent decodes its own 32 sessions)
+    body = {"preset": "swe-bench", "compaction": ["auto"], "runs": 20, "model": "llama-3.1-8b", "gpu": "h100-sxm"}
+    api = httpx.post(f"{server}/api/agent", json=body).json()
+    assert float(page.get_attribute('[data-k="agent_usd_mean"]', "data-value")) == api["usd"]["mean"]
+    assert page.text_content('[data-k="agent_cheapest"]') == api["cheapest_policy"]
+    assert page.locator("#chart-agent-policies rect.key").count() >= len(api["policies"])
+    IMG.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(IMG / "web-agent.png"), full_page=True)
+
+    page.check("#agent-mode-api")
+    page.fill("#agent-price", "anthropic/claude-sonnet-4")
+    run()
+    api = httpx.post(f"{server}/api/agent", json={"preset": "swe-bench", "compaction": ["auto"], "runs": 20,
+                                                  "price": "anthropic/claude-sonnet-4"}).json()
+    assert float(page.get_attribute('[data-k="agent_usd_mean"]', "data-value")) == api["usd"]["mean"]
+
+
 def test_redraw_time_and_screenshots(browser, server):
     """Median time from a control change to the redrawn charts over 24 changes of batch, context and GPU count;
     then the screenshots for the README (desktop and phone widths)."""

@@ -44,6 +44,10 @@ PLAUSIBLE = {
     "weights": st.sampled_from(["bf16", "fp8", "int4", "fp4", "float16", "fp3", None]),
     "kv": st.sampled_from(["bf16", "fp8", None, "int2"]),
     "compute": st.sampled_from(["bf16", "fp8", "fp4", None, "tf32"]),
+    "preset": st.sampled_from(["swe-bench", "swe-bench-variable", "nope", ""]),
+    "price": st.sampled_from(["anthropic/claude-sonnet-4", "deepseek/deepseek-chat", "x/y", "", None]),
+    "compaction": st.lists(st.sampled_from(["none", "auto", "every:10,8000", "threshold:1,1", "every:0,0", "x"]),
+                           max_size=6),
 }
 
 
@@ -90,11 +94,15 @@ def valid_body(props: dict) -> st.SearchStrategy:
         "kv_eff": st.floats(0.05, 1), "link_eff": st.floats(0.05, 1), "overlap": st.floats(0, 1),
         "step_overhead": st.floats(0, 0.1), "max_batch": st.integers(1, 16), "points": st.integers(20, 64),
         "start": st.integers(1, 2048), "end": st.integers(2048, 32768),
+        "runs": st.integers(1, 10), "compaction": st.sampled_from([["none"], ["auto"], ["every:10,8000"]]),
+        "survival": st.sampled_from(["keep", "offload", "drop", "best"]),
     }
-    return st.fixed_dictionaries(
-        {"model": st.sampled_from(["llama-3.2-1b", "llama-3.1-8b", "qwen3-30b-a3b", "gemma-3-1b"]),
-         "gpu": st.sampled_from(["h100-sxm", "h200", "b200", "mi300x", "h20"])},
-        optional={k: v for k, v in fields.items() if k in props})
+    required = {"model": st.sampled_from(["llama-3.2-1b", "llama-3.1-8b", "qwen3-30b-a3b", "gemma-3-1b"]),
+                "gpu": st.sampled_from(["h100-sxm", "h200", "b200", "mi300x", "h20"])}
+    if "preset" in props:  # the agent: a bundled scenario, self-hosted on the deployment (a batch of sessions)
+        required["preset"] = st.sampled_from(["swe-bench", "swe-bench-variable"])
+        fields["batch"] = st.integers(1, 64)
+    return st.fixed_dictionaries(required, optional={k: v for k, v in fields.items() if k in props})
 
 def strict_json(text: str):
     def refuse(constant: str):
@@ -116,7 +124,7 @@ def check(path: str, body) -> None:
 
 @pytest.mark.parametrize("path", POSTS)
 def test_fuzzed_bodies_never_crash_the_server(path):
-    @settings(max_examples=40, derandomize=True, deadline=None, database=None,
+    @settings(max_examples=20 if path == "/api/agent" else 40, derandomize=True, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
     @given(body=body_strategy(path))
     def run(body):
@@ -126,4 +134,4 @@ def test_fuzzed_bodies_never_crash_the_server(path):
 
 
 def test_every_post_endpoint_is_fuzzed():
-    assert set(POSTS) == {"/api/estimate", "/api/blackboard", "/api/batch-curve", "/api/context-wall"}
+    assert set(POSTS) == {"/api/estimate", "/api/blackboard", "/api/batch-curve", "/api/context-wall", "/api/agent"}

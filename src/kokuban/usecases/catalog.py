@@ -65,6 +65,13 @@ def run_gpus(gpu_file: str | None = None) -> Rows:
     ))
 
 
+def run_agent_presets() -> Rows:
+    """The bundled agent scenarios: the rows of `kokuban agent presets --json`."""
+    from kokuban.agents.presets import presets
+
+    return Rows(tuple(s.as_dict() for s in presets().values()))
+
+
 def catalog_model_name(name: str) -> str:
     """A model named as a web user may: a catalog id, the catalog's Hugging Face repository of one
     (`meta-llama/Llama-3.1-8B` → `llama-3.1-8b`), or a `coarse:` spec. Never a file path: a server must not

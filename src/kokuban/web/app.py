@@ -15,9 +15,9 @@ Work is bounded by the requests' own limits (token counts ≤ 2³¹, ≤ 4096 ac
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.resources import files
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
@@ -28,8 +28,16 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from kokuban.errors import KokubanError
 from kokuban.present.jsonout import to_json
+from kokuban.usecases.agent import SHAPE_FIELDS, AgentRequest, run_agent
 from kokuban.usecases.board import run_blackboard
-from kokuban.usecases.catalog import MAX_LAYERS, catalog_model_name, model_from_config, run_gpus, run_models
+from kokuban.usecases.catalog import (
+    MAX_LAYERS,
+    catalog_model_name,
+    model_from_config,
+    run_agent_presets,
+    run_gpus,
+    run_models,
+)
 from kokuban.usecases.curves import (
     MAX_CURVE_BATCH,
     MAX_POINTS,
@@ -47,6 +55,8 @@ MAX_BODY_BYTES = 512 * 1024
 SERVER_ONLY = ("gpu_file", "efficiency")
 #: What `model` may be over HTTP: a name (see `catalog_model_name`) or a config.json's content.
 ModelField = str | dict[str, Any]
+#: The most sampled agent runs, and compaction policies compared, one request may ask for.
+MAX_AGENT_RUNS, MAX_AGENT_POLICIES = 200, 5
 
 STATIC = files("kokuban.web") / "static"
 WIRE_DOCS = {
@@ -64,6 +74,8 @@ class Endpoint:
     request: type[Request] | None
     run: Callable[..., Any]
     summary: str
+    refuse: tuple[str, ...] = ()  # more request fields not accepted over HTTP (server paths, unbounded work)
+    tighter: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # field → (annotation, default or ...)
 
 
 ENDPOINTS = (
@@ -77,17 +89,37 @@ ENDPOINTS = (
              f"Cost of a decode token against batch (at most {MAX_POINTS} rows of batches up to {MAX_CURVE_BATCH:,})."),
     Endpoint("/api/context-wall", ContextWallRequest, run_context_wall,
              f"Cost against context at the largest batch that fits (at most {MAX_POINTS} contexts)."),
+    Endpoint("/api/agent/presets", None, run_agent_presets, "The bundled agent scenarios (`kokuban agent presets`)."),
+    Endpoint("/api/agent", AgentRequest, run_agent,
+             f"What an agent run costs (`kokuban agent api|self-hosted --json`): a bundled preset, at most "
+             f"{MAX_AGENT_RUNS} runs and {MAX_AGENT_POLICIES} compaction policies.",
+             refuse=("scenario_file", "trace", "price_file", *SHAPE_FIELDS),
+             tighter={"preset": (str, ...),
+                      "runs": (Annotated[int, Field(gt=0, le=MAX_AGENT_RUNS)] | None, None),
+                      "compaction": (Annotated[tuple[Annotated[str, Field(max_length=100)], ...],
+                                               Field(min_length=1, max_length=MAX_AGENT_POLICIES)], ("none",))}),
 )
 
 
-def body_model(cls: type[Request]) -> type[BaseModel]:
-    """The JSON body of `cls`: its fields and checks, less `SERVER_ONLY`, with `model`/`gpu` as JSON types."""
+def body_model(ep: Endpoint) -> type[BaseModel]:
+    """The JSON body of `ep.request`: its fields and checks, less `SERVER_ONLY` and `ep.refuse`, with `model`
+    and `gpu` as JSON types and `ep.tighter`'s bounds."""
+    cls = ep.request
+    assert cls is not None
     fields: dict[str, Any] = {}
     for name, info in cls.model_fields.items():
-        if name in SERVER_ONLY:
+        if name in SERVER_ONLY or name in ep.refuse:
             continue
-        annotation = {"model": ModelField, "gpu": str}.get(name, info.annotation)
-        fields[name] = (annotation, info if name not in ("model", "gpu") else Field(description=WIRE_DOCS[name]))
+        if name in ep.tighter:
+            annotation, default = ep.tighter[name]
+            fields[name] = (annotation, Field(default, description=info.description))
+        elif name in WIRE_DOCS:
+            annotation = ModelField if name == "model" else str
+            required = info.is_required()
+            fields[name] = (annotation if required else annotation | None,
+                            Field(... if required else info.default, description=WIRE_DOCS[name]))
+        else:
+            fields[name] = (info.annotation, info)
     return create_model(f"{cls.__name__}Body", __config__=ConfigDict(extra="forbid"), __doc__=cls.__doc__, **fields)
 
 
@@ -252,7 +284,7 @@ def _register(app: FastAPI, ep: Endpoint) -> None:
             return json_response(ep.run().as_dict())
         app.get(ep.path, summary=ep.summary, name=ep.path)(get)
         return
-    cls, body_cls = ep.request, body_model(ep.request)
+    cls, body_cls = ep.request, body_model(ep)
 
     def post(body: Any) -> Response:
         return json_response(ep.run(build_request(cls, body)).as_dict())

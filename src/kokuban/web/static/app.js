@@ -24,6 +24,7 @@
   let seq = 0, pendingStart = 0;
   const cache = new Map();   // body JSON → response, for the curves (they do not depend on every control)
   const K = (window.kokuban = { draws: 0, lastMs: null, ready: false, errors: 0 });
+  K.deployment = () => pick(body(), DEPLOY);  // the blackboard's deployment, for the agent tab
 
   // ---- URL state ---------------------------------------------------------------------------------
   function b64url(text) { return btoa(String.fromCharCode(...new TextEncoder().encode(text))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, ""); }

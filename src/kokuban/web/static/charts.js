@@ -148,7 +148,8 @@ const Charts = (() => {
     const rowH = 30, top = 18 + 14 * legendRows(items), h = top + rowH * opt.rows.length + 42;
     svg.setAttribute("viewBox", `0 0 ${W} ${h}`);
     const total = Math.max(...opt.rows.map((r) => Math.max(r.parts.reduce((a, p) => a + p.value, 0), r.limit || 0)), 1e-300);
-    const x = scale(0, total * 1.04, M.l + 10, W - M.r, false);
+    const left = Math.max(M.l + 10, 16 + 6.2 * Math.max(...opt.rows.map((r) => r.label.length)));
+    const x = scale(0, total * 1.04, left, W - M.r, false);
     const g = el("g", { class: "axes" }, svg);
     el("line", { x1: x(0), y1: top - 6, x2: x(0), y2: top + rowH * opt.rows.length }, g);
     for (const t of ticks(x)) {
