@@ -50,15 +50,15 @@ def test_conservation(wl, cfg, slack):
     assert np.all(r.arrival_s <= r.first_scheduled_s)
     assert np.all(r.first_scheduled_s <= r.first_token_s)
     assert np.all(r.first_token_s <= r.finish_s)
-    assert np.array_equal(r.extra["generated"], wl.output_tokens)
+    assert np.array_equal(r.generated_tokens, wl.output_tokens)
     # tokens add up: computed = prompts + (outputs − 1) + thrown away by preemption − read from the prefix cache
-    expected = (wl.prompt_tokens + wl.output_tokens - 1).sum() + r.extra["recomputed_tokens"].sum() - r.cached_tokens.sum()
+    expected = (wl.prompt_tokens + wl.output_tokens - 1).sum() + r.recomputed_tokens.sum() - r.cached_tokens.sum()
     assert r.step_tokens.sum() == expected
     # one inter-token gap per token after the first
     assert r.itl_weights.sum() == (wl.output_tokens - 1).sum()
     # KV blocks never exceed the capacity, and all come back
     assert r.step_kv_blocks.max() <= blocks
-    assert r.extra["blocks_available_at_end"] == blocks
+    assert r.kv_blocks_free_at_end == blocks
     # nothing ever ran beyond the limits
     assert r.step_batch.max() <= cfg.max_num_seqs
     assert r.step_tokens.max() <= cfg.max_num_batched_tokens

@@ -13,12 +13,17 @@ deployment USD/s × duration ÷ tokens × 10⁶. Percentiles are NumPy's linear 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kokuban.core import cost
+from kokuban.sim.record import RunRecord
+
+if TYPE_CHECKING:
+    from kokuban.sim.scheduler import SchedulerConfig
+    from kokuban.specs.deployment import Deployment
 
 PERCENTILES = (50, 90, 99)
 
@@ -52,54 +57,20 @@ def _stats(x: np.ndarray) -> dict[str, float]:
 
 
 @dataclass(frozen=True)
-class SimResult:
-    """Everything one simulation recorded. Arrays are per request (in arrival order) or per step."""
+class SimResult(RunRecord):
+    """A run's record (`record.RunRecord`: arrays per request in arrival order, per gap, per step) with the
+    deployment it ran on, and the metrics derived from them."""
 
-    description: str
-    scheduler: dict[str, Any]
-    num_gpus: int
-    usd_per_s: float
-    kv_capacity_blocks: int
-    block_size: int
-    arrival_s: np.ndarray
-    prompt_tokens: np.ndarray
-    output_tokens: np.ndarray
-    first_scheduled_s: np.ndarray
-    first_token_s: np.ndarray
-    finish_s: np.ndarray
-    preemptions: np.ndarray
-    cached_tokens: np.ndarray
-    itl_values_s: np.ndarray
-    itl_weights: np.ndarray
-    step_start_s: np.ndarray
-    step_s: np.ndarray
-    step_tokens: np.ndarray
-    step_batch: np.ndarray
-    step_decodes: np.ndarray
-    step_kv_blocks: np.ndarray
-    end_s: float
-    extra: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+    scheduler: dict[str, Any] = field(default_factory=dict)
+    num_gpus: int = 1
+    usd_per_s: float = 0.0
 
     @classmethod
-    def build(cls, engine: Any, end_s: float) -> SimResult:
-        dep = engine.model.dep
-        same = np.array(engine.itl_same, dtype=np.float64).reshape(-1, 2)
-        mixed = np.concatenate(engine.itl_mixed) if engine.itl_mixed else np.zeros(0)
-        tl = np.array(engine.timeline, dtype=np.float64).reshape(-1, 6)
-        return cls(
-            description=dep.describe(), scheduler=engine.cfg.as_dict(), num_gpus=dep.num_gpus, usd_per_s=dep.usd_per_s,
-            kv_capacity_blocks=engine.pool.total, block_size=engine.cfg.block_size,
-            arrival_s=engine.arrival, prompt_tokens=engine.wl.prompt_tokens, output_tokens=engine.wl.output_tokens,
-            first_scheduled_s=engine.first_sched, first_token_s=engine.first_token, finish_s=engine.finish,
-            preemptions=engine.preemptions, cached_tokens=engine.cached_tokens,
-            itl_values_s=np.concatenate([same[:, 0], mixed]),
-            itl_weights=np.concatenate([same[:, 1], np.ones(mixed.size)]),
-            step_start_s=tl[:, 0], step_s=tl[:, 1], step_tokens=tl[:, 2].astype(np.int64),
-            step_batch=tl[:, 3].astype(np.int64), step_decodes=tl[:, 4].astype(np.int64),
-            step_kv_blocks=tl[:, 5].astype(np.int64), end_s=float(end_s),
-            extra={"recomputed_tokens": engine.recomputed, "blocks_available_at_end": engine.pool.available,
-                   "generated": engine.generated},
-        )
+    def build(cls, record: RunRecord, dep: Deployment, scheduler: SchedulerConfig) -> SimResult:
+        """The metrics of `record`, a run of `dep` under `scheduler`."""
+        return cls(**{f.name: getattr(record, f.name) for f in fields(RunRecord)}, description=dep.describe(),
+                   scheduler=scheduler.as_dict(), num_gpus=dep.num_gpus, usd_per_s=dep.usd_per_s)
 
     # ---- per request ---------------------------------------------------------------------------------
     @property
