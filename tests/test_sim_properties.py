@@ -35,7 +35,9 @@ def schedulers(draw):
     )
 
 
-SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# derandomize: the same examples on every run and every machine (a test that fails by chance is a defect)
+SETTINGS = settings(max_examples=50, deadline=None, derandomize=True, database=None,
+                    suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS
@@ -73,13 +75,22 @@ def test_static_batching_is_never_better_than_continuous(wl, seqs, budget):
     # Same trace, same limits, a KV cache that holds every request whole (no preemption): continuous
     # batching finishes the last request no later, and the mean end-to-end latency is no higher, than
     # static batching (which must wait for the whole batch before admitting anyone).
-    # The token budget fits any prompt beside a full batch of decodes, so no prompt is split: a split
-    # prompt re-reads its cached KV in the next chunk (a real cost of chunked prefill, a few µs here),
-    # which can make continuous batching that much slower on a tiny trace.
+    # No prompt may be split: a split prompt re-reads its cached KV in the next chunk (a real cost of chunked
+    # prefill, a few µs here), which can make continuous batching that much slower on a tiny trace. A step
+    # holds at most `seqs` requests, k of them prompts and the rest decodes (1 token each), so it needs at most
+    # (the k longest prompts) + (seqs − k) ≤ (the `seqs` longest prompts) + seqs tokens: a budget that large
+    # never splits one (one longest prompt + seqs is not enough: continuous batching admits several prompts
+    # in one step, and the second was cut, as `--hypothesis-seed=11` found).
     plain = Workload.make(wl.arrival_s, wl.prompt_tokens, wl.output_tokens)
-    budget = max(budget, int(plain.prompt_tokens.max()) + seqs)
+    longest = np.sort(plain.prompt_tokens)[::-1][:seqs]
+    budget = max(budget, int(longest.sum()) + seqs)
     blocks = int((-(-(plain.prompt_tokens + plain.output_tokens) // 16)).sum())
     cont = simulate(DEP, plain, SchedulerConfig("continuous", seqs, budget), kv_blocks=blocks)
     static = simulate(DEP, plain, SchedulerConfig("static", seqs, budget), kv_blocks=blocks)
+    # the guard holds: every prompt ran in one step (its first token ends the step it was first scheduled in)
+    for run in (cont, static):
+        assert run.preemptions.sum() == 0
+        first = np.searchsorted(run.step_start_s, run.first_scheduled_s)
+        assert np.array_equal(run.first_token_s, run.step_start_s[first] + run.step_s[first])
     assert cont.end_s <= static.end_s * (1 + 1e-9)
     assert cont.e2e_s.mean() <= static.e2e_s.mean() * (1 + 1e-9)

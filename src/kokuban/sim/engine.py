@@ -25,8 +25,8 @@ The pieces the engine is assembled from, each behind a small interface, so a var
     policy      `policies.Policy`: what each step schedules and admits (continuous, prefill_first, static)
     step time   `steptime.StepTimeModel`: seconds of a step from its terms (`StepModel`: the core's roofline;
                 an engine profile is another implementation, passed as `simulate(..., step_model=...)`)
-    client      `clients.Client`: when each request is sent (open loop; a concurrency cap). Closed-loop agent
-                sessions plug in here: a client whose `finished(r, t)` makes r's next turn due at t + a think
+    client      `clients.Client`: when each request is sent (open loop; a concurrency cap; `simulate(...,
+                client=...)` takes any other). Closed-loop agent sessions plug in here: a client whose `finished(r, t)` makes r's next turn due at t + a think
                 gap (`closed_loop = True`, so event skipping stops at completions); `release` then hands the
                 turn to the waiting queue like any arrival, and the prefix cache already reuses a session's
                 context (`Workload.session`)
@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from kokuban.errors import KokubanError
-from kokuban.sim.clients import client_for
+from kokuban.sim.clients import Client, client_for
 from kokuban.sim.decoderun import MAX_RUN_STEPS, MIN_RUN_STEPS, DecodeRun, plan_decode_run
 from kokuban.sim.kvcache import BlockPool, capacity_blocks
 from kokuban.sim.metrics import SimResult
@@ -55,11 +55,13 @@ from kokuban.specs.deployment import Deployment
 
 
 def simulate(dep: Deployment, workload: Workload, scheduler: SchedulerConfig | None = None, *,
-             progress: bool = False, kv_blocks: int | None = None, step_model: StepTimeModel | None = None) -> SimResult:
+             progress: bool = False, kv_blocks: int | None = None, step_model: StepTimeModel | None = None,
+             client: Client | None = None) -> SimResult:
     """Serve `workload` on `dep` with `scheduler` (default: vLLM's continuous batching and limits).
 
     `kv_blocks` overrides the KV capacity (default: `kvcache.capacity_blocks`); `step_model` the step times
-    (default: `StepModel`, the core's roofline for `dep`). Raises KokubanError for impossible setups (a request
+    (default: `StepModel`, the core's roofline for `dep`); `client` who sends the requests when (default: open
+    loop, or the scheduler's `max_concurrency` cap; see `clients`). Raises KokubanError for impossible setups (a request
     whose prompt + output does not fit the whole KV cache).
     """
     cfg = (scheduler or SchedulerConfig()).resolve(dep.accelerator)
@@ -76,7 +78,7 @@ def simulate(dep: Deployment, workload: Workload, scheduler: SchedulerConfig | N
             field="workload", value=int(need_blocks[worst]),
         )
     model = step_model or StepModel(dep, B, int((prompt + out).max()))
-    record = Engine(cfg, model, workload, BlockPool(total_blocks, bs)).run(progress)
+    record = Engine(cfg, model, workload, BlockPool(total_blocks, bs), client).run(progress)
     return SimResult.build(record, dep, cfg)
 
 
@@ -87,15 +89,16 @@ RID, COMP, KNOWN, GEN, OUT, OWN, HIT, CAP, USER, PUB, SCHED = range(11)
 class Engine:
     """One run's state: the running set as arrays, the waiting queue, the KV pool and the records.
 
-    Built from a resolved `SchedulerConfig` (its policy and client are made here), a step-time model, the
-    workload and a block pool; `run()` serves every request and returns the `RunRecord`. The methods under
+    Built from a resolved `SchedulerConfig` (its policy, and its client unless one is given, are made here), a
+    step-time model, the workload and a block pool; `run()` serves every request and returns the `RunRecord`. The methods under
     "scheduling primitives" (`fill`, `allocate`, `admit_waiting`) are what policies call.
     """
 
-    def __init__(self, cfg: SchedulerConfig, model: StepTimeModel, wl: Workload, pool: BlockPool) -> None:
+    def __init__(self, cfg: SchedulerConfig, model: StepTimeModel, wl: Workload, pool: BlockPool,
+                 client: Client | None = None) -> None:
         self.cfg, self.model, self.wl, self.pool = cfg, model, wl, pool
         self.policy = make_policy(cfg)
-        self.client = client_for(wl.arrival_s, cfg.max_concurrency)
+        self.client = client or client_for(wl.arrival_s, cfg.max_concurrency)
         self.closed_loop = bool(self.client.closed_loop)  # a finish can release a request
         self.bs, self.budget, self.max_seqs = int(cfg.block_size), int(cfg.max_num_batched_tokens), int(cfg.max_num_seqs)
         n, S = len(wl), self.max_seqs

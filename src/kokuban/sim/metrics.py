@@ -9,6 +9,7 @@ Run: duration = last finish − first arrival; throughput = requests (tokens) ÷
 accelerator; goodput = requests meeting the SLO ÷ duration; busy fraction = Σ step times ÷ duration;
 batch and KV occupancy are averaged over steps weighted by step time; cost per million tokens =
 deployment USD/s × duration ÷ tokens × 10⁶. Percentiles are NumPy's linear interpolation (as vLLM's).
+A statistic with nothing to measure (TPOT and ITL when every output is one token) is None, never NaN.
 """
 
 from __future__ import annotations
@@ -49,11 +50,20 @@ def weighted_percentile(values: np.ndarray, weights: np.ndarray, q: float) -> fl
     return float(values[order][np.searchsorted(cum, q / 100.0 * cum[-1])])
 
 
-def _stats(x: np.ndarray) -> dict[str, float]:
+def _stats(x: np.ndarray) -> dict[str, float | None]:
+    """Mean and percentiles of the defined values (None when there are none: e.g. TPOT of one-token outputs)."""
     x = x[~np.isnan(x)]
     if x.size == 0:
-        return {"mean": float("nan"), **{f"p{p}": float("nan") for p in PERCENTILES}}
+        return {"mean": None, **{f"p{p}": None for p in PERCENTILES}}
     return {"mean": float(x.mean()), **{f"p{p}": float(np.percentile(x, p)) for p in PERCENTILES}}
+
+
+def _itl_stats(values: np.ndarray, weights: np.ndarray) -> dict[str, float | None]:
+    """`_stats` of the inter-token gaps, each value counted `weights` times (None when no request has a gap)."""
+    if not weights.sum():
+        return {"mean": None, **{f"p{p}": None for p in PERCENTILES}}
+    return {"mean": float(np.average(values, weights=weights)),
+            **{f"p{p}": weighted_percentile(values, weights, p) for p in PERCENTILES}}
 
 
 @dataclass(frozen=True)
@@ -139,11 +149,7 @@ class SimResult(RunRecord):
             "latency_s": {
                 "ttft": _stats(self.ttft_s), "tpot": _stats(self.tpot_s), "e2e": _stats(self.e2e_s),
                 "queue": _stats(self.queue_s),
-                "itl": {
-                    "mean": float(np.average(self.itl_values_s, weights=self.itl_weights)) if self.itl_weights.sum()
-                    else float("nan"),
-                    **{f"p{p}": weighted_percentile(self.itl_values_s, self.itl_weights, p) for p in PERCENTILES},
-                },
+                "itl": _itl_stats(self.itl_values_s, self.itl_weights),
             },
             "busy_fraction": busy / dur,
             "batch": {"mean": float(np.average(self.step_batch, weights=w)) if w.size else 0.0,

@@ -17,10 +17,10 @@ from typing import Any
 
 from kokuban.errors import KokubanError, require_positive
 from kokuban.sim.kvcache import BLOCK_SIZE
-from kokuban.sim.policies import POLICIES as _POLICY_CLASSES
+from kokuban.sim.policies import POLICIES
 from kokuban.specs.hardware import Accelerator
 
-POLICIES = tuple(_POLICY_CLASSES)  # the names `SchedulerConfig.policy` takes
+__all__ = ["POLICIES", "SchedulerConfig", "vllm_defaults"]  # POLICIES: the names `policy` takes (sim.policies)
 GIB = 2**30
 
 
