@@ -20,7 +20,8 @@ def workload_options(func: Any) -> Any:
         click.option("--prompt", default="1000", show_default=True,
                      help="Prompt tokens: N, uniform:LO,HI, lognormal:MEDIAN,SIGMA or hist:V=W,…"),
         click.option("--output", default="200", show_default=True, help="Output tokens (same forms as --prompt)."),
-        click.option("--arrival", default="poisson", show_default=True, help="Arrival process: poisson, gamma or fixed."),
+        click.option("--arrival", default="poisson", show_default=True,
+                     help="Arrival process: poisson, gamma or fixed."),
         click.option("--burstiness", type=float, default=1.0, show_default=True,
                      help="Gamma shape for --arrival gamma (< 1: burstier than Poisson)."),
         click.option("--seed", type=int, default=0, show_default=True),
@@ -30,7 +31,8 @@ def workload_options(func: Any) -> Any:
         click.option("--max-num-batched-tokens", type=int, default=None, help="Tokens per step (default: vLLM's)."),
         click.option("--block-size", type=int, default=16, show_default=True, help="KV block size, tokens."),
         click.option("--prefix-caching/--no-prefix-caching", default=True, show_default=True, help="Prefix caching."),
-        click.option("--batch-timeout", type=float, default=0.0, show_default=True, help="Static batching: max wait, s."),
+        click.option("--batch-timeout", type=float, default=0.0, show_default=True,
+                     help="Static batching: max wait, s."),
         click.option("--max-concurrency", type=int, default=None, help="Client cap on requests in flight."),
     ]
     for option in reversed(options):
@@ -42,7 +44,8 @@ def workload_options(func: Any) -> Any:
 @deployment_options
 @click.option("--rate", default=None, help="Mean arrival rate, requests/s ('inf': all at t=0).")
 @workload_options
-@click.option("--trace", type=click.Path(), default=None, help="Replay a CSV/JSONL trace instead of a synthetic workload.")
+@click.option("--trace", type=click.Path(), default=None,
+              help="Replay a CSV/JSONL trace instead of a synthetic workload.")
 @click.option("--shared-prefix", type=int, default=0, help="Tokens of a shared system prompt prepended to each prompt.")
 @click.option("--num-prefixes", type=int, default=1, show_default=True, help="Distinct shared prefixes.")
 @click.option("--ttft-slo", type=float, default=None, help="TTFT objective, s (goodput).")

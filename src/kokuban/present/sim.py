@@ -22,10 +22,12 @@ def simulation(con: Any, sim: Any) -> None:
         table.add_column(col, justify="left" if col == "metric" else "right")
     for name in ("queue", "ttft", "tpot", "itl", "e2e"):
         row = lat[name]
-        table.add_row(name.upper(), *(secs(row[k]) if row[k] is not None else "-" for k in ("mean", "p50", "p90", "p99")))
+        table.add_row(name.upper(), *(secs(row[k]) if row[k] is not None else "-"
+                                      for k in ("mean", "p50", "p90", "p99")))
     con.print(table)
     con.print(f"throughput  {tp['requests_per_s']:.3g} req/s · input {si(tp['input_tokens_per_s'], 'tok/s')} · "
-              f"output {si(tp['output_tokens_per_s'], 'tok/s')} ({si(tp['output_tokens_per_s_per_gpu'], 'tok/s')} per GPU)")
+              f"output {si(tp['output_tokens_per_s'], 'tok/s')} "
+              f"({si(tp['output_tokens_per_s_per_gpu'], 'tok/s')} per GPU)")
     con.print(f"busy {s['busy_fraction']:.1%} · mean batch {s['batch']['mean']:.1f} (max {s['batch']['max']}) · "
               f"KV occupancy mean {s['kv_cache']['mean_occupancy']:.1%} peak {s['kv_cache']['peak_occupancy']:.1%} · "
               f"preemptions {s['preemptions']:,} · prefix-cache hits {s['prefix_cache_hit_tokens']:,} tokens")
@@ -34,7 +36,8 @@ def simulation(con: Any, sim: Any) -> None:
               f"${c['usd_per_m_total_tokens']:.3g} per M tokens (input + output)")
     if "slo" in s:
         g = s["slo"]
-        con.print(f"SLO (TTFT ≤ {g['ttft_s']}, TPOT ≤ {g['tpot_s']} s): goodput {g['goodput_requests_per_s']:.3g} req/s, "
+        con.print(f"SLO (TTFT ≤ {g['ttft_s']}, TPOT ≤ {g['tpot_s']} s): "
+                  f"goodput {g['goodput_requests_per_s']:.3g} req/s, "
                   f"{g['fraction_good']:.1%} of requests; p99s within SLO: {'yes' if g['p99_within_slo'] else 'no'}")
 
 
@@ -56,5 +59,6 @@ def cheapest(con: Any, result: Any) -> None:
     for row in result.rows:
         c = row.candidate
         table.add_row(c.gpu, str(c.num_gpus), str(c.max_num_seqs or "default"), f"{row.max_rate_per_s:.3g}",
-                      str(row.replicas or "-"), f"{row.usd_per_hour:.2f}" if row.replicas else "-", (row.error or "")[:60])
+                      str(row.replicas or "-"), f"{row.usd_per_hour:.2f}" if row.replicas else "-",
+                      (row.error or "")[:60])
     con.print(table)

@@ -61,7 +61,8 @@ def parallel_map(fn: Callable[[Any], Any], items: Iterable[Any], *, workers: int
         try:
             import ray
         except ImportError:
-            raise KokubanError("needs the 'ray' package: pip install 'kokuban[ray]'", field="ray_address", value=ray_address) from None
+            raise KokubanError("needs the 'ray' package: pip install 'kokuban[ray]'", field="ray_address",
+                               value=ray_address) from None
         ray.init(address=ray_address, ignore_reinit_error=True, include_dashboard=False, log_to_driver=False)
         remote = ray.remote(fn)
         return ray.get([remote.remote(x) for x in items])

@@ -10,7 +10,7 @@ to the next arrival. A request's life, in the vLLM V1 vocabulary the engine foll
 The running set lives in NumPy arrays (one slot per running request, in admission order); per step the
 work is a handful of array operations over at most `max_num_seqs` entries, never per token.
 
-Two fast paths give the same results, bit for bit, as the general one (`_schedule` + `_step`; tests
+Two fast paths give the same results, bit for bit, as the general one (`policy.schedule` + `_step`; tests
 compare them): `_steady_step`, a continuous-batching step when every running request decoded in the
 last step (the usual step: whole-slice operations for the decodes, scalars for the requests admitted
 now), and `_decode_run`, event skipping (`decoderun`): many pure-decode steps at once while nothing
@@ -26,10 +26,10 @@ The pieces the engine is assembled from, each behind a small interface, so a var
     step time   `steptime.StepTimeModel`: seconds of a step from its terms (`StepModel`: the core's roofline;
                 an engine profile is another implementation, passed as `simulate(..., step_model=...)`)
     client      `clients.Client`: when each request is sent (open loop; a concurrency cap; `simulate(...,
-                client=...)` takes any other). Closed-loop agent sessions plug in here: a client whose `finished(r, t)` makes r's next turn due at t + a think
-                gap (`closed_loop = True`, so event skipping stops at completions); `release` then hands the
-                turn to the waiting queue like any arrival, and the prefix cache already reuses a session's
-                context (`Workload.session`)
+                client=...)` takes any other). Closed-loop agent sessions plug in here: a client whose
+                `finished(r, t)` makes r's next turn due at t + a think gap (`closed_loop = True`, so event
+                skipping stops at completions); `release` then hands the turn to the waiting queue like any
+                arrival, and the prefix cache already reuses a session's context (`Workload.session`)
     workload    `workload`: arrival processes, length distributions and traces build the `Workload` arrays
     record      `record.RunRecord`: the typed arrays the engine hands to the metrics at the end (`Engine.record`)
 """
@@ -61,8 +61,8 @@ def simulate(dep: Deployment, workload: Workload, scheduler: SchedulerConfig | N
 
     `kv_blocks` overrides the KV capacity (default: `kvcache.capacity_blocks`); `step_model` the step times
     (default: `StepModel`, the core's roofline for `dep`); `client` who sends the requests when (default: open
-    loop, or the scheduler's `max_concurrency` cap; see `clients`). Raises KokubanError for impossible setups (a request
-    whose prompt + output does not fit the whole KV cache).
+    loop, or the scheduler's `max_concurrency` cap; see `clients`). Raises KokubanError for impossible setups
+    (a request whose prompt + output does not fit the whole KV cache).
     """
     cfg = (scheduler or SchedulerConfig()).resolve(dep.accelerator)
     bs, S, B = cfg.block_size, int(cfg.max_num_seqs), int(cfg.max_num_batched_tokens)
@@ -72,8 +72,9 @@ def simulate(dep: Deployment, workload: Workload, scheduler: SchedulerConfig | N
     worst = int(np.argmax(need_blocks))
     if need_blocks[worst] > total_blocks:
         raise KokubanError(
-            f"request {worst} needs {int(prompt[worst] + out[worst] - 1):,} tokens of KV cache but the deployment holds "
-            f"{total_blocks * bs:,} ({total_blocks:,} blocks of {bs}); short by {int(need_blocks[worst] - total_blocks):,} "
+            f"request {worst} needs {int(prompt[worst] + out[worst] - 1):,} tokens of KV cache but the deployment "
+            f"holds {total_blocks * bs:,} ({total_blocks:,} blocks of {bs}); "
+            f"short by {int(need_blocks[worst] - total_blocks):,} "
             f"blocks: use more or larger GPUs, a smaller KV dtype, or shorter requests",
             field="workload", value=int(need_blocks[worst]),
         )
@@ -90,8 +91,8 @@ class Engine:
     """One run's state: the running set as arrays, the waiting queue, the KV pool and the records.
 
     Built from a resolved `SchedulerConfig` (its policy, and its client unless one is given, are made here), a
-    step-time model, the workload and a block pool; `run()` serves every request and returns the `RunRecord`. The methods under
-    "scheduling primitives" (`fill`, `allocate`, `admit_waiting`) are what policies call.
+    step-time model, the workload and a block pool; `run()` serves every request and returns the `RunRecord`.
+    The methods under "scheduling primitives" (`fill`, `allocate`, `admit_waiting`) are what policies call.
     """
 
     def __init__(self, cfg: SchedulerConfig, model: StepTimeModel, wl: Workload, pool: BlockPool,
@@ -100,7 +101,8 @@ class Engine:
         self.policy = make_policy(cfg)
         self.client = client or client_for(wl.arrival_s, cfg.max_concurrency)
         self.closed_loop = bool(self.client.closed_loop)  # a finish can release a request
-        self.bs, self.budget, self.max_seqs = int(cfg.block_size), int(cfg.max_num_batched_tokens), int(cfg.max_num_seqs)
+        self.bs, self.budget = int(cfg.block_size), int(cfg.max_num_batched_tokens)
+        self.max_seqs = int(cfg.max_num_seqs)
         n, S = len(wl), self.max_seqs
         self.N = n
         self.finished = 0  # requests finished so far
@@ -303,7 +305,7 @@ class Engine:
         return t
 
     def _steady_step(self, t: float) -> float | None:
-        """`_schedule` + `_step` of continuous batching (no prefix cache) when every running request sampled
+        """`Continuous.schedule` + `_step` (no prefix cache) when every running request sampled
         a token in the last step, so each now needs exactly one token (at context = its known tokens, in
         a block it holds or in one new block), and all their latest tokens came out at the same time.
         The decodes are then handled in whole-slice operations and the requests admitted now one by one.
@@ -519,7 +521,8 @@ class Engine:
             if end is None:
                 if not policy.schedule(self, t) or self.n == 0:
                     if client.next_release_s() == np.inf:
-                        raise KokubanError("no waiting request can be admitted and none will arrive: the KV cache is too small")
+                        raise KokubanError("no waiting request can be admitted and none will arrive: "
+                                           "the KV cache is too small")
                     t = max(t, client.next_release_s())
                     continue
                 end = self._step(t)

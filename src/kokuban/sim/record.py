@@ -63,7 +63,8 @@ class RunRecord:
         mixed = np.concatenate(itl_mixed) if itl_mixed else np.zeros(0)
         tl = np.array(timeline, dtype=np.float64).reshape(-1, 6)
         return cls(
-            itl_values_s=np.concatenate([same[:, 0], mixed]), itl_weights=np.concatenate([same[:, 1], np.ones(mixed.size)]),
+            itl_values_s=np.concatenate([same[:, 0], mixed]),
+            itl_weights=np.concatenate([same[:, 1], np.ones(mixed.size)]),
             step_start_s=tl[:, 0], step_s=tl[:, 1], step_tokens=tl[:, 2].astype(np.int64),
             step_batch=tl[:, 3].astype(np.int64), step_decodes=tl[:, 4].astype(np.int64),
             step_kv_blocks=tl[:, 5].astype(np.int64), **fields,  # type: ignore[arg-type]

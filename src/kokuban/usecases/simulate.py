@@ -8,12 +8,18 @@ Requests own every default and check (field names = the CLI's flags with dashes)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field, field_validator
 
 from kokuban.errors import KokubanError
 from kokuban.usecases.request import DeploymentRequest, NonNegative
+
+if TYPE_CHECKING:
+    from kokuban.sim.capacity import CandidateCapacity, Capacity, WorkloadShape
+    from kokuban.sim.metrics import SLO, SimResult
+    from kokuban.sim.scheduler import SchedulerConfig
+    from kokuban.sim.workload import Workload
 
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 Count = Annotated[int, Field(gt=0, le=10**8)]
@@ -63,7 +69,7 @@ class ServingRequest(DeploymentRequest):
             raise KokubanError(f"'{self.scheduler}' is not a known scheduler; allowed: {', '.join(POLICIES)}",
                                field="scheduler", value=self.scheduler)
 
-    def scheduler_config(self):
+    def scheduler_config(self) -> SchedulerConfig:
         """The `SchedulerConfig` these fields name (limits left None take vLLM's defaults when resolved)."""
         from kokuban.sim.scheduler import SchedulerConfig
 
@@ -72,11 +78,12 @@ class ServingRequest(DeploymentRequest):
                                prefix_caching=self.prefix_caching, batch_timeout_s=self.batch_timeout,
                                max_concurrency=self.max_concurrency)
 
-    def shape(self):
+    def shape(self) -> WorkloadShape:
         """The synthetic workload's shape, apart from its rate (`sim.capacity.WorkloadShape`)."""
         from kokuban.sim.capacity import WorkloadShape
 
-        return WorkloadShape(self.requests, str(self.prompt), str(self.output), self.arrival, self.burstiness, self.seed)
+        return WorkloadShape(self.requests, str(self.prompt), str(self.output), self.arrival, self.burstiness,
+                             self.seed)
 
 
 class SimulateRequest(ServingRequest):
@@ -109,7 +116,7 @@ class SimulateRequest(ServingRequest):
         if self.rate is None and self.trace is None:
             raise KokubanError("give a rate (requests/s) or a trace file", field="rate")
 
-    def workload(self):
+    def workload(self) -> Workload:
         """The workload: the trace, else the seeded synthetic one."""
         from kokuban.sim.workload import read_trace, synthetic
 
@@ -124,8 +131,8 @@ class SimulateRequest(ServingRequest):
 class Simulation:
     """A simulated run (`sim.SimResult`: per-request and per-step arrays) and the SLO it is judged by."""
 
-    result: Any  # kokuban.sim.SimResult
-    slo: Any  # kokuban.sim.SLO | None
+    result: SimResult
+    slo: SLO | None
 
     def as_dict(self) -> dict[str, Any]:
         """The run's summary (`SimResult.summary`): stable keys, SI units."""
@@ -184,16 +191,16 @@ class CheapestDeployments:
     cheapest first (`sim.capacity.cheapest`)."""
 
     target_rate_per_s: float
-    slo: Any  # kokuban.sim.SLO
-    rows: tuple[Any, ...]  # kokuban.sim.capacity.CandidateCapacity
+    slo: SLO
+    rows: tuple[CandidateCapacity, ...]
 
     def as_dict(self) -> list[dict[str, Any]]:
-        """The JSON: a list of candidate rows, cheapest first (a list, as `kokuban capacity --json` has always
+        """The JSON: a list of candidate rows, cheapest first (a list, as the capacity command has always
         printed)."""
         return [row.as_dict() for row in self.rows]
 
 
-def run_capacity(request: CapacityRequest):
+def run_capacity(request: CapacityRequest) -> Capacity | CheapestDeployments:
     """`sim.capacity.max_rate` on the request's deployment (a `Capacity`), or with `target_rate`,
     `sim.capacity.cheapest` over the candidates (`CheapestDeployments`)."""
     from kokuban.sim import SLO

@@ -65,7 +65,9 @@ def csv_rows(path: Path, text: str) -> Rows:
 
 
 #: Readers by lower-case file suffix; anything else is read as CSV.
-TRACE_FORMATS: dict[str, Callable[[Path, str], Rows]] = {".jsonl": json_lines, ".json": json_lines, ".ndjson": json_lines}
+TRACE_FORMATS: dict[str, Callable[[Path, str], Rows]] = {
+    ".jsonl": json_lines, ".json": json_lines, ".ndjson": json_lines,
+}
 
 
 def read_trace(path: str | Path) -> Workload:
