@@ -19,7 +19,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from kokuban.core import cost, roofline
-from kokuban.economics.batch import decode_columns, fitting_batches
 from kokuban.errors import KokubanError, require_positive
 from kokuban.prices.sheets import PriceRow
 from kokuban.specs.deployment import Deployment
@@ -97,6 +96,9 @@ def decode_curve(dep: Deployment, context: int) -> DecodeCurve:
     """`economics.batch.decode_columns` over `economics.batch.fitting_batches` (every batch that fits at
     `context`): the economics wing's decode curve, as arrays. Raises (naming the memory constraint) when not
     even one request fits."""
+    # imported here: the economics wing's module loads pandas, which the prices wing's start-up does not need
+    from kokuban.economics.batch import decode_columns, fitting_batches
+
     cols = decode_columns(dep, fitting_batches(dep, context), context)
     return DecodeCurve(context=int(context), batch=cols["batch"].astype(np.int64), step_time_s=cols["step_time_s"],
                        usd_per_m_output=cols["usd_per_m_output"], bound=cols["bound"],

@@ -120,7 +120,8 @@ class PricedDeploymentRequest(PriceRequest, DeploymentRequest):
 def require_hourly_price(dep: Deployment) -> None:
     """Self-hosting costs need a price per accelerator-hour: the catalog's or the request's."""
     if not dep.price_per_hour_usd > 0:
-        raise KokubanError(f"accelerator '{dep.accelerator.id}' has no hourly price in the catalog; give one",
+        raise KokubanError(f"self-hosting on {dep.accelerator.id} needs a price per accelerator-hour above 0 (the "
+                           f"catalog's: {dep.accelerator.price_per_hour_usd:g}); give one",
                            field="price_per_hour", value=dep.price_per_hour_usd)
 
 
