@@ -30,7 +30,8 @@ def test_fleet_day_reproduces_deepseek_day6_from_published_throughputs():
     assert day.average_nodes == pytest.approx(226.87, abs=0.01)  # published: 226.75 average nodes
     # cost = 5444.8 node-h × 8 × $2 = $87,117 (published $87,072: 226.75 × 8 × 24 × 2)
     assert day.cost_usd_per_day == pytest.approx(87_117, rel=1e-4)
-    # revenue = 266e9 × 0.55 + 342e9 × 0.14 + 168e9 × 2.19 per 1e6 = 146,300 + 47,880 + 367,920 = 562,100 (published 562,027)
+    # revenue = 266e9 × 0.55 + 342e9 × 0.14 + 168e9 × 2.19 per 1e6 = 146,300 + 47,880 + 367,920 = 562,100
+    # (published 562,027)
     assert day.revenue_usd_per_day == pytest.approx(562_100)
     # 562,100 / 87,117 − 1 = 5.452 → "545 %"
     assert day.profit_over_cost == pytest.approx(5.452, abs=1e-3)
@@ -63,7 +64,8 @@ def test_margins_definitions():
 
 @pytest.fixture(scope="module")
 def llama_dep():
-    return Deployment.make(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"), 1, efficiency=Efficiency.textbook())
+    return Deployment.make(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"), 1,
+                           efficiency=Efficiency.textbook())
 
 
 @settings(max_examples=25, deadline=None)
@@ -120,7 +122,8 @@ def test_infer_closed_names_the_binding_constraint(price, speed, binds):
 
 def test_explain_has_five_features_each_with_a_sentence(llama_dep):
     feats = explain(find_price("anthropic/claude-sonnet-4"), llama_dep, context=4096)
-    assert [f.feature for f in feats] == ["output_vs_input", "long_context", "fast_lane", "batch_discount", "cached_input"]
+    assert [f.feature for f in feats] == ["output_vs_input", "long_context", "fast_lane", "batch_discount",
+                                          "cached_input"]
     assert all(f.sentence.endswith(".") and "\n" not in f.sentence for f in feats)
     cached = feats[-1]
     assert cached.sheet.cached_over_input == pytest.approx(0.1)  # 0.30 / 3.00

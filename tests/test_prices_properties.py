@@ -31,7 +31,8 @@ fractions = st.floats(0.05, 1.0)
 efficiencies = st.builds(
     lambda c, m, kv, link, ov, lat, over: Efficiency(compute=c, memory=m, kv_memory=kv, interconnect=link, overlap=ov,
                                                      collective_latency_s=lat, step_overhead_s=over),
-    fractions, fractions, st.none() | fractions, fractions, st.floats(0.0, 1.0), st.floats(0.0, 1e-4), st.floats(0.0, 1e-2))
+    fractions, fractions, st.none() | fractions, fractions, st.floats(0.0, 1.0), st.floats(0.0, 1e-4),
+    st.floats(0.0, 1e-2))
 deployments = st.builds(
     lambda m, g, n, layout, e: Deployment.make(load_model(m), load_accelerator(g), n, efficiency=e,
                                                layout=layout if load_model(m).is_moe else "tp"),
@@ -167,7 +168,8 @@ def test_every_reported_usd_per_m_is_the_cost_modules(dep, context, prompt, outp
     row = hand_price(0.1, 0.2, open_model=dep.model.name)
     c = corner(dep, row, context, prompt, None, b)
     assert c.usd_per_m_input == cost.usd_per_m_input(dep, roofline.prefill(dep, 1, prompt))
-    assert c.usd_per_m_output_at_max_batch == cost.usd_per_m_output(dep, roofline.decode_step(dep, curve.max_batch, context))
+    top = roofline.decode_step(dep, curve.max_batch, context)
+    assert c.usd_per_m_output_at_max_batch == cost.usd_per_m_output(dep, top)
     assert c.given_batch.point.usd_per_m_output == cost.usd_per_m_output(dep, roofline.decode_step(dep, b, context))
 
 

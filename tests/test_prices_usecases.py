@@ -40,7 +40,8 @@ def as_json(result):
 
 # ---- contract: the CLI's JSON is the use case's as_dict() ------------------------------------------------
 def test_list_contract(capsys):
-    assert cli_json(capsys, ["prices", "list", "--provider", "deepseek"]) == as_json(run_list(ListRequest(provider="deepseek")))
+    out = cli_json(capsys, ["prices", "list", "--provider", "deepseek"])
+    assert out == as_json(run_list(ListRequest(provider="deepseek")))
 
 
 def test_explain_contract(capsys):
@@ -49,7 +50,8 @@ def test_explain_contract(capsys):
 
 
 def test_explain_with_a_stand_in_contract(capsys):
-    out = cli_json(capsys, ["prices", "explain", "anthropic/claude-sonnet-4", "--stand-in", "gpt-oss-120b", "--gpus", "2"])
+    args = ["prices", "explain", "anthropic/claude-sonnet-4", "--stand-in", "gpt-oss-120b", "--gpus", "2"]
+    out = cli_json(capsys, args)
     assert out == as_json(run_explain(ExplainRequest(name="anthropic/claude-sonnet-4", model="gpt-oss-120b", gpus=2)))
     assert out["model"] == "gpt-oss-120b" and out["gpus"] == 2
 
@@ -71,7 +73,8 @@ def test_infer_closed_contract(capsys, tmp_path):
 
 
 def test_compare_contract(capsys):
-    args = ["prices", "compare", "llama-3.1-8b", "--prompt", "1000", "--output", "200", "--requests", "100", "--all-apis"]
+    args = ["prices", "compare", "llama-3.1-8b", "--prompt", "1000", "--output", "200", "--requests", "100",
+            "--all-apis"]
     out = cli_json(capsys, args)
     assert out == as_json(run_compare(CompareRequest(model="llama-3.1-8b", prompt=1000, output=200, requests=100,
                                                      all_apis=True)))
@@ -130,7 +133,8 @@ def test_hand_price_names_its_open_model():
     (lambda: run_infer(InferRequest(name="openai/gpt-5.4-mini")), "speed"),
     (lambda: run_infer(InferRequest(name="llama-3.1-8b", input_price=0.1, output_price=0.2, speed=1e5)), "speed"),
     (lambda: run_infer(InferRequest(name="llama-3.1-8b", input_price=0.1, output_price=0.2, batch=10**6)), "batch"),
-    (lambda: run_infer(InferRequest(name="llama-3.1-8b", input_price=0.1, output_price=0.2, context=300_000)), "context"),
+    (lambda: run_infer(InferRequest(name="llama-3.1-8b", input_price=0.1, output_price=0.2, context=300_000)),
+     "context"),
     (lambda: run_infer(InferRequest(name="llama-3.1-8b", input_price=0.1, output_price=0.2, price_per_hour=0)),
      "price_per_hour"),
     (lambda: run_compare(CompareRequest(model="llama-3.1-8b", prompt=130_000, output=10_000)), "output"),

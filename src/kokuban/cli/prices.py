@@ -17,16 +17,20 @@ from kokuban.usecases.request import AUTO_GPUS_BATCH
 
 def _hw_options(func: Callable[..., Any]) -> Callable[..., Any]:
     options = [
-        click.option("--gpu", default="h100-sxm", show_default=True, help="Accelerator id (`kokuban gpus`) or one in --gpu-file."),
-        click.option("--gpus", type=int, default=None, help=f"Accelerators (default: fewest that hold batch {AUTO_GPUS_BATCH} at the context)."),
-        click.option("--layout", type=click.Choice(["tp", "ep"]), default=None, help="Default: ep for MoE, tp for dense."),
+        click.option("--gpu", default="h100-sxm", show_default=True,
+                     help="Accelerator id (`kokuban gpus`) or one in --gpu-file."),
+        click.option("--gpus", type=int, default=None,
+                     help=f"Accelerators (default: fewest that hold batch {AUTO_GPUS_BATCH} at the context)."),
+        click.option("--layout", type=click.Choice(["tp", "ep"]), default=None,
+                     help="Default: ep for MoE, tp for dense."),
         click.option("--weights", default=None, help="Weights dtype (default: the checkpoint's)."),
         click.option("--kv", default=None, help="KV-cache dtype (default bf16)."),
         click.option("--price-per-hour", type=float, default=None, help="USD per accelerator-hour (default: catalog)."),
         click.option("--gpu-file", type=click.Path(), default=None, help="TOML/JSON file of extra accelerators."),
         *efficiency_option_list(),
         click.option("--context", type=int, default=8192, show_default=True, help="Tokens each request attends to."),
-        click.option("--file", "files", multiple=True, type=click.Path(), help="Extra price file(s) in the prices.toml schema."),
+        click.option("--file", "files", multiple=True, type=click.Path(),
+                     help="Extra price file(s) in the prices.toml schema."),
         click.option("--json", "as_json", is_flag=True, help="Print JSON (SI units, stable keys)."),
     ]
     for option in reversed(options):
@@ -38,7 +42,8 @@ def _price_options(func: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.argument("name", required=False),
         click.option("--input-price", type=float, default=None, help="USD per million input tokens (a price by hand)."),
-        click.option("--output-price", type=float, default=None, help="USD per million output tokens (a price by hand)."),
+        click.option("--output-price", type=float, default=None,
+                     help="USD per million output tokens (a price by hand)."),
         click.option("--cached-price", type=float, default=None, help="USD per million cached input tokens (by hand)."),
     ]
     for option in reversed(options):
@@ -73,7 +78,8 @@ def list_(**kw: Any) -> None:
 @_hw_options
 @click.option("--stand-in", "model", default=None, help="Open model whose physics stands in for a closed one.")
 @click.option("--prompt", type=int, default=None, help="Prompt tokens for the prefill side (default: the context).")
-@click.option("--speed", type=float, default=None, help="Standard lane tokens/s per user (default: sheet's, else memory-limited).")
+@click.option("--speed", type=float, default=None,
+              help="Standard lane tokens/s per user (default: sheet's, else memory-limited).")
 def explain(**kw: Any) -> None:
     """Decompose each feature of a price sheet with the cost model (numbers + one sentence each)."""
     from kokuban.usecases.prices import ExplainRequest, run_explain
@@ -94,8 +100,10 @@ def explain(**kw: Any) -> None:
 @click.option("--batch", type=int, default=None, help="Also report the margin at this batch (open models).")
 @click.option("--prompt", type=int, default=None, help="Prompt tokens for the input side (default: the context).")
 @click.option("--closed", is_flag=True, help="Treat the model as closed: solve for active parameters and batch.")
-@click.option("--kv-per-token", type=float, default=160e3, show_default=True, help="Closed: KV bytes per token (16-bit).")
-@click.option("--total-over-active", type=float, default=1.0, show_default=True, help="Closed: total ÷ active parameters.")
+@click.option("--kv-per-token", type=float, default=160e3, show_default=True,
+              help="Closed: KV bytes per token (16-bit).")
+@click.option("--total-over-active", type=float, default=1.0, show_default=True,
+              help="Closed: total ÷ active parameters.")
 @click.option("--plot", type=click.Path(), default=None, help="Closed: save the feasible region as a PNG here.")
 def infer(**kw: Any) -> None:
     """Back-calculate (逆算) what a price (and a speed) imply for the provider."""
@@ -119,11 +127,14 @@ def infer(**kw: Any) -> None:
 @click.option("--prompt", type=int, required=True, help="Prompt tokens per request.")
 @click.option("--output", type=int, required=True, help="Output tokens per request.")
 @click.option("--requests", type=int, default=1, show_default=True, help="Number of requests.")
-@click.option("--cache-hit", type=float, default=0.0, show_default=True, help="Share of prompt tokens served from a cache.")
+@click.option("--cache-hit", type=float, default=0.0, show_default=True,
+              help="Share of prompt tokens served from a cache.")
 @click.option("--speed", type=float, default=30.0, show_default=True, help="Self-hosted tokens/s per user to keep.")
-@click.option("--api", "apis", multiple=True, help="Price rows to include (PROVIDER/MODEL; default: rows serving MODEL).")
+@click.option("--api", "apis", multiple=True,
+              help="Price rows to include (PROVIDER/MODEL; default: rows serving MODEL).")
 @click.option("--all-apis", is_flag=True, help="Include every price row.")
-@click.option("--lane", type=click.Choice(["standard", "batch", "flex", "priority"]), default="standard", show_default=True)
+@click.option("--lane", type=click.Choice(["standard", "batch", "flex", "priority"]), default="standard",
+              show_default=True)
 @click.option("--weights", default=None, help="Self-hosted weights dtype (default: the checkpoint's).")
 @click.option("--file", "files", multiple=True, type=click.Path(), help="Extra price file(s).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")

@@ -24,14 +24,19 @@ def price_table(result: Any) -> None:
     from rich.table import Table
 
     table = Table(title="kokuban prices (USD per million tokens; see each row's source)")
-    for col in ("provider/model", "open model", "input", "cached", "output", "out/in", "long ctx", "batch", "priority", "retrieved"):
+    columns = ("provider/model", "open model", "input", "cached", "output", "out/in", "long ctx", "batch", "priority",
+               "retrieved")
+    for col in columns:
         table.add_column(col, justify="left" if col in ("provider/model", "open model", "retrieved") else "right")
     for r in result.rows:
-        long = f"> {si(r.long_context_threshold_tokens)}: {_num(r.long_input_usd_per_m)}/{_num(r.long_output_usd_per_m)}" \
-            if r.long_context_threshold_tokens else "-"
+        long = "-"
+        if r.long_context_threshold_tokens:
+            tier = f"{_num(r.long_input_usd_per_m)}/{_num(r.long_output_usd_per_m)}"
+            long = f"> {si(r.long_context_threshold_tokens)}: {tier}"
+        ratio = f"{r.output_usd_per_m / r.input_usd_per_m:.2g}" if r.input_usd_per_m else "-"
         table.add_row(r.key, r.open_model or "-", _num(r.input_usd_per_m), _num(r.cached_input_usd_per_m),
-                      _num(r.output_usd_per_m), f"{r.output_usd_per_m / r.input_usd_per_m:.2g}" if r.input_usd_per_m else "-",
-                      long, _num(r.batch_multiplier), _num(r.priority_multiplier), r.retrieved)
+                      _num(r.output_usd_per_m), ratio, long, _num(r.batch_multiplier), _num(r.priority_multiplier),
+                      r.retrieved)
     console().print(table)
 
 
@@ -53,8 +58,10 @@ def explanation(result: Any) -> None:
     """`prices explain`: the row, the physics it is read with, then each feature's sentence and numbers."""
     row, dep = result.price, result.deployment
     con = console()
-    con.print(f"[bold]{row.key}[/bold]: in ${row.input_usd_per_m:g}/M, out ${row.output_usd_per_m:g}/M  ({row.source}, read {row.retrieved})")
-    con.print(f"{result.stand_in}; {dep.describe()} at ${dep.price_per_hour_usd:g}/GPU-hour, context {result.context:,}")
+    con.print(f"[bold]{row.key}[/bold]: in ${row.input_usd_per_m:g}/M, out ${row.output_usd_per_m:g}/M  "
+              f"({row.source}, read {row.retrieved})")
+    con.print(f"{result.stand_in}; {dep.describe()} at ${dep.price_per_hour_usd:g}/GPU-hour, "
+              f"context {result.context:,}")
     for feat in result.features:
         con.print(f"\n[bold]{feat.feature}[/bold] — {feat.sentence}")
         con.print(f"  sheet: {fields_line(feat.sheet.as_dict())}")
@@ -70,8 +77,8 @@ def open_inference(result: Any) -> None:
     inf = result.inference
     row = inf.price
     con = console()
-    con.print(f"[bold]{row.key}[/bold] (${row.input_usd_per_m:g} in / ${row.output_usd_per_m:g} out per M) on {inf.deployment} "
-              f"at ${inf.usd_per_gpu_hour:g}/GPU-hour, context {inf.context:,}")
+    con.print(f"[bold]{row.key}[/bold] (${row.input_usd_per_m:g} in / ${row.output_usd_per_m:g} out per M) "
+              f"on {inf.deployment} at ${inf.usd_per_gpu_hour:g}/GPU-hour, context {inf.context:,}")
     t = Table(show_edge=False)
     t.add_column("")
     corners = ("pessimistic", "central", "optimistic")
@@ -110,8 +117,9 @@ def closed_inference(result: Any) -> None:
     inf, row = result.inference, result.price
     con = console()
     a, b, g = inf.active_params_range, inf.batch_range, inf.gpus_range
-    con.print(f"[bold]{row.key}[/bold] at ${row.output_usd_per_m:g}/M output and {inf.tokens_per_s_per_user:g} tokens/s "
-              f"per user on {inf.accelerator} at ${inf.usd_per_gpu_hour:g}/GPU-hour:")
+    con.print(f"[bold]{row.key}[/bold] at ${row.output_usd_per_m:g}/M output and "
+              f"{inf.tokens_per_s_per_user:g} tokens/s per user on {inf.accelerator} at "
+              f"${inf.usd_per_gpu_hour:g}/GPU-hour:")
     con.print(f"  consistent active parameters: {si(a[0])} … {si(a[1])}; batch {b[0]} … {b[1]}; {g[0]} … {g[1]} GPUs; "
               f"best profit ÷ cost {inf.best_profit_over_cost:.0%}")
     for line in inf.assumptions:
@@ -130,7 +138,8 @@ def plot_closed(inference: Any, path: str) -> str:
 
     g = inference.grid
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    mesh = ax.pcolormesh(g.active_params, g.batch, np.asarray(g.profit_over_cost).T * 100, shading="nearest", cmap="viridis")
+    mesh = ax.pcolormesh(g.active_params, g.batch, np.asarray(g.profit_over_cost).T * 100, shading="nearest",
+                         cmap="viridis")
     fig.colorbar(mesh, ax=ax, label="best profit ÷ cost (%)")
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -173,9 +182,10 @@ def fleet_account(result: Any) -> None:
     used = result.throughput_used
     con = console()
     con.print(f"[bold]{result.model}[/bold] on {dec.accelerator.id}: prefill unit {pre.num_gpus} GPUs, decode unit "
-              f"{dec.num_gpus} GPUs ({str(dec.layout).upper()})")
-    con.print(f"  roofline decode: batch {tp.decode_batch} at context {result.context:,} → {tp.decode_tokens_per_s_per_user:.1f} "
-              f"tok/s/user, {tp.decode_tokens_per_s_per_node:,.0f} tok/s per node (bound: {tp.decode_bound})")
+              f"{dec.num_gpus} GPUs ({dec.layout.upper()})")
+    con.print(f"  roofline decode: batch {tp.decode_batch} at context {result.context:,} → "
+              f"{tp.decode_tokens_per_s_per_user:.1f} tok/s/user, {tp.decode_tokens_per_s_per_node:,.0f} tok/s per "
+              f"node (bound: {tp.decode_bound})")
     counted = "-" if tp.prefill_tokens_per_s_per_node is None else f"{tp.prefill_tokens_per_s_per_node:,.0f}"
     con.print(f"  roofline prefill: {tp.prefill_computed_tokens_per_s_per_node:,.0f} computed tok/s per node, "
               f"{counted} counting {result.cache_hit:.1%} cache hits (bound: {tp.prefill_bound})")
@@ -183,5 +193,6 @@ def fleet_account(result: Any) -> None:
               f"{day.decode_tokens_per_s_per_node:,.0f} ({used['decode']}) tokens/s per node")
     con.print(f"  node-hours/day: prefill {day.node_hours_prefill:,.0f} + decode {day.node_hours_decode:,.0f} "
               f"= {day.average_nodes:,.2f} nodes on average")
-    con.print(f"  cost/day ${day.cost_usd_per_day:,.0f} at ${day.usd_per_gpu_hour:g}/GPU-hour; revenue/day at {row.key} "
-              f"prices ${day.revenue_usd_per_day:,.0f}; profit ÷ cost {day.profit_over_cost:.0%} (gross margin {day.gross_margin:.1%})")
+    con.print(f"  cost/day ${day.cost_usd_per_day:,.0f} at ${day.usd_per_gpu_hour:g}/GPU-hour; revenue/day at "
+              f"{row.key} prices ${day.revenue_usd_per_day:,.0f}; profit ÷ cost {day.profit_over_cost:.0%} "
+              f"(gross margin {day.gross_margin:.1%})")

@@ -153,7 +153,8 @@ def long_context(row: PriceRow, dep: Deployment, context: int) -> LongContext:
     notes = []
     if long <= short:
         short, long = m.max_context // 4, m.max_context
-        notes.append(f"{m.name} stops at {m.max_context:,} tokens, short of the threshold: compared at {short:,} and {long:,}")
+        notes.append(f"{m.name} stops at {m.max_context:,} tokens, short of the threshold: compared at {short:,} "
+                     f"and {long:,}")
     assumptions = (f"compare contexts {short:,} and {long:,} tokens, each at its memory-limited batch", *notes)
     cs = decode_curve(dep, short)
     try:
@@ -161,9 +162,10 @@ def long_context(row: PriceRow, dep: Deployment, context: int) -> LongContext:
     except KokubanError as exc:  # the long context does not fit at all: that is the finding
         return LongContext(
             sheet=sheet, assumptions=assumptions,
-            model=LongContextModel(short_context=short, long_context=long, max_batch_short=cs.max_batch, max_batch_long=0),
-            sentence=(f"At {long:,} tokens not one request fits beside the weights on this deployment ({exc}); the long "
-                      f"tier needs more accelerators per request."))
+            model=LongContextModel(short_context=short, long_context=long, max_batch_short=cs.max_batch,
+                                   max_batch_long=0),
+            sentence=(f"At {long:,} tokens not one request fits beside the weights on this deployment ({exc}); "
+                      f"the long tier needs more accelerators per request."))
     cost_s, cost_l = cs.at(cs.max_batch).usd_per_m_output, cl.at(cl.max_batch).usd_per_m_output
     in_s, in_l = usd_per_m_input(dep, short), usd_per_m_input(dep, long)
     model = LongContextModel(short_context=short, long_context=long, max_batch_short=cs.max_batch,
@@ -368,14 +370,16 @@ def cached_input(row: PriceRow, dep: Deployment, prompt_tokens: int) -> CachedIn
     hbm = dep.accelerator.memory_bandwidth_bytes_per_s * dep.efficiency.kv_memory_fraction
     fast = kv_reload_usd_per_m(dep, kv_per_token, hbm)
     slow = kv_reload_usd_per_m(dep, kv_per_token, HOST_LINK_BYTES_PER_S)
-    sheet_ratio = row.cached_input_usd_per_m / row.input_usd_per_m if row.cached_input_usd_per_m is not None and row.input_usd_per_m else None
+    sheet_ratio = None
+    if row.cached_input_usd_per_m is not None and row.input_usd_per_m:
+        sheet_ratio = row.cached_input_usd_per_m / row.input_usd_per_m
     if sheet_ratio is None:
-        sentence = (f"No cached-input price on this sheet; a hit would cost {fast / cin:.2%}–{slow / cin:.2%} of a miss "
-                    f"(moving {kv_per_token / 1e3:.0f} kB of KV per token instead of recomputing it).")
+        sentence = (f"No cached-input price on this sheet; a hit would cost {fast / cin:.2%}–{slow / cin:.2%} of a "
+                    f"miss (moving {kv_per_token / 1e3:.0f} kB of KV per token instead of recomputing it).")
     else:
         sentence = (f"The sheet bills a cache hit at {sheet_ratio:.0%} of a miss; recomputing costs ${cin:.3g}/M while "
-                    f"reloading the {kv_per_token / 1e3:.0f} kB of KV per token costs {fast / cin:.2%}–{slow / cin:.2%} of that, "
-                    f"so the hit price is mostly storage and margin.")
+                    f"reloading the {kv_per_token / 1e3:.0f} kB of KV per token costs "
+                    f"{fast / cin:.2%}–{slow / cin:.2%} of that, so the hit price is mostly storage and margin.")
     return CachedInput(
         sheet=CachedInputSheet(cached_over_input=sheet_ratio),
         model=CachedInputModel(usd_per_m_input_miss=cin, kv_bytes_per_token=kv_per_token,

@@ -187,8 +187,8 @@ def infer_open(row: PriceRow, dep: Deployment, *, context: int = 8192, prompt_to
     infeasible = None
     if c.break_even_batch is None:
         infeasible = (f"even at the memory-limited batch {c.max_batch} a million output tokens cost "
-                      f"${c.usd_per_m_output_at_max_batch:.3g} > the price ${row.output_usd_per_m:g}: memory (KV capacity) "
-                      f"binds; more accelerators, cheaper hours or a lower-precision KV would be needed")
+                      f"${c.usd_per_m_output_at_max_batch:.3g} > the price ${row.output_usd_per_m:g}: memory "
+                      f"(KV capacity) binds; more accelerators, cheaper hours or a lower-precision KV would be needed")
     counts = []
     for n in memory.GPU_COUNTS:
         if n < dep.num_gpus or n > dep.num_gpus * max_gpus_factor:
@@ -207,7 +207,8 @@ def infer_open(row: PriceRow, dep: Deployment, *, context: int = 8192, prompt_to
         context=context, prompt_tokens=prompt, speed=speed, range=corners, by_gpu_count=tuple(counts),
         infeasible=infeasible,
         assumptions=(
-            f"decode at context {context:,} tokens, every request at that context; prefill of one {prompt:,}-token prompt",
+            (f"decode at context {context:,} tokens, every request at that context; prefill of one "
+             f"{prompt:,}-token prompt"),
             ("efficiency range compute/memory/KV/link: pessimistic " + describe_efficiency(effs["pessimistic"])
              + " … central " + describe_efficiency(effs["central"]) + " … optimistic "
              + describe_efficiency(effs["optimistic"]) + " (each the worst/best of the central, calibrated and "
@@ -317,7 +318,8 @@ def infer_closed(price_usd_per_m_output: float, tokens_per_s_per_user: float, ac
         assumptions=(
             (f"coarse model: total = {total_over_active:g} × active parameters, {weights_dtype} weights, "
              f"{kv_bytes_per_token / 1e3:g} kB KV per token (16-bit), every request at context {context:,}"),
-            f"consistent = per-user speed within ±{speed_tolerance:.0%} of {tokens_per_s_per_user:g} tokens/s and cost ≤ price",
+            (f"consistent = per-user speed within ±{speed_tolerance:.0%} of {tokens_per_s_per_user:g} tokens/s "
+             f"and cost ≤ price"),
             "GPU count free in 1…1024 (tensor parallel); utilisation 1; accelerator rent is the only cost",
         ),
     )
@@ -418,8 +420,9 @@ def self_host_quote(model: ModelSpec, acc: Accelerator, *, prompt_tokens: int, o
 
 
 def compare(model: ModelSpec, rows: list[PriceRow], *, prompt_tokens: int, output_tokens: int, requests: int,
-            cache_hit: float = 0.0, tokens_per_s_per_user: float = 30.0, accelerators: dict[str, Accelerator] | None = None,
-            efficiency: Efficiency | None = None, weights_dtype: str | None = None, lane: str = "standard") -> Comparison:
+            cache_hit: float = 0.0, tokens_per_s_per_user: float = 30.0,
+            accelerators: dict[str, Accelerator] | None = None, efficiency: Efficiency | None = None,
+            weights_dtype: str | None = None, lane: str = "standard") -> Comparison:
     """The workload's cost on each sheet row, and self-hosted on each accelerator.
 
     Self-hosting: of the accelerator counts from the fewest that hold batch 1 at prompt + output up to
@@ -444,12 +447,14 @@ def compare(model: ModelSpec, rows: list[PriceRow], *, prompt_tokens: int, outpu
                              weights_dtype=weights_dtype)
              for acc in (accelerators or accelerator_catalog()).values()]
     return Comparison(
-        workload=Workload(model=model.name, prompt_tokens=prompt_tokens, output_tokens=output_tokens, cache_hit=cache_hit,
-                          requests=requests, tokens_per_s_per_user=tokens_per_s_per_user, lane=lane),
+        workload=Workload(model=model.name, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
+                          cache_hit=cache_hit, requests=requests, tokens_per_s_per_user=tokens_per_s_per_user,
+                          lane=lane),
         apis=tuple(sorted(apis, key=_cheapest_first)), self_host=tuple(sorted(hosts, key=_cheapest_first)),
         assumptions=(
-            ("self-hosted: the cheapest accelerator count (fewest that fit … 8× that), at the largest batch keeping the per-user speed, "
-             "busy all the time (no idle hours, no engineering or power beyond the rental price)"),
-            "cached prompt tokens cost nothing to self-host (their KV is resident); on an API they pay the cached price",
+            ("self-hosted: the cheapest accelerator count (fewest that fit … 8× that), at the largest batch keeping "
+             "the per-user speed, busy all the time (no idle hours, no engineering or power beyond the rental price)"),
+            ("cached prompt tokens cost nothing to self-host (their KV is resident); on an API they pay the cached "
+             "price"),
         ),
     )

@@ -340,7 +340,8 @@ class FleetRequest(PriceRequest, EfficiencyRequest):
                                field="cached_tokens", value=self.cached_tokens)
         if self.cached_tokens == self.input_tokens and self.prefill_tps is None:
             raise KokubanError("every input token is cached, so the roofline prefill does no work; give a measured "
-                               "prefill throughput or fewer cached tokens", field="cached_tokens", value=self.cached_tokens)
+                               "prefill throughput or fewer cached tokens", field="cached_tokens",
+                               value=self.cached_tokens)
         super().check()
 
     def deployment(self, model: str, gpus: int) -> Deployment:
