@@ -206,12 +206,12 @@ def run_explain(request: ExplainRequest) -> Explanation:
 
 # ---- prices infer -------------------------------------------------------------------------------------
 class InferRequest(PricedDeploymentRequest):
-    """`kokuban prices infer`: what a price (and a speed) imply. Open rows: break-even batch and margins over
-    the efficiency corners (`batch`: also the margin there; `prompt`: the prefill side, default the context).
-    Closed rows, or `closed=True`: the active sizes and batches consistent with the price and `speed` (needed:
-    the request's, else the sheet's), for a coarse model of `kv_per_token` KV bytes per token and
-    `total_over_active` total ÷ active parameters (weights default fp8); `plot`: where the face saves the
-    feasible region."""
+    """`kokuban prices infer`: what a price (and a speed) imply. Open models (`model`, default the row's own):
+    break-even batch and margins over the efficiency corners (`batch`: also the margin there; `prompt`: the
+    prefill side, default the context). Closed rows without a `model`, or `closed=True`: the active sizes and
+    batches consistent with the price and `speed` (needed: the request's, else the sheet's), for a coarse model
+    of `kv_per_token` KV bytes per token and `total_over_active` total ÷ active parameters (weights default fp8);
+    `plot`: where the face saves the feasible region."""
 
     speed: Positive | None = None
     batch: Tokens | None = None
@@ -252,7 +252,8 @@ def run_infer(request: InferRequest) -> OpenPriceInference | ClosedPriceInferenc
     r = request
     row = r.price_row()
     speed = r.speed or row.output_tokens_per_s
-    if r.closed or not row.open_model:
+    served = r.model or row.open_model
+    if r.closed or not served:
         if not speed:
             raise KokubanError(f"{row.key} is closed: give its measured output tokens/s per user", field="speed")
         inference = infer_closed(row.output_usd_per_m, speed, r.accelerator(), usd_per_gpu_hour=r.price_per_hour,
@@ -260,7 +261,7 @@ def run_infer(request: InferRequest) -> OpenPriceInference | ClosedPriceInferenc
                                  total_over_active=r.total_over_active, weights_dtype=r.weights or "fp8",
                                  efficiency=r.efficiency_spec())
         return ClosedPriceInference(inference=inference, price=row, plot=r.plot)
-    dep = r.deployment_of(row.open_model)
+    dep = r.deployment_of(served)
     with about("speed", speed, WING_SPEED):
         inference = infer_open(row, dep, context=r.context, prompt_tokens=r.prompt, speed=speed, batch=r.batch)
     return OpenPriceInference(inference=inference, deployment=dep)
