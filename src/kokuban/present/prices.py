@@ -4,11 +4,15 @@ compare | fleet`, and the closed-model feasible-region figure, from the use case
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kokuban.present.format import console, si
+
+if TYPE_CHECKING:
+    from kokuban.prices.infer import ClosedInference, Comparison
+    from kokuban.usecases.prices import ClosedPriceInference, Explanation, FleetAccount, OpenPriceInference, PriceList
 
 
 def _num(v: float | None) -> str:
@@ -19,7 +23,7 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:.0%}"
 
 
-def price_table(result: Any) -> None:
+def price_table(result: PriceList) -> None:
     """`prices list`: one row per sheet row (USD per million tokens)."""
     from rich.table import Table
 
@@ -54,7 +58,7 @@ def fields_line(d: dict[str, Any]) -> str:
     return ", ".join(f"{k}={one(v)}" for k, v in d.items())
 
 
-def explanation(result: Any) -> None:
+def explanation(result: Explanation) -> None:
     """`prices explain`: the row, the physics it is read with, then each feature's sentence and numbers."""
     row, dep = result.price, result.deployment
     con = console()
@@ -70,7 +74,7 @@ def explanation(result: Any) -> None:
             con.print(f"  assumes: {a}")
 
 
-def open_inference(result: Any) -> None:
+def open_inference(result: OpenPriceInference) -> None:
     """`prices infer` for an open model: the range table, then the central corner by accelerator count."""
     from rich.table import Table
 
@@ -112,7 +116,7 @@ def open_inference(result: Any) -> None:
         con.print(f"  assumes: {a}")
 
 
-def closed_inference(result: Any) -> None:
+def closed_inference(result: ClosedPriceInference) -> None:
     """`prices infer` for a closed model: the ranges of the consistent sizes, batches and GPU counts."""
     inf, row = result.inference, result.price
     con = console()
@@ -128,7 +132,7 @@ def closed_inference(result: Any) -> None:
         con.print(f"  plot: {result.plot}")
 
 
-def plot_closed(inference: Any, path: str) -> str:
+def plot_closed(inference: ClosedInference, path: str) -> str:
     """Save the feasible region of a `prices.infer.ClosedInference` (profit ÷ cost over active parameters ×
     batch) as a PNG (matplotlib Agg)."""
     import matplotlib
@@ -153,7 +157,7 @@ def plot_closed(inference: Any, path: str) -> str:
     return path
 
 
-def comparison(result: Any) -> None:
+def comparison(result: Comparison) -> None:
     """`prices compare`: each API row and each self-hosted accelerator, cheapest first, then the assumptions."""
     from rich.table import Table
 
@@ -176,7 +180,7 @@ def comparison(result: Any) -> None:
         con.print(f"  assumes: {a}")
 
 
-def fleet_account(result: Any) -> None:
+def fleet_account(result: FleetAccount) -> None:
     """`prices fleet`: the roofline's node throughputs, those used, node-hours, cost, revenue and margin."""
     tp, day, row, pre, dec = result.throughput_model, result.day, result.price, result.prefill, result.decode
     used = result.throughput_used
