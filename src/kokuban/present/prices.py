@@ -85,7 +85,8 @@ def open_inference(result: OpenPriceInference) -> None:
               f"on {inf.deployment} at ${inf.usd_per_gpu_hour:g}/GPU-hour, context {inf.context:,}")
     t = Table(show_edge=False)
     t.add_column("")
-    corners = ("pessimistic", "central", "optimistic")
+    from kokuban.prices.infer import CORNERS as corners
+
     for c in corners:
         t.add_column(c, justify="right")
     rows = [

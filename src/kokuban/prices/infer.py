@@ -40,6 +40,7 @@ from kokuban.specs.hardware import Accelerator, Efficiency
 from kokuban.specs.model import ModelSpec
 
 SPEED_SPREAD = 0.10  # a measured per-user speed is taken as ±10 %
+#: The range's corners, in the order the range is shown.
 CORNERS = ("pessimistic", "central", "optimistic")
 #: Speed multiplier of each corner: the pessimistic one must reach a 10 % higher speed, the optimistic a 10 % lower.
 SPEED_FACTOR = {"pessimistic": 1 + SPEED_SPREAD, "central": 1.0, "optimistic": 1 - SPEED_SPREAD}
