@@ -160,3 +160,30 @@ def test_the_cli_words_the_field_as_its_flag(capsys, args, flag):
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {flag}: ") and err.count("\n") == 1
+
+
+def _finite(text: str):
+    def refuse(name):
+        raise AssertionError(f"{name} in the JSON")
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize("args", [
+    ["prices", "explain", "llama-3.1-8b", "--input-price", "0", "--output-price", "1", "--context", "4096"],
+    ["prices", "explain", "llama-3.1-8b", "--input-price", "0", "--output-price", "0", "--context", "4096"],
+    ["prices", "infer", "llama-3.1-8b", "--input-price", "0", "--output-price", "0", "--context", "4096"],
+    ["prices", "fleet", "llama-3.1-8b", "--input-price", "0", "--output-price", "0", "--input-tokens", "1e9",
+     "--output-tokens", "1e9", "--context", "4000", "--speed", "20", "--prefill-gpus", "1", "--decode-gpus", "1"],
+])
+def test_free_prices_give_finite_json_not_a_traceback(capsys, args):
+    # a price of 0 has no gross margin (1 − cost ÷ 0) and no output ÷ input ratio (÷ 0): null, never inf or NaN
+    # (the old code printed Infinity for the ratio and -Infinity for the gross margins)
+    assert main(args + ["--json"]) == 0
+    out = _finite(capsys.readouterr().out)
+    if args[1] == "explain" and args[3] == "0":
+        assert out["features"][0]["sheet"]["output_over_input"] is None
+    if args[1] == "infer":
+        assert out["range"]["central"]["margin_at_max_batch"]["gross_margin"] is None
+        assert out["range"]["central"]["margin_at_max_batch"]["profit_over_cost"] == -1.0  # 0 ÷ cost − 1
+    if args[1] == "fleet":
+        assert out["day"]["gross_margin"] is None and out["day"]["revenue_usd_per_day"] == 0.0

@@ -200,4 +200,4 @@ def fleet_account(result: FleetAccount) -> None:
               f"= {day.average_nodes:,.2f} nodes on average")
     con.print(f"  cost/day ${day.cost_usd_per_day:,.0f} at ${day.usd_per_gpu_hour:g}/GPU-hour; revenue/day at "
               f"{row.key} prices ${day.revenue_usd_per_day:,.0f}; profit ÷ cost {day.profit_over_cost:.0%} "
-              f"(gross margin {day.gross_margin:.1%})")
+              f"(gross margin {'-' if day.gross_margin is None else format(day.gross_margin, '.1%')})")

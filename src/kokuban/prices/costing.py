@@ -128,16 +128,18 @@ def break_even_batch(curve: DecodeCurve, usd_per_m: float) -> int | None:
 
 @dataclass(frozen=True)
 class Margins(Record):
-    """profit_over_cost = price ÷ cost − 1 (DeepSeek's "cost profit margin"); gross = 1 − cost ÷ price."""
+    """profit_over_cost = price ÷ cost − 1 (DeepSeek's "cost profit margin"); gross = 1 − cost ÷ price (None at a
+    price of 0, where it has no value)."""
 
     profit_over_cost: float
-    gross_margin: float
+    gross_margin: float | None
 
 
 def margins(price_usd: float, cost_usd: float) -> Margins:
-    """See `Margins` (scalars; `profit_over_cost` is all a vectorised caller needs: price ÷ cost − 1)."""
+    """See `Margins`; the cost must be above 0 (a deployment's hourly price is)."""
     p, c = float(price_usd), float(cost_usd)
-    return Margins(profit_over_cost=p / c - 1.0, gross_margin=1.0 - c / p)
+    require_positive("cost_usd", c)
+    return Margins(profit_over_cost=p / c - 1.0, gross_margin=1.0 - c / p if p > 0 else None)
 
 
 def usd_per_m_input(dep: Deployment, prompt_tokens: int, batch: int = 1) -> float:
@@ -254,7 +256,7 @@ class FleetDay(Record):
     cost_usd_per_day: float
     revenue_usd_per_day: float
     profit_over_cost: float
-    gross_margin: float
+    gross_margin: float | None
 
 
 def fleet_day(row: PriceRow, input_tokens: float, cached_input_tokens: float, output_tokens: float,

@@ -45,6 +45,11 @@ def stand_in_model(row: PriceRow) -> tuple[str, str]:
                   f"(chosen by the ${out:g}/M output price tier; override with the stand-in model)")
 
 
+def _times(multiplier: float | None) -> str:
+    """A price multiplier in a sentence ("1.5×"; a charge where the standard price is 0)."""
+    return "a charge (against a free standard price)" if multiplier is None else f"{multiplier:.2g}×"
+
+
 def _ratio_batch(batches: np.ndarray, ratios: np.ndarray, target: float) -> int:
     """The batch whose ratio is closest to `target` in log terms."""
     return int(batches[int(np.argmin(np.abs(np.log(ratios / target))))])
@@ -53,7 +58,7 @@ def _ratio_batch(batches: np.ndarray, ratios: np.ndarray, target: float) -> int:
 # ---- output vs input -------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class OutputVsInputSheet(Record):
-    output_over_input: float
+    output_over_input: float | None  # None when the sheet charges nothing for input
 
 
 @dataclass(frozen=True)
@@ -80,20 +85,24 @@ def output_vs_input(row: PriceRow, dep: Deployment, context: int, prompt_tokens:
     curve = decode_curve(dep, context)
     cin = usd_per_m_input(dep, prompt_tokens)
     ratios = curve.usd_per_m_output / cin
-    price_ratio = row.output_usd_per_m / row.input_usd_per_m if row.input_usd_per_m else float("inf")
+    price_ratio = row.output_usd_per_m / row.input_usd_per_m if row.input_usd_per_m else None
     shown = [b for b in SHOWN_BATCHES if b <= curve.max_batch] + [curve.max_batch]
     at = {int(b): float(ratios[b - 1]) if curve.batch[b - 1] == b else float(ratios[np.searchsorted(curve.batch, b)])
           for b in shown}
-    match = _ratio_batch(curve.batch, ratios, price_ratio) if np.isfinite(price_ratio) else None
-    if price_ratio < ratios.min():
-        tail = (f"so the sheet's ratio is below the model's at every batch that fits: it implies a larger batch than "
-                f"{dep.num_gpus}× {dep.accelerator.id} can hold (more accelerators per replica) or a margin on input")
+    match = None if price_ratio is None or price_ratio <= 0 else _ratio_batch(curve.batch, ratios, price_ratio)
+    if price_ratio is None:
+        head, tail = "The sheet charges nothing per input token", "so no decode batch matches its ratio"
     else:
-        tail = f"so the sheet's ratio matches a decode batch of about {match}"
+        head = f"The sheet charges {price_ratio:.1f}× more per output token than per input token"
+        if price_ratio < ratios.min():
+            tail = (f"so the sheet's ratio is below the model's at every batch that fits: it implies a larger batch "
+                    f"than {dep.num_gpus}× {dep.accelerator.id} can hold (more accelerators per replica) or a margin "
+                    f"on input")
+        else:
+            tail = f"so the sheet's ratio matches a decode batch of about {match}"
     sentence = (
-        f"The sheet charges {price_ratio:.1f}× more per output token than per input token; a decode token costs "
-        f"{at[1]:.0f}× a prefill token at batch 1 but {at[curve.max_batch]:.1f}× at the memory-limited batch "
-        f"{curve.max_batch}, {tail}."
+        f"{head}; a decode token costs {at[1]:.0f}× a prefill token at batch 1 but {at[curve.max_batch]:.1f}× at the "
+        f"memory-limited batch {curve.max_batch}, {tail}."
     )
     return OutputVsInput(
         sheet=OutputVsInputSheet(output_over_input=price_ratio),
@@ -106,12 +115,14 @@ def output_vs_input(row: PriceRow, dep: Deployment, context: int, prompt_tokens:
 # ---- long context ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class LongContextSheet(Record):
-    """The sheet's long-context tier (the multipliers only when it has one)."""
+    """The sheet's long-context tier (the multipliers only when it has one; None where the standard price is 0)."""
 
-    OMIT_IF_NONE = ("input_multiplier", "output_multiplier")
     threshold_tokens: int | None
     input_multiplier: float | None = None
     output_multiplier: float | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        return super().as_dict() if self.threshold_tokens is not None else {"threshold_tokens": None}
 
 
 @dataclass(frozen=True)
@@ -143,10 +154,12 @@ def long_context(row: PriceRow, dep: Deployment, context: int) -> LongContext:
     m = dep.model
     if row.long_context_threshold_tokens:
         short, long = row.long_context_threshold_tokens, min(2 * row.long_context_threshold_tokens, m.max_context)
-        sheet = LongContextSheet(
-            threshold_tokens=short,
-            input_multiplier=(row.long_input_usd_per_m or row.input_usd_per_m) / row.input_usd_per_m,
-            output_multiplier=(row.long_output_usd_per_m or row.output_usd_per_m) / row.output_usd_per_m)
+        def tier(long_price: float | None, price: float) -> float | None:  # long ÷ standard (None if that is 0)
+            return (long_price or price) / price if price else None
+
+        sheet = LongContextSheet(threshold_tokens=short,
+                                 input_multiplier=tier(row.long_input_usd_per_m, row.input_usd_per_m),
+                                 output_multiplier=tier(row.long_output_usd_per_m, row.output_usd_per_m))
     else:
         short, long = context, min(8 * context, m.max_context)
         sheet = LongContextSheet(threshold_tokens=None)
@@ -173,8 +186,8 @@ def long_context(row: PriceRow, dep: Deployment, context: int) -> LongContext:
                              input_cost_multiplier=in_l / in_s)
     if sheet.threshold_tokens:
         sentence = (
-            f"Above {sheet.threshold_tokens:,} tokens the sheet charges {sheet.input_multiplier:.2g}× for input and "
-            f"{sheet.output_multiplier:.2g}× for output; at {long:,} tokens the KV cache cuts the batch from "
+            f"Above {sheet.threshold_tokens:,} tokens the sheet charges {_times(sheet.input_multiplier)} for input and "
+            f"{_times(sheet.output_multiplier)} for output; at {long:,} tokens the KV cache cuts the batch from "
             f"{cs.max_batch} to {cl.max_batch}, which makes an output token cost {cost_l / cost_s:.2g}× and a prompt "
             f"token {in_l / in_s:.2g}× (quadratic attention).")
     else:

@@ -256,6 +256,10 @@ def run_infer(request: InferRequest) -> OpenPriceInference | ClosedPriceInferenc
     if r.closed or not served:
         if not speed:
             raise KokubanError(f"{row.key} is closed: give its measured output tokens/s per user", field="speed")
+        if not row.output_usd_per_m > 0:
+            raise KokubanError(f"{row.key}'s output price is {row.output_usd_per_m:g}: a closed model is sized from a "
+                               f"price above 0", field="output_price" if r.output_price is not None else "name",
+                               value=row.output_usd_per_m)
         inference = infer_closed(row.output_usd_per_m, speed, r.accelerator(), usd_per_gpu_hour=r.price_per_hour,
                                  context=r.context, kv_bytes_per_token=r.kv_per_token,
                                  total_over_active=r.total_over_active, weights_dtype=r.weights or "fp8",
