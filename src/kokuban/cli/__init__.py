@@ -7,10 +7,12 @@ stderr naming the flag, and exit code 2; the use cases' errors name request fiel
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
 
+from kokuban import __version__
 from kokuban.cli import core, economics, prices, simulate, validate
 from kokuban.errors import KokubanError
 
@@ -24,7 +26,7 @@ FIELD_FLAGS = {
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="kokuban")
+@click.version_option(__version__, prog_name="kokuban")
 def cli() -> None:
     """kokuban (黒板): what running a large language model costs and how fast it goes, from first principles."""
 
@@ -56,6 +58,9 @@ def flag_for(field: str, command: click.Command) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI; bad input → one line on stderr and exit code 2, never a traceback."""
+    # kokuban's NumPy work is elementwise; OpenBLAS's idle worker threads only spin, which cost a short command
+    # more CPU than all its imports (benchmarks/bench_startup.py). A user's own setting wins.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = sys.argv[1:] if argv is None else list(argv)
     try:
         cli.main(args=args or ["--help"], prog_name="kokuban", standalone_mode=False)

@@ -10,11 +10,9 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import numpy as np
-import pandas as pd
 
 from kokuban.cli.options import (
     BatchType,
@@ -26,6 +24,9 @@ from kokuban.cli.options import (
     make_deployment,
 )
 from kokuban.present.format import console, secs, si
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -39,6 +40,8 @@ def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def records(df: pd.DataFrame) -> list[dict[str, Any]]:
     """Rows as JSON-ready dicts: NaN → null, NumPy scalars → Python."""
+    import numpy as np
+
     out = []
     for row in df.to_dict(orient="records"):
         out.append({k: (None if isinstance(v, float) and math.isnan(v) else v.item() if isinstance(v, np.generic) else v)
