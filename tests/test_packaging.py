@@ -83,3 +83,20 @@ def test_cli_version_is_the_package_version(capsys):
 
     assert main(["--version"]) == 0
     assert capsys.readouterr().out.strip() == f"kokuban, version {kokuban.__version__}"
+
+
+def test_a_missing_extra_is_one_line_naming_the_extra(monkeypatch, capsys):
+    # a command whose optional library is absent says which extra to install, exit 2, no traceback
+    import kokuban.cli as cli_module
+    from kokuban.cli import main
+
+    def needs_scipy() -> None:
+        raise ModuleNotFoundError("No module named 'scipy'", name="scipy")
+
+    monkeypatch.setattr(cli_module.cli, "main", lambda **kw: needs_scipy())
+    assert main(["calibrate"]) == 2
+    err = capsys.readouterr().err
+    assert err == "error: this needs scipy, an optional part: pip install 'kokuban[fitting]'\n"
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    for lib, extra in cli_module.EXTRAS.items():  # each hint names an extra that installs that library
+        assert any(req.startswith(lib) for req in extras[extra])

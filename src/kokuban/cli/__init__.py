@@ -16,6 +16,9 @@ from kokuban import __version__
 from kokuban.cli import core, economics, prices, simulate, validate
 from kokuban.errors import KokubanError
 
+#: Optional libraries and the extra that installs each (pyproject.toml [project.optional-dependencies]).
+EXTRAS = {"matplotlib": "plots", "scipy": "fitting", "torch": "validate", "ray": "ray"}
+
 #: Fields of the wings' functions whose command-line flag is not the field with dashes.
 FIELD_FLAGS = {
     "start": "--from", "end": "--to", "rate_per_s": "--rate", "min_tokens_per_s_per_user": "--slo-tps",
@@ -70,6 +73,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except click.ClickException as exc:
         click.echo(f"error: {exc.format_message()}", err=True)
+        return 2
+    except ModuleNotFoundError as exc:
+        extra = EXTRAS.get((exc.name or "").split(".")[0])
+        if extra is None:
+            raise
+        click.echo(f"error: this needs {exc.name}, an optional part: pip install 'kokuban[{extra}]'", err=True)
         return 2
     except click.exceptions.Abort:
         click.echo("error: aborted", err=True)
