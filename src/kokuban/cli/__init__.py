@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 
 import click
 
 from kokuban import __version__
 from kokuban.cli import core, economics, prices, simulate, validate
 from kokuban.errors import KokubanError
+from kokuban.notes import KokubanNote
 
 #: Optional libraries and the extra that installs each (pyproject.toml [project.optional-dependencies]).
 EXTRAS = {"matplotlib": "plots", "scipy": "fitting", "torch": "validate", "ray": "ray"}
@@ -66,7 +68,13 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = sys.argv[1:] if argv is None else list(argv)
     try:
-        cli.main(args=args or ["--help"], prog_name="kokuban", standalone_mode=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("default", KokubanNote)  # each note once per run
+            shown = warnings.showwarning
+            warnings.showwarning = lambda message, category, *rest, **kw: (
+                click.echo(f"note: {message}", err=True) if issubclass(category, KokubanNote)
+                else shown(message, category, *rest, **kw))
+            cli.main(args=args or ["--help"], prog_name="kokuban", standalone_mode=False)
     except KokubanError as exc:
         command = _command_for(args)
         click.echo(f"error: {exc.worded(lambda field: flag_for(field, command))}", err=True)
