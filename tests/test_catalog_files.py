@@ -200,3 +200,10 @@ def test_an_absurd_shape_is_refused_before_it_overflows(tmp_path):
     # 2**40 is far above the 2**24 bound (SHAPE_MAX); a hidden size that large would square past 1e24
     path = write_config(tmp_path, TINY | {"hidden_size": 2**40, "head_dim": 64})
     assert f"field 'hidden_size' should be less than or equal to {2**24}" in refusal(load_model, path)
+
+
+@pytest.mark.parametrize("path", ["nul\x00byte.toml", "long" * 2000 + ".toml", "."])
+def test_an_unreadable_accelerator_path_is_one_line(path):
+    with pytest.raises(KokubanError, match="cannot read accelerator file") as err:
+        read_accelerator_file(path)
+    assert "\n" not in str(err.value)

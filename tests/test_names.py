@@ -212,3 +212,10 @@ def test_a_path_that_does_not_exist_says_so(tmp_path):
     with pytest.raises(KokubanError, match="no model file or folder at") as err:
         load_model(str(tmp_path / "nowhere" / "model"))
     assert err.value.field == "model"
+
+
+@pytest.mark.parametrize("name", ["", "   ", "x" * 5000, "bad\x00name", "a/" + "b" * 5000 + ".json"])
+def test_odd_model_names_are_one_line_errors(name, empty_hf_cache):
+    with pytest.raises(KokubanError) as err:
+        load_model(name)
+    assert err.value.field == "model" and "\n" not in str(err.value)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import sys
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -61,6 +63,17 @@ def flag_for(field: str, command: click.Command) -> str:
     return FIELD_FLAGS.get(field, "--" + field.replace("_", "-"))
 
 
+def _notes_on_stderr(show: Callable[..., None]) -> Callable[..., None]:
+    """A `warnings.showwarning` that prints a KokubanNote as one line, "note: …", on stderr (never stdout, so
+    --json output stays clean) and hands every other warning to `show`."""
+    def showwarning(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        if issubclass(category, KokubanNote):
+            click.echo(f"note: {message}", err=True)
+        else:
+            show(message, category, *args, **kwargs)
+    return showwarning
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI; bad input → one line on stderr and exit code 2, never a traceback."""
     # kokuban's NumPy work is elementwise; OpenBLAS's idle worker threads only spin, which cost a short command
@@ -70,10 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default", KokubanNote)  # each note once per run
-            shown = warnings.showwarning
-            warnings.showwarning = lambda message, category, *rest, **kw: (
-                click.echo(f"note: {message}", err=True) if issubclass(category, KokubanNote)
-                else shown(message, category, *rest, **kw))
+            warnings.showwarning = _notes_on_stderr(warnings.showwarning)
             cli.main(args=args or ["--help"], prog_name="kokuban", standalone_mode=False)
     except KokubanError as exc:
         command = _command_for(args)

@@ -122,7 +122,7 @@ def hf_cached_config(repo_id: str) -> Path | None:
                 configs = sorted(folder.glob("snapshots/*/config.json"), key=lambda p: p.stat().st_mtime)
                 if configs:
                     return configs[-1]
-        except OSError:  # an unreadable cache is a cache without the model
+        except (OSError, ValueError):  # an unreadable cache is a cache without the model
             continue
     return None
 
@@ -153,7 +153,11 @@ def _from_hf_id(name: str) -> ModelSpec | None:
 
 def _from_path(path: Path) -> ModelSpec:
     """A config.json, or a model folder holding one."""
-    if path.is_dir():
+    try:
+        is_dir = path.is_dir()
+    except (OSError, ValueError):  # a path too long: reading it says so below
+        is_dir = False
+    if is_dir:
         config = path / "config.json"
         if not config.is_file():
             raise KokubanError(f"model folder '{path}' holds no config.json (a Hugging Face checkpoint folder does)")
@@ -178,8 +182,15 @@ def _load_model(name: str) -> ModelSpec:
     key = name.lower()
     if key in model_catalog():
         return _catalog_model(key)
+    if not name.strip():
+        raise KokubanError("give a catalog id (`kokuban models`), a config.json or model folder, a Hugging Face id "
+                           "or coarse:total=…,active=…,kv=…", field="model", value=name)
     path = Path(name).expanduser()
-    if path.exists() or path.suffix == ".json":
+    try:
+        on_disk = path.exists()
+    except (OSError, ValueError):  # a name too long for a path, or with a NUL byte in it
+        on_disk = False
+    if on_disk or path.suffix == ".json":
         return _from_path(path)
     if not _looks_like_hf_id(name) and ("/" in name or os.sep in name or name.startswith(("~", "."))):
         raise KokubanError(f"no model file or folder at '{name}'", field="model", value=name)

@@ -21,8 +21,8 @@ def read_text(path: str | Path | Traversable, what: str) -> str:
     path = path if isinstance(path, Traversable) else Path(path)
     try:
         data = path.read_bytes()
-    except OSError as exc:
-        raise KokubanError(f"cannot read {what} '{path}': {exc.strerror or exc}") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
+        raise KokubanError(f"cannot read {what} '{path}': {getattr(exc, 'strerror', None) or exc}") from None
     if not data.strip():
         raise KokubanError(f"{what} '{path}' is empty")
     try:
