@@ -77,8 +77,9 @@ def _notes_on_stderr(show: Callable[..., None]) -> Callable[..., None]:
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI; bad input → one line on stderr and exit code 2, never a traceback."""
     # kokuban's NumPy work is elementwise; OpenBLAS's idle worker threads only spin, which cost a short command
-    # more CPU than all its imports (benchmarks/bench_startup.py). A user's own setting wins.
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    # more CPU than all its imports (benchmarks/bench_startup.py). Only before NumPy loads; a user's setting wins.
+    if "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = sys.argv[1:] if argv is None else list(argv)
     try:
         with warnings.catch_warnings():
