@@ -61,3 +61,15 @@ def test_public_names_still_importable_and_lazy():
         assert getattr(kokuban, name) is not None
     with pytest.raises(AttributeError):
         kokuban.no_such_name  # noqa: B018
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "1"), ("4", "4")])
+def test_cli_defaults_openblas_to_one_thread_unless_the_user_says(given, expected):
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"} | {"PYTHONPATH": str(SRC)}
+    if given:
+        env["OPENBLAS_NUM_THREADS"] = given
+    code = ("import contextlib, io, os\nfrom kokuban.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n    main(['--help'])\n"
+            "print(os.environ['OPENBLAS_NUM_THREADS'])")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == expected
