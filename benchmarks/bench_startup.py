@@ -29,7 +29,7 @@ COMMANDS = {
     "python -c pass (interpreter alone)": None,
     "import kokuban": "import kokuban",
     "kokuban --help": ["--help"],
-    "kokuban estimate llama-3.1-8b --gpu h100": ["estimate", "llama-3.1-8b", "--gpu", "h100-sxm"],
+    "kokuban estimate llama-3.1-8b --gpu h100-sxm": ["estimate", "llama-3.1-8b", "--gpu", "h100-sxm"],
     "kokuban estimate … --json": ["estimate", "llama-3.1-8b", "--gpu", "h100-sxm", "--json"],
     "kokuban models": ["models"],
 }
@@ -94,14 +94,14 @@ def measure(args: argparse.Namespace) -> None:
     cached = "compiled from source each start" if args.no_bytecode_cache else "bytecode cached, as installed"
     print(f"start-up of {args.src} ({args.runs} runs each, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
           f"{cached})")
-    print(f"{'command':45s} {'CPU median':>11s} {'CPU min':>9s} {'wall median':>12s}")
+    print(f"{'command':50s} {'CPU median':>11s} {'CPU min':>9s} {'wall median':>12s}")
     for label, spec in COMMANDS.items():
         code = _code(spec)
         run_once(code, args.src)  # warm the file cache and the bytecode
         runs = [run_once(code, args.src) for _ in range(args.runs)]
         cpu = [c for c, _ in runs]
         wall = [w for _, w in runs]
-        print(f"{label:45s} {statistics.median(cpu):9.3f} s {min(cpu):7.3f} s {statistics.median(wall):10.3f} s")
+        print(f"{label:50s} {statistics.median(cpu):9.3f} s {min(cpu):7.3f} s {statistics.median(wall):10.3f} s")
         if args.imports and spec is not None:
             for us, name in slowest_imports(code, args.src):
                 print(f"      {us / 1e3:8.1f} ms cumulative  {name}")

@@ -97,10 +97,12 @@ def _hf_index() -> tuple[dict[str, str], dict[tuple[str, str], str]]:
 
 
 def hf_cache_dirs() -> list[Path]:
-    """Where the Hugging Face hub keeps downloads on this machine, in the order huggingface_hub looks:
-    $HF_HUB_CACHE, $HF_HOME/hub, ~/.cache/huggingface/hub (XDG_CACHE_HOME honoured)."""
-    if os.environ.get("HF_HUB_CACHE"):
-        return [Path(os.environ["HF_HUB_CACHE"]).expanduser()]
+    """Where the Hugging Face hub keeps downloads on this machine, as huggingface_hub decides it: $HF_HUB_CACHE
+    (or its older name $HUGGINGFACE_HUB_CACHE), else $HF_HOME/hub, else ~/.cache/huggingface/hub (under
+    $XDG_CACHE_HOME when set)."""
+    for variable in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        if os.environ.get(variable):
+            return [Path(os.environ[variable]).expanduser()]
     if os.environ.get("HF_HOME"):
         return [Path(os.environ["HF_HOME"]).expanduser() / "hub"]
     xdg = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
