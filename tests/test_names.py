@@ -157,7 +157,8 @@ def test_local_hf_cache_is_read_offline(no_network, empty_hf_cache):
 
 
 def test_hf_home_is_honoured(tmp_path, monkeypatch, no_network):
-    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    for variable in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        monkeypatch.delenv(variable, raising=False)
     monkeypatch.setenv("HF_HOME", str(tmp_path))
     cache_model(tmp_path / "hub", "tiny-org/tiny-lm", TINY)
     assert load_model("tiny-org/tiny-lm").hidden_size == 512
