@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kokuban.cli import main
 from kokuban.errors import KokubanError
-from kokuban.specs.catalog import load_accelerator, load_model, read_accelerator_file
-from kokuban.specs.model import SUPPORTED_TYPES
+from kokuban.specs.catalog import DATA, load_accelerator, load_model, read_accelerator_file
+from kokuban.specs.model import SUPPORTED_TYPES, parse_config
+from kokuban.specs.schemas import TextConfigSchema
 
 TINY = {
     "model_type": "llama", "hidden_size": 512, "num_hidden_layers": 4, "num_attention_heads": 8,
@@ -207,3 +210,40 @@ def test_an_unreadable_accelerator_path_is_one_line(path):
     with pytest.raises(KokubanError, match="cannot read accelerator file") as err:
         read_accelerator_file(path)
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    ({"quantization_config": "fp8"}, "field 'quantization_config' should be a valid dictionary"),
+    ({"torch_dtype": 16}, "field 'torch_dtype' should be a valid string"),
+    ({"text_config": TINY | {"max_position_embeddings": None}, "max_position_embeddings": "long"},
+     "field 'max_position_embeddings' should be a valid integer"),
+])
+def test_the_keys_read_beside_the_shape_are_checked_too(tmp_path, change, expected):
+    config = {k: v for k, v in (TINY | change).items() if v is not None}
+    assert expected in refusal(load_model, write_config(tmp_path, config))
+
+
+# ---- any config: a spec or one KokubanError, never another exception --------------------------------------
+BASES = [json.loads((DATA / "models" / f"{m}.json").read_text())
+         for m in ("llama-3.1-8b", "mixtral-8x7b", "deepseek-v3", "gemma-3-4b", "gpt-oss-20b", "qwen3-30b-a3b")]
+KEYS = sorted(TextConfigSchema.model_fields) + ["text_config", "rope_scaling"]
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 2**70) | st.sampled_from([0, 1, 2, 3, 7, 64, 4096])
+    | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=8,
+)
+
+
+@settings(derandomize=True, max_examples=400, deadline=None)
+@given(base=st.sampled_from(BASES), changes=st.dictionaries(st.sampled_from(KEYS), JSON_VALUES, min_size=1, max_size=3))
+def test_any_config_gives_a_spec_or_one_kokuban_error(base, changes):
+    config = json.loads(json.dumps(base)) | changes
+    if isinstance(config.get("text_config"), dict) and isinstance(base.get("text_config"), dict):
+        config["text_config"] = base["text_config"] | {k: v for k, v in changes.items() if k != "text_config"}
+    try:
+        spec = parse_config(config, name="fuzzed")
+    except KokubanError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert spec.params_total > 0 and spec.kv_elements_per_token_per_layer > 0 and spec.max_context > 0

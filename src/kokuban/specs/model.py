@@ -321,7 +321,11 @@ def parse_config(config: dict[str, Any], name: str = "", source: str = "") -> Mo
         cfg = GEMMA3_TEXT_DEFAULTS | cfg
     if model_type not in SUPPORTED_TYPES:
         raise KokubanError(unsupported_type_message(cfg, model_type, where))
-    _check_schema(cfg | {"model_type": model_type}, where)
+    # the parser falls back to a few top-level keys of a multimodal config: check them with the text config
+    outer = {k: config[k] for k in ("max_position_embeddings", "tie_word_embeddings", "quantization_config",
+                                    "num_nextn_predict_layers") if k in config}
+    given = {k: v for k, v in cfg.items() if v is not None}  # null is read as absent, as `_get` does
+    _check_schema(outer | given | {"model_type": model_type}, where)
 
     def g(key: str, default: Any = KeyError) -> Any:
         return _get(cfg, key, where, default)

@@ -9,7 +9,7 @@ one line naming the file and the field.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -45,6 +45,9 @@ class TextConfigSchema(BaseModel):
     layer_types: list[str] | None = None
     tie_word_embeddings: bool | None = None
     attention_bias: bool | None = None
+    torch_dtype: str | None = None
+    quantization_config: dict[str, Any] | None = None
+    num_nextn_predict_layers: Count | None = None
     # mixture of experts
     num_local_experts: PositiveInt | None = None
     num_experts: PositiveInt | None = None
