@@ -13,7 +13,7 @@ from kokuban.cli import main
 from kokuban.errors import KokubanError
 from kokuban.specs.catalog import DATA, load_accelerator, load_model, read_accelerator_file
 from kokuban.specs.model import SUPPORTED_TYPES, parse_config
-from kokuban.specs.schemas import TextConfigSchema
+from kokuban.specs.schemas import AcceleratorSchema, TextConfigSchema
 
 TINY = {
     "model_type": "llama", "hidden_size": 512, "num_hidden_layers": 4, "num_attention_heads": 8,
@@ -247,3 +247,25 @@ def test_any_config_gives_a_spec_or_one_kokuban_error(base, changes):
         assert "\n" not in str(exc)
         return
     assert spec.params_total > 0 and spec.kv_elements_per_token_per_layer > 0 and spec.max_context > 0
+
+
+ACC_KEYS = sorted(set(AcceleratorSchema.model_fields) | {"flops_tf32", "memory_note", "tdp_w", "interconnect"})
+
+
+@settings(derandomize=True, max_examples=300, deadline=None)
+@given(changes=st.dictionaries(st.sampled_from(ACC_KEYS), JSON_VALUES, min_size=1, max_size=3))
+def test_any_accelerator_entry_gives_an_accelerator_or_one_kokuban_error(tmp_path_factory, changes):
+    path = tmp_path_factory.mktemp("acc") / "lab.json"
+    path.write_text(json.dumps([LAB | changes]))
+    try:
+        (acc,) = read_accelerator_file(path).values()
+    except KokubanError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert acc.memory_bytes > 0 and acc.memory_bandwidth_bytes_per_s > 0 and acc.flops("bf16") > 0
+
+
+def test_an_id_with_a_line_break_stays_on_one_line(tmp_path):
+    path = tmp_path / "lab.json"
+    path.write_text(json.dumps([LAB | {"id": "two\nlines", "memory_bytes": -1}]))
+    assert "entry 1 ('two\\nlines'): field 'memory_bytes'" in refusal(read_accelerator_file, path)

@@ -235,7 +235,7 @@ def _accelerators_from(entries: Any, where: str) -> dict[str, Accelerator]:
     for i, entry in enumerate(entries, 1):
         label = f"{where}, entry {i}"
         if isinstance(entry, dict) and isinstance(entry.get("id"), str):
-            label += f" ('{entry['id']}')"
+            label += f" ({entry['id']!r})"
         acc = _checked_entry(entry, label)
         if acc.id in found:
             raise KokubanError(f"{label}: the id '{acc.id}' is given twice")
