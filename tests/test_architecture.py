@@ -26,8 +26,15 @@ def _modules() -> dict[str, Path]:
 
 
 def _imports(path: Path) -> list[str]:
+    """Every module `path` imports at run time (imports under `if TYPE_CHECKING:` are for annotations only)."""
+    tree = ast.parse(path.read_text())
+    typing_only = {id(n) for block in ast.walk(tree)
+                   if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
+                   for stmt in block.body for n in ast.walk(stmt)}
     names = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.Import):
             names += [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:

@@ -8,11 +8,14 @@ import numpy as np
 import pytest
 
 from kokuban.cli import main
+from kokuban.errors import KokubanError
+from kokuban.present.jsonout import to_json
 from kokuban.sim import SLO, SchedulerConfig, simulate, synthetic
 from kokuban.sim.capacity import WorkloadShape, max_rate, parallel_map
 from kokuban.sim.scheduler import vllm_defaults
 from kokuban.specs.catalog import load_accelerator, load_model
 from kokuban.specs.deployment import Deployment
+from kokuban.usecases.simulate import CapacityRequest, SimulateRequest, run_capacity, run_simulate
 
 
 def test_vllm_defaults_follow_the_gpu():
@@ -53,15 +56,49 @@ def test_simulate_cli_readable_output(capsys):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--rate", "0"], "--rate must be > 0"),
-    (["--rate", "1", "--prompt", "500000"], "needs 500,199 tokens of KV cache"),
-    (["--rate", "1", "--scheduler", "static", "--requests", "0"], "--requests: must be a positive integer, got 0"),
-    ([], "give --rate"),
+    (["--rate", "0"], "error: --rate: must be > 0 requests/s (or 'inf' to send everything at once), got '0'"),
+    (["--rate", "nan"], "error: --rate: must be > 0 requests/s"),
+    (["--rate", "1", "--prompt", "500000"], "error: --prompt: request 0 needs 500,199 tokens of KV cache"),
+    (["--rate", "1", "--scheduler", "static", "--requests", "0"],
+     "error: --requests: input should be greater than 0, got 0"),
+    ([], "error: --rate: give a rate (requests/s) or a trace file"),
+    (["--rate", "1", "--prompt", "uniform:5"], "error: --prompt: 'uniform:5' needs 2 numbers, got 1"),
+    (["--rate", "1", "--output", "zipf:3"], "error: --output: 'zipf' is not a known length distribution"),
+    (["--rate", "1", "--arrival", "zipf"], "error: --arrival: 'zipf' is not a known arrival process; allowed: poisson"),
+    (["--rate", "1", "--scheduler", "fifo"], "error: --scheduler: 'fifo' is not a known scheduler; allowed: contin"),
+    (["--rate", "1", "--batch-timeout", "-1"], "error: --batch-timeout: input should be greater than or equal to 0"),
+    (["--rate", "1", "--max-concurrency", "0"], "error: --max-concurrency: input should be greater than 0"),
+    (["--rate", "1", "--seed", "-1"], "error: --seed: input should be greater than or equal to 0, got -1"),
 ])
 def test_simulate_cli_errors_are_one_line(args, message, capsys):
-    assert main(["simulate", "llama-3.1-8b", "--gpu", "h100-sxm", *args]) == 2
+    assert main(["simulate", "llama-3.1-8b", "--gpu", "h100-sxm", "--json", *args]) == 2
     err = capsys.readouterr().err.strip()
-    assert message in err and "\n" not in err
+    assert err.startswith(message) and "\n" not in err
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ([], "error: --ttft-p99: an SLO needs a p99 TTFT and/or a p99 TPOT target"),
+    (["--ttft-p99", "1", "--target-rate", "3", "--counts", "1,x"], "error: --counts: input should be a valid integer"),
+    (["--ttft-p99", "1", "--target-rate", "0"], "error: --target-rate: input should be greater than 0, got 0.0"),
+    (["--ttft-p99", "1", "--target-rate", "3", "--seqs", "0"], "error: --seqs: input should be greater than 0"),
+])
+def test_capacity_cli_errors_are_one_line(args, message, capsys):
+    assert main(["capacity", "llama-3.1-8b", "--gpu", "h100-sxm", "--json", *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(message) and "\n" not in err
+
+
+def test_use_case_errors_name_fields_not_flags():
+    # the use cases speak field names; only the CLI words them as flags
+    with pytest.raises(KokubanError) as err:
+        SimulateRequest(model="llama-3.1-8b", gpu="h100-sxm", rate=0)
+    assert err.value.field == "rate" and "--" not in str(err.value)
+    with pytest.raises(KokubanError) as err:
+        run_simulate(SimulateRequest(model="llama-3.1-8b", gpu="h100-sxm", rate=1, prompt=500_000, requests=3))
+    assert err.value.field == "prompt" and "--" not in str(err.value)
+    with pytest.raises(KokubanError) as err:
+        CapacityRequest(model="llama-3.1-8b", gpu="h100-sxm", counts="1,2", seqs=[])
+    assert err.value.field == "seqs"
 
 
 def test_trace_cli_error_names_the_line(tmp_path, capsys):
@@ -93,7 +130,9 @@ def test_capacity_cli_cheapest(capsys):
     best = rows[0]
     # cheapest first: replicas × GPUs × price per GPU-hour
     assert best["usd_per_hour"] == pytest.approx(best["replicas"] * best["num_gpus"] * best["usd_per_gpu_hour"])
-    assert all(best["usd_per_hour"] <= r["usd_per_hour"] for r in rows)
+    assert all(best["usd_per_hour"] <= r["usd_per_hour"] for r in rows if r["usd_per_hour"] is not None)
+    # every row has the same keys (stable JSON); one that cannot serve the target has null cost, never Infinity
+    assert all(list(r) == list(best) for r in rows)
 
 
 def _square(x: int) -> int:
@@ -117,3 +156,58 @@ def test_sweep_runs_on_a_local_ray_instance():
 
 def test_sweep_runs_on_local_processes():
     assert parallel_map(_square, range(5), workers=2) == [0, 1, 4, 9, 16]
+
+
+# ---- contract tests: `kokuban X --json` is exactly the use case's as_dict() ----------------------------------
+def _json(capsys, args):
+    assert main(args) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_simulate_json_is_the_use_case(capsys):
+    args = ["simulate", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "20", "--requests", "200", "--prompt",
+            "lognormal:1000,0.6", "--output", "uniform:50,350", "--ttft-slo", "0.5", "--tpot-slo", "0.05",
+            "--max-num-seqs", "64", "--no-prefix-caching", "--json"]
+    req = SimulateRequest(model="llama-3.1-8b", gpu="h100-sxm", rate=20, requests=200, prompt="lognormal:1000,0.6",
+                          output="uniform:50,350", ttft_slo=0.5, tpot_slo=0.05, max_num_seqs=64, prefix_caching=False)
+    assert _json(capsys, args) == json.loads(to_json(run_simulate(req).as_dict()))
+
+
+def test_simulate_json_of_a_trace_is_the_use_case(tmp_path, capsys):
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival_s,prompt_tokens,output_tokens,prefix_id,prefix_tokens\n0,300,1,,\n0.1,500,40,sys,256\n"
+                     "0.2,400,1,sys,256\n")
+    got = _json(capsys, ["simulate", "llama-3.1-8b", "--gpu", "h100-sxm", "--trace", str(trace), "--json"])
+    want = json.loads(to_json(run_simulate(SimulateRequest(model="llama-3.1-8b", gpu="h100-sxm", trace=str(trace)))
+                              .as_dict()))
+    assert got == want
+    # two of three outputs are one token: their TPOT is undefined, so only one request has a TPOT; no NaN printed
+    assert got["latency_s"]["tpot"]["p50"] is not None
+
+
+def test_one_token_outputs_print_null_not_nan(capsys):
+    # every output one token: no TPOT and no inter-token gap exists; the JSON says null (NaN is not JSON)
+    got = _json(capsys, ["simulate", "llama-3.2-1b", "--gpu", "l4", "--rate", "5", "--requests", "20", "--output", "1",
+                         "--json"])
+    assert got["latency_s"]["tpot"] == {"mean": None, "p50": None, "p90": None, "p99": None}
+    assert got["latency_s"]["itl"] == {"mean": None, "p50": None, "p90": None, "p99": None}
+
+
+def test_capacity_json_is_the_use_case(capsys):
+    args = ["capacity", "llama-3.1-8b", "--gpu", "h100-sxm", "--requests", "120", "--prompt", "400", "--output", "40",
+            "--ttft-p99", "0.5", "--tpot-p99", "0.05", "--workers", "1", "--json"]
+    req = CapacityRequest(model="llama-3.1-8b", gpu="h100-sxm", requests=120, prompt="400", output="40", ttft_p99=0.5,
+                          tpot_p99=0.05, workers=1)
+    assert _json(capsys, args) == json.loads(to_json(run_capacity(req).as_dict()))
+
+
+def test_cheapest_json_is_the_use_case(capsys):
+    args = ["capacity", "llama-3.1-8b", "--gpu", "h100-sxm", "--candidates", "h100-sxm,nope", "--counts", "1",
+            "--requests", "80", "--prompt", "300", "--output", "30", "--ttft-p99", "1.0", "--target-rate", "30",
+            "--workers", "1", "--json"]
+    req = CapacityRequest(model="llama-3.1-8b", gpu="h100-sxm", candidates="h100-sxm,nope", counts=(1,), requests=80,
+                          prompt="300", output="30", ttft_p99=1.0, target_rate=30, workers=1)
+    got = _json(capsys, args)
+    assert got == json.loads(to_json(run_capacity(req).as_dict()))
+    # an unknown accelerator is a row with its reason, last, with no cost
+    assert got[-1]["gpu"] == "nope" and "unknown" in got[-1]["error"] and got[-1]["usd_per_hour"] is None

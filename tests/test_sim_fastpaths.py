@@ -8,7 +8,7 @@ import pytest
 from kokuban.core.roofline import decode_step_mixed
 from kokuban.sim import SchedulerConfig, simulate, synthetic
 from kokuban.sim.decoderun import plan_decode_run
-from kokuban.sim.engine import _Engine
+from kokuban.sim.engine import Engine
 from kokuban.sim.steptime import StepModel
 from kokuban.specs.catalog import load_accelerator, load_model
 from kokuban.specs.deployment import Deployment
@@ -34,7 +34,7 @@ def test_float_step_time_is_the_cores(overlap, hidden):
     assert model.step_time_s(5, ctx, EMPTY, EMPTY) == pytest.approx(core, rel=1e-12)
     attn, kv = model.decode_terms(ctx)
     one = model.seconds(5, 5, attn, kv)
-    many = model.run_seconds(5, np.array([attn, attn]), np.array([kv, kv]))
+    many = model.decode_run_s(np.array([ctx, ctx]))
     assert one == pytest.approx(core, rel=1e-12)
     assert many.tolist() == [one, one]  # the vectorised form is the same arithmetic
 
@@ -77,8 +77,8 @@ FIELDS = ("arrival_s", "first_scheduled_s", "first_token_s", "finish_s", "preemp
 def test_fast_paths_give_the_general_paths_results(h100, monkeypatch, rate, cfg, kv_blocks):
     wl = synthetic(300, rate, "uniform:100,1500", "uniform:1,300", seed=3)
     fast = simulate(h100, wl, cfg, kv_blocks=kv_blocks)
-    monkeypatch.setattr(_Engine, "_decode_run", lambda self, t: 0)
-    monkeypatch.setattr(_Engine, "_steady_step", lambda self, t: None)
+    monkeypatch.setattr(Engine, "_decode_run", lambda self, t: 0)
+    monkeypatch.setattr(Engine, "_steady_step", lambda self, t: None)
     general = simulate(h100, wl, cfg, kv_blocks=kv_blocks)
     for name in FIELDS:
         assert np.array_equal(getattr(fast, name), getattr(general, name), equal_nan=True), name

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kokuban.sim import SchedulerConfig, Workload, simulate
@@ -35,7 +35,9 @@ def schedulers(draw):
     )
 
 
-SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# derandomize: the same examples on every run and every machine (a test that fails by chance is a defect)
+SETTINGS = settings(max_examples=50, deadline=None, derandomize=True, database=None,
+                    suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS
@@ -50,15 +52,15 @@ def test_conservation(wl, cfg, slack):
     assert np.all(r.arrival_s <= r.first_scheduled_s)
     assert np.all(r.first_scheduled_s <= r.first_token_s)
     assert np.all(r.first_token_s <= r.finish_s)
-    assert np.array_equal(r.extra["generated"], wl.output_tokens)
+    assert np.array_equal(r.generated_tokens, wl.output_tokens)
     # tokens add up: computed = prompts + (outputs − 1) + thrown away by preemption − read from the prefix cache
-    expected = (wl.prompt_tokens + wl.output_tokens - 1).sum() + r.extra["recomputed_tokens"].sum() - r.cached_tokens.sum()
+    expected = (wl.prompt_tokens + wl.output_tokens - 1).sum() + r.recomputed_tokens.sum() - r.cached_tokens.sum()
     assert r.step_tokens.sum() == expected
     # one inter-token gap per token after the first
     assert r.itl_weights.sum() == (wl.output_tokens - 1).sum()
     # KV blocks never exceed the capacity, and all come back
     assert r.step_kv_blocks.max() <= blocks
-    assert r.extra["blocks_available_at_end"] == blocks
+    assert r.kv_blocks_free_at_end == blocks
     # nothing ever ran beyond the limits
     assert r.step_batch.max() <= cfg.max_num_seqs
     assert r.step_tokens.max() <= cfg.max_num_batched_tokens
@@ -67,19 +69,34 @@ def test_conservation(wl, cfg, slack):
         assert r.preemptions.sum() == 0
 
 
+# the counterexample `--hypothesis-seed=11` found against the old guard (budget = longest prompt + seqs = 64): two
+# 62-token prompts admitted in one step, the second cut to 2 tokens; kept as an explicit example
+SEED_11 = Workload.make(np.zeros(20), [1, 1, 1, 1, 5, 62, 62] + [1] * 13, [1] * 20)
+
+
 @SETTINGS
 @given(wl=traces(), seqs=st.integers(1, 8), budget=st.integers(64, 400))
+@example(wl=SEED_11, seqs=2, budget=64)
 def test_static_batching_is_never_better_than_continuous(wl, seqs, budget):
     # Same trace, same limits, a KV cache that holds every request whole (no preemption): continuous
     # batching finishes the last request no later, and the mean end-to-end latency is no higher, than
     # static batching (which must wait for the whole batch before admitting anyone).
-    # The token budget fits any prompt beside a full batch of decodes, so no prompt is split: a split
-    # prompt re-reads its cached KV in the next chunk (a real cost of chunked prefill, a few µs here),
-    # which can make continuous batching that much slower on a tiny trace.
+    # No prompt may be split: a split prompt re-reads its cached KV in the next chunk (a real cost of chunked
+    # prefill, a few µs here), which can make continuous batching that much slower on a tiny trace. A step
+    # holds at most `seqs` requests, k of them prompts and the rest decodes (1 token each), so it needs at most
+    # (the k longest prompts) + (seqs − k) ≤ (the `seqs` longest prompts) + seqs tokens: a budget that large
+    # never splits one (one longest prompt + seqs is not enough: continuous batching admits several prompts
+    # in one step, and the second was cut, as `--hypothesis-seed=11` found).
     plain = Workload.make(wl.arrival_s, wl.prompt_tokens, wl.output_tokens)
-    budget = max(budget, int(plain.prompt_tokens.max()) + seqs)
+    longest = np.sort(plain.prompt_tokens)[::-1][:seqs]
+    budget = max(budget, int(longest.sum()) + seqs)
     blocks = int((-(-(plain.prompt_tokens + plain.output_tokens) // 16)).sum())
     cont = simulate(DEP, plain, SchedulerConfig("continuous", seqs, budget), kv_blocks=blocks)
     static = simulate(DEP, plain, SchedulerConfig("static", seqs, budget), kv_blocks=blocks)
+    # the guard holds: every prompt ran in one step (its first token ends the step it was first scheduled in)
+    for run in (cont, static):
+        assert run.preemptions.sum() == 0
+        first = np.searchsorted(run.step_start_s, run.first_scheduled_s)
+        assert np.array_equal(run.first_token_s, run.step_start_s[first] + run.step_s[first])
     assert cont.end_s <= static.end_s * (1 + 1e-9)
     assert cont.e2e_s.mean() <= static.e2e_s.mean() * (1 + 1e-9)

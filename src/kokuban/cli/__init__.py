@@ -7,12 +7,21 @@ stderr naming the flag, and exit code 2; the use cases' errors name request fiel
 
 from __future__ import annotations
 
+import os
 import sys
+import warnings
+from collections.abc import Callable
+from typing import Any
 
 import click
 
+from kokuban import __version__
 from kokuban.cli import agent, core, economics, prices, serve, simulate, validate
 from kokuban.errors import KokubanError
+from kokuban.notes import KokubanNote
+
+#: Optional libraries and the extra that installs each (pyproject.toml [project.optional-dependencies]).
+EXTRAS = {"matplotlib": "plots", "scipy": "fitting", "torch": "validate", "ray": "ray"}
 
 #: Fields of the wings' functions whose command-line flag is not the field with dashes.
 FIELD_FLAGS = {
@@ -24,7 +33,7 @@ FIELD_FLAGS = {
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="kokuban")
+@click.version_option(__version__, prog_name="kokuban")
 def cli() -> None:
     """kokuban (黒板): what running a large language model costs and how fast it goes, from first principles."""
 
@@ -54,17 +63,41 @@ def flag_for(field: str, command: click.Command) -> str:
     return FIELD_FLAGS.get(field, "--" + field.replace("_", "-"))
 
 
+def _notes_on_stderr(show: Callable[..., None]) -> Callable[..., None]:
+    """A `warnings.showwarning` that prints a KokubanNote as one line, "note: …", on stderr (never stdout, so
+    --json output stays clean) and hands every other warning to `show`."""
+    def showwarning(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        if issubclass(category, KokubanNote):
+            click.echo(f"note: {message}", err=True)
+        else:
+            show(message, category, *args, **kwargs)
+    return showwarning
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI; bad input → one line on stderr and exit code 2, never a traceback."""
+    # kokuban's NumPy work is elementwise; OpenBLAS's idle worker threads only spin, which cost a short command
+    # more CPU than all its imports (benchmarks/bench_startup.py). Only before NumPy loads; a user's setting wins.
+    if "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = sys.argv[1:] if argv is None else list(argv)
     try:
-        cli.main(args=args or ["--help"], prog_name="kokuban", standalone_mode=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("default", KokubanNote)  # each note once per run
+            warnings.showwarning = _notes_on_stderr(warnings.showwarning)
+            cli.main(args=args or ["--help"], prog_name="kokuban", standalone_mode=False)
     except KokubanError as exc:
         command = _command_for(args)
         click.echo(f"error: {exc.worded(lambda field: flag_for(field, command))}", err=True)
         return 2
     except click.ClickException as exc:
         click.echo(f"error: {exc.format_message()}", err=True)
+        return 2
+    except ModuleNotFoundError as exc:
+        extra = EXTRAS.get((exc.name or "").split(".")[0])
+        if extra is None:
+            raise
+        click.echo(f"error: this needs {exc.name}, an optional part: pip install 'kokuban[{extra}]'", err=True)
         return 2
     except click.exceptions.Abort:
         click.echo("error: aborted", err=True)

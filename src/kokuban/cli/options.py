@@ -11,13 +11,13 @@ from typing import Any, TypeVar
 
 import click
 
-from kokuban.present.jsonout import to_json
-
 R = TypeVar("R")
 
 
 def emit_json(data: Any) -> None:
     """Print `data` as JSON through the one serialiser (`present.jsonout.to_json`)."""
+    from kokuban.present.jsonout import to_json
+
     click.echo(to_json(data))
 
 

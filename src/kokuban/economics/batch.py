@@ -66,6 +66,21 @@ def decode_frame(dep: Deployment, batch: Any, context: Any) -> pd.DataFrame:
     return df.astype({"batch": "int64", "context": "int64"})
 
 
+#: A decode curve evaluates every batch up to this many; above it, `GEOMETRIC_BATCHES` geometric points.
+DENSE_BATCHES = 65536
+GEOMETRIC_BATCHES = 4096
+
+
+def fitting_batches(dep: Deployment, context: int) -> np.ndarray:
+    """The batches a decode curve over "every batch that fits" evaluates: 1 … `memory.max_batch(dep, context)`,
+    each one up to `DENSE_BATCHES`, above that `GEOMETRIC_BATCHES` geometric points from 1 to the largest (both
+    included), so a curve stays small. Raises `memory.no_fit_message` when not even batch 1 fits."""
+    top = _fit_or_raise(dep, context)
+    if top <= DENSE_BATCHES:
+        return np.arange(1, top + 1)
+    return np.unique(np.geomspace(1, top, GEOMETRIC_BATCHES).astype(np.int64))
+
+
 # ---- the crossover batch -------------------------------------------------------------------------
 def compute_bound_batch(
     peak_flops_per_s: float, bandwidth_bytes_per_s: float, bytes_per_weight: float = 2.0,

@@ -4,22 +4,29 @@
     result = simulate(dep, synthetic(1000, rate_per_s=5.0), SchedulerConfig("continuous"))
     result.summary(SLO(ttft_s=1.0, tpot_s=0.05))
 
-Modules: workload (arrivals, lengths, traces), kvcache (paged blocks, prefix cache), scheduler
-(policies and vLLM's defaults), steptime (mixed prefill/decode steps from the core), engine (the
-loop), metrics (latencies, throughput, cost), capacity (max rate under an SLO, cheapest deployment),
-plots.
+Modules: workload/ (arrival processes, length distributions, traces: one registry each), clients (who sends
+requests when: open loop, a concurrency cap; closed-loop sessions plug in here), kvcache (paged blocks, prefix
+cache), scheduler (limits and vLLM's defaults), policies/ (one file per scheduling policy), steptime (the
+`StepTimeModel` protocol; `StepModel`, mixed prefill/decode steps from the core), engine (the loop), decoderun
+(event skipping), record (the typed `RunRecord` the engine hands over), metrics (latencies, throughput, cost, from
+the record), capacity (max rate under an SLO, cheapest deployment).
 """
 
 from kokuban.sim.engine import simulate
 from kokuban.sim.metrics import SLO, SimResult
+from kokuban.sim.record import RunRecord
 from kokuban.sim.scheduler import POLICIES, SchedulerConfig, vllm_defaults
+from kokuban.sim.steptime import StepModel, StepTimeModel
 from kokuban.sim.workload import Workload, read_trace, synthetic, write_trace
 
 __all__ = [
            "POLICIES",
            "SLO",
+           "RunRecord",
            "SchedulerConfig",
            "SimResult",
+           "StepModel",
+           "StepTimeModel",
            "Workload",
            "read_trace",
            "simulate",

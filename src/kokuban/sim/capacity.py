@@ -9,7 +9,8 @@ max_rate: every candidate rate is judged by simulating the same seeded workload 
     until the bracket is within `rel_tol` of the rate.
 cheapest: for every candidate (accelerator, count, layout, max_num_seqs) the max rate is found as above;
     the target needs ⌈target ÷ max rate⌉ replicas; the answer is the candidate with the lowest
-    replicas × GPUs × price per GPU-hour. Candidates that cannot hold the model say why.
+    replicas × GPUs × price per GPU-hour (the cost module's USD/hour of one replica × replicas). Candidates that
+    cannot hold the model, or miss the SLO at every rate, say why and come last.
 
 Sweeps run on all local cores (a process pool) by default, or on a Ray cluster (`ray_address`, e.g.
 "auto", "ray://head:10001", or "local" for a fresh local instance).
@@ -26,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from kokuban.core import cost
 from kokuban.errors import KokubanError
 from kokuban.sim.engine import simulate
 from kokuban.sim.metrics import SLO
@@ -59,7 +61,8 @@ def parallel_map(fn: Callable[[Any], Any], items: Iterable[Any], *, workers: int
         try:
             import ray
         except ImportError:
-            raise KokubanError("needs the 'ray' package: pip install 'kokuban[ray]'", field="ray_address", value=ray_address) from None
+            raise KokubanError("needs the 'ray' package: pip install 'kokuban[ray]'", field="ray_address",
+                               value=ray_address) from None
         ray.init(address=ray_address, ignore_reinit_error=True, include_dashboard=False, log_to_driver=False)
         remote = ray.remote(fn)
         return ray.get([remote.remote(x) for x in items])
@@ -103,7 +106,7 @@ def max_rate(dep: Deployment, slo: SLO, shape: WorkloadShape | None = None, sche
              ray_address: str | None = None) -> Capacity:
     """Highest Poisson (or `shape.arrival`) rate whose run meets `slo` (see module docstring)."""
     if slo.ttft_s is None and slo.tpot_s is None:
-        raise KokubanError("an SLO needs a p99 TTFT and/or a p99 TPOT target", field="slo")
+        raise KokubanError("an SLO needs a p99 TTFT and/or a p99 TPOT target", field="slo", value=slo)
     shape = shape or WorkloadShape()
     sched = scheduler or SchedulerConfig()
     workers = workers or os.cpu_count() or 1
@@ -135,31 +138,62 @@ def max_rate(dep: Deployment, slo: SLO, shape: WorkloadShape | None = None, sche
 # ---- cheapest deployment -----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Candidate:
+    """A deployment to try: accelerator id, count, layout (None: the request's automatic choice), max_num_seqs
+    (None: vLLM's default)."""
+
     gpu: str
     num_gpus: int
-    layout: str
+    layout: str | None
     max_num_seqs: int | None
 
 
+@dataclass(frozen=True)
+class CandidateCapacity:
+    """One candidate's answer: its max rate within the SLO, and for a target rate the replicas it needs and what
+    they cost per hour (None when it cannot serve the target: `error` says why)."""
+
+    candidate: Candidate
+    max_rate_per_s: float
+    saturation_rate_per_s: float | None = None
+    usd_per_gpu_hour: float | None = None
+    usd_per_replica_hour: float | None = None
+    error: str | None = None
+    replicas: int | None = None
+    usd_per_hour: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self.candidate) | {
+            "max_rate_per_s": self.max_rate_per_s, "saturation_rate_per_s": self.saturation_rate_per_s,
+            "usd_per_gpu_hour": self.usd_per_gpu_hour, "error": self.error, "replicas": self.replicas,
+            "usd_per_hour": self.usd_per_hour,
+        }
+
+
 def _candidate_capacity(args: tuple[Deployment | str, Candidate, WorkloadShape, SchedulerConfig, SLO]
-                        ) -> dict[str, Any]:
+                        ) -> CandidateCapacity:
     dep, cand, shape, sched, slo = args
-    row = asdict(cand)
     if isinstance(dep, str):  # the deployment could not be built: the reason
-        return row | {"max_rate_per_s": 0.0, "error": dep}
+        return CandidateCapacity(cand, 0.0, error=dep)
     try:
         cap = max_rate(dep, slo, shape, replace(sched, max_num_seqs=cand.max_num_seqs), workers=1, points=3,
                        rel_tol=0.04)
     except KokubanError as exc:
-        return row | {"max_rate_per_s": 0.0, "error": str(exc)}
-    return row | {"max_rate_per_s": cap.max_rate_per_s, "saturation_rate_per_s": cap.saturation_rate_per_s,
-                  "usd_per_gpu_hour": dep.price_per_hour_usd, "error": None}
+        return CandidateCapacity(cand, 0.0, error=str(exc))
+    return CandidateCapacity(cand, cap.max_rate_per_s, cap.saturation_rate_per_s, dep.price_per_hour_usd,
+                             cost.usd_of_seconds(dep, 3600.0))
 
 
-def cheapest(make: Callable[[str, int, str], Deployment], candidates: Iterable[Candidate], target_rate_per_s: float,
-             slo: SLO, shape: WorkloadShape | None = None, scheduler: SchedulerConfig | None = None, *,
-             workers: int | None = None, ray_address: str | None = None) -> list[dict[str, Any]]:
-    """Every candidate's max rate, replicas for `target_rate_per_s` and USD/hour, cheapest first.
+def replicas_for(target_rate_per_s: float, max_rate_per_s: float) -> int:
+    """Replicas of a deployment serving `max_rate_per_s` each that serve the target: ⌈target ÷ max rate⌉."""
+    return math.ceil(target_rate_per_s / max_rate_per_s)
+
+
+def cheapest(make: Callable[[str, int, str | None], Deployment], candidates: Iterable[Candidate],
+             target_rate_per_s: float, slo: SLO, shape: WorkloadShape | None = None,
+             scheduler: SchedulerConfig | None = None, *, workers: int | None = None,
+             ray_address: str | None = None) -> list[CandidateCapacity]:
+    """Every candidate's max rate, replicas for `target_rate_per_s` and USD/hour (replicas × the deployment's
+    USD/hour, `cost.usd_of_seconds`), cheapest first (then fewest GPUs); those that cannot serve it last.
 
     `make(gpu, num_gpus, layout)` builds a deployment (KokubanError if it cannot).
     """
@@ -171,14 +205,13 @@ def cheapest(make: Callable[[str, int, str], Deployment], candidates: Iterable[C
         except KokubanError as exc:
             dep = str(exc)
         jobs.append((dep, cand, shape, sched, slo))
-    rows = parallel_map(_candidate_capacity, jobs, workers=workers, ray_address=ray_address)
-    for row in rows:
-        rate = row["max_rate_per_s"]
-        if rate > 0:
-            row["replicas"] = math.ceil(target_rate_per_s / rate)
-            row["usd_per_hour"] = row["replicas"] * row["num_gpus"] * row["usd_per_gpu_hour"]
+    rows = []
+    for row in parallel_map(_candidate_capacity, jobs, workers=workers, ray_address=ray_address):
+        if row.max_rate_per_s > 0 and row.usd_per_replica_hour is not None:
+            n = replicas_for(target_rate_per_s, row.max_rate_per_s)
+            row = replace(row, replicas=n, usd_per_hour=n * row.usd_per_replica_hour)
         else:
-            row["replicas"], row["usd_per_hour"] = None, math.inf
-            row["error"] = row.get("error") or "misses the SLO at every rate"
-    rows.sort(key=lambda r: (r["usd_per_hour"], r["num_gpus"]))
+            row = replace(row, error=row.error or "misses the SLO at every rate")
+        rows.append(row)
+    rows.sort(key=lambda r: (math.inf if r.usd_per_hour is None else r.usd_per_hour, r.candidate.num_gpus))
     return rows

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kokuban.sim.steptime import StepModel
+from kokuban.sim.steptime import StepTimeModel
 
 MAX_RUN_STEPS = 256  # longest run planned at once (bounds its steps × requests arrays)
 MIN_RUN_STEPS = 8  # shortest run worth planning: a run costs about as much as three single decode steps
@@ -43,7 +43,7 @@ class DecodeRun:
     owned: np.ndarray
 
 
-def plan_decode_run(model: StepModel, block_size: int, context: np.ndarray, owned: np.ndarray, left: np.ndarray,
+def plan_decode_run(model: StepTimeModel, block_size: int, context: np.ndarray, owned: np.ndarray, left: np.ndarray,
                     used: int, total: int, t: float, t_stop: float, max_steps: int) -> DecodeRun | None:
     """The run of at most `max_steps` pure-decode steps starting at time t (see the module docstring);
     `used`, `total`: the pool's blocks in use and in all. None if not even the first step's blocks fit."""
@@ -64,7 +64,7 @@ def plan_decode_run(model: StepModel, block_size: int, context: np.ndarray, owne
                      np.maximum(owned, (context + last + (block_size - 1)) // block_size))
 
 
-def _timed_steps(model: StepModel, context: np.ndarray, left: np.ndarray, t: float, t_stop: float, k: int
+def _timed_steps(model: StepTimeModel, context: np.ndarray, left: np.ndarray, t: float, t_stop: float, k: int
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(start times, seconds, batch) of up to k steps, computed a segment of constant batch at a time;
     the start times end with the end of the last step and accumulate one step at a time, as the engine's
@@ -76,8 +76,7 @@ def _timed_steps(model: StepModel, context: np.ndarray, left: np.ndarray, t: flo
         if b <= a:
             continue
         sub = context[left > a] if a else context
-        attn, kv = model.decode_run_terms(sub + _STEP[a:b])
-        dt = model.run_seconds(sub.size, attn, kv)
+        dt = model.decode_run_s(sub + _STEP[a:b])
         s = np.add.accumulate(np.concatenate([starts[-1:], dt]))  # s[x] = start of step a + x
         late = (s[1:] >= t_stop).nonzero()[0]
         if late.size:  # step a + 1 + late[0] is not taken: the run ends with the step before it

@@ -10,7 +10,7 @@ to the next arrival. A request's life, in the vLLM V1 vocabulary the engine foll
 The running set lives in NumPy arrays (one slot per running request, in admission order); per step the
 work is a handful of array operations over at most `max_num_seqs` entries, never per token.
 
-Two fast paths give the same results, bit for bit, as the general one (`_schedule` + `_step`; tests
+Two fast paths give the same results, bit for bit, as the general one (`policy.schedule` + `_step`; tests
 compare them): `_steady_step`, a continuous-batching step when every running request decoded in the
 last step (the usual step: whole-slice operations for the decodes, scalars for the requests admitted
 now), and `_decode_run`, event skipping (`decoderun`): many pure-decode steps at once while nothing
@@ -20,32 +20,49 @@ Arrivals are released at step boundaries (a request arriving mid-step waits for 
 does in a real engine loop). With `max_concurrency`, a request is released only when fewer than that
 many are in flight, as `vllm bench serve --max-concurrency` does; its arrival time is then the moment it
 was sent.
+
+The pieces the engine is assembled from, each behind a small interface, so a variant adds a piece, not a branch:
+    policy      `policies.Policy`: what each step schedules and admits (continuous, prefill_first, static)
+    step time   `steptime.StepTimeModel`: seconds of a step from its terms (`StepModel`: the core's roofline;
+                an engine profile is another implementation, passed as `simulate(..., step_model=...)`)
+    client      `clients.Client`: when each request is sent (open loop; a concurrency cap; `simulate(...,
+                client=...)` takes any other). Closed-loop agent sessions plug in here: a client whose
+                `finished(r, t)` makes r's next turn due at t + a think gap (`closed_loop = True`, so event
+                skipping stops at completions); `release` then hands the turn to the waiting queue like any
+                arrival, and the prefix cache already reuses a session's context (`Workload.session`)
+    workload    `workload`: arrival processes, length distributions and traces build the `Workload` arrays
+    record      `record.RunRecord`: the typed arrays the engine hands to the metrics at the end (`Engine.record`)
 """
 
 from __future__ import annotations
 
-import heapq
 from collections import deque
 from typing import Any
 
 import numpy as np
 
 from kokuban.errors import KokubanError
+from kokuban.sim.clients import Client, client_for
 from kokuban.sim.decoderun import MAX_RUN_STEPS, MIN_RUN_STEPS, DecodeRun, plan_decode_run
 from kokuban.sim.kvcache import BlockPool, capacity_blocks
 from kokuban.sim.metrics import SimResult
+from kokuban.sim.policies import make_policy
+from kokuban.sim.record import RunRecord
 from kokuban.sim.scheduler import SchedulerConfig
-from kokuban.sim.steptime import StepModel
+from kokuban.sim.steptime import StepModel, StepTimeModel
 from kokuban.sim.workload import Workload
 from kokuban.specs.deployment import Deployment
 
 
 def simulate(dep: Deployment, workload: Workload, scheduler: SchedulerConfig | None = None, *,
-             progress: bool = False, kv_blocks: int | None = None) -> SimResult:
+             progress: bool = False, kv_blocks: int | None = None, step_model: StepTimeModel | None = None,
+             client: Client | None = None) -> SimResult:
     """Serve `workload` on `dep` with `scheduler` (default: vLLM's continuous batching and limits).
 
-    `kv_blocks` overrides the KV capacity (default: `kvcache.capacity_blocks`). Raises KokubanError for
-    impossible setups (a request whose prompt + output does not fit the whole KV cache).
+    `kv_blocks` overrides the KV capacity (default: `kvcache.capacity_blocks`); `step_model` the step times
+    (default: `StepModel`, the core's roofline for `dep`); `client` who sends the requests when (default: open
+    loop, or the scheduler's `max_concurrency` cap; see `clients`). Raises KokubanError for impossible setups
+    (a request whose prompt + output does not fit the whole KV cache).
     """
     cfg = (scheduler or SchedulerConfig()).resolve(dep.accelerator)
     bs, S, B = cfg.block_size, int(cfg.max_num_seqs), int(cfg.max_num_batched_tokens)
@@ -55,29 +72,42 @@ def simulate(dep: Deployment, workload: Workload, scheduler: SchedulerConfig | N
     worst = int(np.argmax(need_blocks))
     if need_blocks[worst] > total_blocks:
         raise KokubanError(
-            f"request {worst} needs {int(prompt[worst] + out[worst] - 1):,} tokens of KV cache but the deployment holds "
-            f"{total_blocks * bs:,} ({total_blocks:,} blocks of {bs}); short by {int(need_blocks[worst] - total_blocks):,} "
+            f"request {worst} needs {int(prompt[worst] + out[worst] - 1):,} tokens of KV cache but the deployment "
+            f"holds {total_blocks * bs:,} ({total_blocks:,} blocks of {bs}); "
+            f"short by {int(need_blocks[worst] - total_blocks):,} "
             f"blocks: use more or larger GPUs, a smaller KV dtype, or shorter requests",
-            field="kv", value=int(need_blocks[worst]),
+            field="workload", value=int(need_blocks[worst]),
         )
-    model = StepModel(dep, B, int((prompt + out).max()))
-    return _Engine(cfg, model, workload, BlockPool(total_blocks, bs)).run(progress)
+    model = step_model or StepModel(dep, B, int((prompt + out).max()))
+    record = Engine(cfg, model, workload, BlockPool(total_blocks, bs), client).run(progress)
+    return SimResult.build(record, dep, cfg)
 
 
 # rows of the running-set state (one row per field, one column per running request, oldest first)
 RID, COMP, KNOWN, GEN, OUT, OWN, HIT, CAP, USER, PUB, SCHED = range(11)
 
 
-class _Engine:
-    def __init__(self, cfg: SchedulerConfig, model: StepModel, wl: Workload, pool: BlockPool) -> None:
+class Engine:
+    """One run's state: the running set as arrays, the waiting queue, the KV pool and the records.
+
+    Built from a resolved `SchedulerConfig` (its policy, and its client unless one is given, are made here), a
+    step-time model, the workload and a block pool; `run()` serves every request and returns the `RunRecord`.
+    The methods under "scheduling primitives" (`fill`, `allocate`, `admit_waiting`) are what policies call.
+    """
+
+    def __init__(self, cfg: SchedulerConfig, model: StepTimeModel, wl: Workload, pool: BlockPool,
+                 client: Client | None = None) -> None:
         self.cfg, self.model, self.wl, self.pool = cfg, model, wl, pool
-        self.bs, self.budget, self.max_seqs = int(cfg.block_size), int(cfg.max_num_batched_tokens), int(cfg.max_num_seqs)
+        self.policy = make_policy(cfg)
+        self.client = client or client_for(wl.arrival_s, cfg.max_concurrency)
+        self.closed_loop = bool(self.client.closed_loop)  # a finish can release a request
+        self.bs, self.budget = int(cfg.block_size), int(cfg.max_num_batched_tokens)
+        self.max_seqs = int(cfg.max_num_seqs)
         n, S = len(wl), self.max_seqs
-        # per request
-        self.arrival = wl.arrival_s.copy()  # becomes the send time under max_concurrency
-        # the workload as lists: per-request scalars without NumPy's per-access cost (release reads only
-        # requests not yet sent, whose arrival_l is still their arrival)
-        self.arrival_l, self.prompt_l, self.out_l = wl.arrival_s.tolist(), wl.prompt_tokens.tolist(), wl.output_tokens.tolist()
+        self.N = n
+        self.finished = 0  # requests finished so far
+        # the workload as lists: per-request scalars without NumPy's per-access cost
+        self.prompt_l, self.out_l = wl.prompt_tokens.tolist(), wl.output_tokens.tolist()
         self.key_l, self.prefix_l = wl.prefix_key.tolist(), wl.prefix_tokens.tolist()
         self.generated = np.zeros(n, np.int64)
         self.first_sched = np.full(n, np.nan)
@@ -96,7 +126,7 @@ class _Engine:
         self.last = np.zeros(S)
         self.n = 0
         self.waiting: deque[int] = deque()
-        self.keyed = bool(cfg.prefix_caching and cfg.policy != "static" and (wl.prefix_key >= 0).any())
+        self.keyed = bool(cfg.prefix_caching and self.policy.prefix_caching and (wl.prefix_key >= 0).any())
         self.tokens = 0  # tokens scheduled in the current step
         self.steady = False  # every running request sampled a token in the last step (see `_steady_step`)
         # records
@@ -135,7 +165,7 @@ class _Engine:
         self.last[:m] = self.last[:n][keep]
         self.n = m
 
-    def _allocate(self, c1: np.ndarray) -> bool:
+    def allocate(self, c1: np.ndarray) -> bool:
         """Give each running request the blocks its tokens up to c1 need, oldest first; when short,
         preempt the newest (vLLM V1). Returns whether anything was preempted."""
         n, bs, pool = self.n, self.bs, self.pool
@@ -210,7 +240,7 @@ class _Engine:
         self.cached_tokens[r] += c0
         return tokens
 
-    def _admit_waiting(self, budget: int, t: float, reserve: str = "chunk") -> int:
+    def admit_waiting(self, budget: int, t: float, reserve: str = "chunk") -> int:
         """Admit from the head of the queue while budget, sequence slots and blocks last. Returns tokens.
         Static batching ("all") admits a whole batch regardless of the budget and schedules it later."""
         used, S, waiting, whole = 0, self.max_seqs, self.waiting, reserve == "all"
@@ -230,8 +260,8 @@ class _Engine:
             self.own[i] -= moved
             self.user[i] = True
 
-    # ---- scheduling -------------------------------------------------------------------------------------
-    def _fill(self, need: np.ndarray) -> np.ndarray:
+    # ---- scheduling primitives (what policies call) -------------------------------------------------------
+    def fill(self, need: np.ndarray) -> np.ndarray:
         """sched[:n] = what each running request gets, oldest first, of `need` within the token budget:
         min(need_i, budget − Σ_{j<i} sched_j) = diff(min(cumsum(need), budget)). Returns c1 = comp + sched."""
         n = self.n
@@ -248,44 +278,6 @@ class _Engine:
         np.subtract(cs[1:], cs[:-1], out=s[1:])
         self.tokens = total
         return self.comp[:n] + s
-
-    def _schedule(self, t: float) -> bool:
-        """Fill sched[:n] for this step (and admit). Returns False when nothing can run now."""
-        policy = self.cfg.policy
-        if policy == "continuous":
-            if self.n:
-                preempted = self._allocate(self._fill(self.known[: self.n] - self.comp[: self.n]))
-                if preempted:
-                    self.tokens = int(self.sched[: self.n].sum())
-            else:
-                self.tokens, preempted = 0, False
-            if not preempted and self.waiting:
-                self.tokens += self._admit_waiting(self.budget - self.tokens, t)
-            return self.n > 0
-        if policy == "static" and self.n == 0:
-            self._admit_waiting(self.budget, t, reserve="all")
-        # prefill_first and static: a prefill step if any prefill can run, else a decode step
-        n = self.n
-        need = self.known[:n] - self.comp[:n]
-        prefilling = (self.gen[:n] == 0) | (need > 1)
-        if np.count_nonzero(prefilling):
-            if self._allocate(self._fill(np.where(prefilling, need, 0))):
-                self.tokens = int(self.sched[: self.n].sum())
-            if self.tokens:
-                return True
-            n = self.n  # the prefills were preempted: decode instead
-            need = self.known[:n] - self.comp[:n]
-        if policy == "prefill_first" and self.waiting:
-            self.sched[:n] = 0
-            self.tokens = self._admit_waiting(self.budget, t, reserve="prompt")
-            if self.tokens:
-                return True
-        if n == 0:
-            return False
-        self._allocate(self._fill(need))  # every running request decodes one token
-        if self.n < n:
-            self.tokens = int(self.sched[: self.n].sum())
-        return self.n > 0
 
     # ---- one step ----------------------------------------------------------------------------------------
     def _step(self, t: float) -> float:
@@ -313,7 +305,7 @@ class _Engine:
         return t
 
     def _steady_step(self, t: float) -> float | None:
-        """`_schedule` + `_step` of continuous batching (no prefix cache) when every running request sampled
+        """`Continuous.schedule` + `_step` (no prefix cache) when every running request sampled
         a token in the last step, so each now needs exactly one token (at context = its known tokens, in
         a block it holds or in one new block), and all their latest tokens came out at the same time.
         The decodes are then handled in whole-slice operations and the requests admitted now one by one.
@@ -331,7 +323,7 @@ class _Engine:
             pool.take(n_short)
             self.own[:n0] += short
             np.add(cap, self.bs, out=cap, where=short)
-        tokens = n0 + (self._admit_waiting(self.budget - n0, t) if self.waiting else 0)
+        tokens = n0 + (self.admit_waiting(self.budget - n0, t) if self.waiting else 0)
         n = self.n
         tail = self.state[:, n0:n].T.tolist() if n > n0 else []  # the requests admitted now: one row each
         if any(row[GEN] for row in tail):  # a preempted request resumes: its gaps need the general path
@@ -344,8 +336,9 @@ class _Engine:
             attn, kv = model.decode_terms(known)
         if len(tail) == 1:  # one prefill chunk [c0, c0 + s): the table differences as floats
             c0, c1 = tail[0][COMP], tail[0][COMP] + tail[0][SCHED]
-            attn += model.prefill_attn_l[c1] - model.prefill_attn_l[c0]
-            kv += model.prefill_kv_l[c1]
+            attn_c, kv_c = model.one_chunk_terms(c0, c1)
+            attn += attn_c
+            kv += kv_c
             heads += c1 == tail[0][KNOWN]
         elif tail:
             ends = self.comp[n0:n] + self.sched[n0:n]
@@ -478,8 +471,8 @@ class _Engine:
             self.finish[r] = t
             self.generated[r] = self.gen[i]
             pool.give(int(self.own[i]))
-            if self.slot_heap is not None:
-                heapq.heappush(self.slot_heap, t)
+            if self.closed_loop:
+                self.client.finished(r, t)
             self._remove(done)
             self.finished += 1
             return
@@ -496,51 +489,29 @@ class _Engine:
                     pool.release(key)
         else:
             pool.give(int(self.own[done].sum()))
-        if self.slot_heap is not None:
-            for _ in range(done.size):
-                heapq.heappush(self.slot_heap, t)
+        if self.closed_loop:
+            for rr in r.tolist():
+                self.client.finished(rr, t)
         self._remove(done)
         self.finished += int(done.size)
 
     # ---- the loop ----------------------------------------------------------------------------------------
-    def _release(self, t: float) -> None:
-        """Move requests that have arrived (and may be sent) by time t into the waiting queue."""
-        arr, N, heap = self.arrival_l, self.N, self.slot_heap
-        while self.next < N:
-            a = arr[self.next]
-            if heap is not None:
-                a = max(a, heap[0]) if heap else np.inf
-            if a > t:
-                return
-            if heap is not None:
-                heapq.heappop(heap)
-                self.arrival[self.next] = a
-            self.waiting.append(self.next)
-            self.next += 1
-
-    def _next_release(self) -> float:
-        if self.next >= self.N:
-            return np.inf
-        a = self.arrival_l[self.next]
-        if self.slot_heap is not None:
-            a = max(a, self.slot_heap[0]) if self.slot_heap else np.inf
-        return float(a)
-
-    def run(self, progress: bool) -> SimResult:
-        cfg, N = self.cfg, len(self.wl)
-        self.next, self.finished, self.N = 0, 0, N
-        self.slot_heap = [0.0] * cfg.max_concurrency if cfg.max_concurrency else None
+    def run(self, progress: bool = False) -> RunRecord:
+        """Serve every request; returns the run's record."""
+        N, policy, client, waiting = self.N, self.policy, self.client, self.waiting
         bar = _progress(N, progress)
         t, steps = 0.0, 0
-        fast = cfg.policy == "continuous" and not self.keyed  # `_steady_step` applies
+        fast = policy.steady_fast_path and not self.keyed  # `_steady_step` applies
         while self.finished < N:
-            self._release(t)
-            if self.n == 0 and not self.waiting:
-                t = max(t, self._next_release())
-                continue
-            if cfg.policy == "static" and self.n == 0 and not self._batch_ready(t):
-                t = min(self._next_release(), self.arrival[self.waiting[0]] + cfg.batch_timeout_s)
-                continue
+            client.release(t, waiting)
+            if self.n == 0:
+                if not waiting:
+                    t = max(t, client.next_release_s())
+                    continue
+                hold = policy.hold_until(self, t)
+                if hold is not None:
+                    t = hold
+                    continue
             skipped = self._decode_run(t) if self.n and not self.keyed else 0
             if skipped:
                 t = self.timeline[-1][0] + self.timeline[-1][1]
@@ -548,10 +519,11 @@ class _Engine:
                 continue
             end = self._steady_step(t) if self.steady and self.n and fast else None
             if end is None:
-                if not self._schedule(t) or self.n == 0:
-                    if self._next_release() == np.inf:
-                        raise KokubanError("no waiting request can be admitted and none will arrive: the KV cache is too small")
-                    t = max(t, self._next_release())
+                if not policy.schedule(self, t) or self.n == 0:
+                    if client.next_release_s() == np.inf:
+                        raise KokubanError("no waiting request can be admitted and none will arrive: "
+                                           "the KV cache is too small")
+                    t = max(t, client.next_release_s())
                     continue
                 end = self._step(t)
             t = end
@@ -561,7 +533,19 @@ class _Engine:
         if bar is not None:
             bar.update(self.finished - bar.n)
             bar.close()
-        return SimResult.build(self, t)
+        return self.record(t)
+
+    def record(self, end_s: float) -> RunRecord:
+        """The run so far as a `RunRecord` (what the metrics read)."""
+        wl = self.wl
+        return RunRecord.from_logs(
+            itl_same=self.itl_same, itl_mixed=self.itl_mixed, timeline=self.timeline,
+            arrival_s=self.client.sent_s, prompt_tokens=wl.prompt_tokens, output_tokens=wl.output_tokens,
+            generated_tokens=self.generated, first_scheduled_s=self.first_sched, first_token_s=self.first_token,
+            finish_s=self.finish, preemptions=self.preemptions, recomputed_tokens=self.recomputed,
+            cached_tokens=self.cached_tokens, end_s=float(end_s), kv_capacity_blocks=self.pool.total,
+            block_size=self.bs, kv_blocks_free_at_end=self.pool.available,
+        )
 
     # ---- event skipping ----------------------------------------------------------------------------------
     def _decode_run(self, t: float) -> int:
@@ -574,11 +558,11 @@ class _Engine:
         (static batching admits only into an empty engine; the others need an empty queue, or a full
         `max_num_seqs` until a request finishes); no prefix caching (its bookkeeping is per step).
         """
-        n, waiting = self.n, bool(self.waiting) and self.cfg.policy != "static"
+        n, waiting = self.n, bool(self.waiting) and self.policy.admits_while_running
         if n > self.budget or (waiting and n < self.max_seqs):
             return 0
-        t_stop = self._next_release()
-        until_completion = waiting or self.slot_heap is not None
+        t_stop = self.client.next_release_s()
+        until_completion = waiting or self.closed_loop
         if not until_completion:  # enough steps to reach the next arrival if steps stay as long as the last one
             last_dt = self.timeline[-1][1] if self.timeline else 0.0
             max_steps = MAX_RUN_STEPS if t_stop == np.inf or last_dt <= 0 else int((t_stop - t) / last_dt) + 2
@@ -623,20 +607,13 @@ class _Engine:
             self.finish[r] = start[left[done]]
             self.generated[r] = self.out[done]
             self.pool.give(int(run.owned[done].sum()))
-            if self.slot_heap is not None:
-                for finish_s in start[left[done]].tolist():
-                    heapq.heappush(self.slot_heap, finish_s)
+            if self.closed_loop:
+                for rr, finish_s in zip(r.tolist(), start[left[done]].tolist(), strict=True):
+                    self.client.finished(rr, finish_s)
         self.pool.take(taken)
         if done.size:
             self._remove(done)
             self.finished += int(done.size)
-
-    def _batch_ready(self, t: float) -> bool:
-        cfg = self.cfg
-        return (len(self.waiting) >= cfg.max_num_seqs or t >= self.arrival[self.waiting[0]] + cfg.batch_timeout_s
-                or self._next_release() == np.inf)
-
-
 
 
 def _progress(total: int, enabled: bool) -> Any:

@@ -9,16 +9,22 @@ Run: duration = last finish − first arrival; throughput = requests (tokens) ÷
 accelerator; goodput = requests meeting the SLO ÷ duration; busy fraction = Σ step times ÷ duration;
 batch and KV occupancy are averaged over steps weighted by step time; cost per million tokens =
 deployment USD/s × duration ÷ tokens × 10⁶. Percentiles are NumPy's linear interpolation (as vLLM's).
+A statistic with nothing to measure (TPOT and ITL when every output is one token) is None, never NaN.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kokuban.core import cost
+from kokuban.sim.record import RunRecord
+
+if TYPE_CHECKING:
+    from kokuban.sim.scheduler import SchedulerConfig
+    from kokuban.specs.deployment import Deployment
 
 PERCENTILES = (50, 90, 99)
 
@@ -44,62 +50,37 @@ def weighted_percentile(values: np.ndarray, weights: np.ndarray, q: float) -> fl
     return float(values[order][np.searchsorted(cum, q / 100.0 * cum[-1])])
 
 
-def _stats(x: np.ndarray) -> dict[str, float]:
+def _stats(x: np.ndarray) -> dict[str, float | None]:
+    """Mean and percentiles of the defined values (None when there are none: e.g. TPOT of one-token outputs)."""
     x = x[~np.isnan(x)]
     if x.size == 0:
-        return {"mean": float("nan"), **{f"p{p}": float("nan") for p in PERCENTILES}}
+        return {"mean": None, **{f"p{p}": None for p in PERCENTILES}}
     return {"mean": float(x.mean()), **{f"p{p}": float(np.percentile(x, p)) for p in PERCENTILES}}
 
 
-@dataclass(frozen=True)
-class SimResult:
-    """Everything one simulation recorded. Arrays are per request (in arrival order) or per step."""
+def _itl_stats(values: np.ndarray, weights: np.ndarray) -> dict[str, float | None]:
+    """`_stats` of the inter-token gaps, each value counted `weights` times (None when no request has a gap)."""
+    if not weights.sum():
+        return {"mean": None, **{f"p{p}": None for p in PERCENTILES}}
+    return {"mean": float(np.average(values, weights=weights)),
+            **{f"p{p}": weighted_percentile(values, weights, p) for p in PERCENTILES}}
 
-    description: str
-    scheduler: dict[str, Any]
-    num_gpus: int
-    usd_per_s: float
-    kv_capacity_blocks: int
-    block_size: int
-    arrival_s: np.ndarray
-    prompt_tokens: np.ndarray
-    output_tokens: np.ndarray
-    first_scheduled_s: np.ndarray
-    first_token_s: np.ndarray
-    finish_s: np.ndarray
-    preemptions: np.ndarray
-    cached_tokens: np.ndarray
-    itl_values_s: np.ndarray
-    itl_weights: np.ndarray
-    step_start_s: np.ndarray
-    step_s: np.ndarray
-    step_tokens: np.ndarray
-    step_batch: np.ndarray
-    step_decodes: np.ndarray
-    step_kv_blocks: np.ndarray
-    end_s: float
-    extra: dict[str, Any] = field(default_factory=dict)
+
+@dataclass(frozen=True)
+class SimResult(RunRecord):
+    """A run's record (`record.RunRecord`: arrays per request in arrival order, per gap, per step) with the
+    deployment it ran on, and the metrics derived from them."""
+
+    description: str = ""
+    scheduler: dict[str, Any] = field(default_factory=dict)
+    num_gpus: int = 1
+    usd_per_s: float = 0.0
 
     @classmethod
-    def build(cls, engine: Any, end_s: float) -> SimResult:
-        dep = engine.model.dep
-        same = np.array(engine.itl_same, dtype=np.float64).reshape(-1, 2)
-        mixed = np.concatenate(engine.itl_mixed) if engine.itl_mixed else np.zeros(0)
-        tl = np.array(engine.timeline, dtype=np.float64).reshape(-1, 6)
-        return cls(
-            description=dep.describe(), scheduler=engine.cfg.as_dict(), num_gpus=dep.num_gpus, usd_per_s=dep.usd_per_s,
-            kv_capacity_blocks=engine.pool.total, block_size=engine.cfg.block_size,
-            arrival_s=engine.arrival, prompt_tokens=engine.wl.prompt_tokens, output_tokens=engine.wl.output_tokens,
-            first_scheduled_s=engine.first_sched, first_token_s=engine.first_token, finish_s=engine.finish,
-            preemptions=engine.preemptions, cached_tokens=engine.cached_tokens,
-            itl_values_s=np.concatenate([same[:, 0], mixed]),
-            itl_weights=np.concatenate([same[:, 1], np.ones(mixed.size)]),
-            step_start_s=tl[:, 0], step_s=tl[:, 1], step_tokens=tl[:, 2].astype(np.int64),
-            step_batch=tl[:, 3].astype(np.int64), step_decodes=tl[:, 4].astype(np.int64),
-            step_kv_blocks=tl[:, 5].astype(np.int64), end_s=float(end_s),
-            extra={"recomputed_tokens": engine.recomputed, "blocks_available_at_end": engine.pool.available,
-                   "generated": engine.generated},
-        )
+    def build(cls, record: RunRecord, dep: Deployment, scheduler: SchedulerConfig) -> SimResult:
+        """The metrics of `record`, a run of `dep` under `scheduler`."""
+        return cls(**{f.name: getattr(record, f.name) for f in fields(RunRecord)}, description=dep.describe(),
+                   scheduler=scheduler.as_dict(), num_gpus=dep.num_gpus, usd_per_s=dep.usd_per_s)
 
     # ---- per request ---------------------------------------------------------------------------------
     @property
@@ -168,11 +149,7 @@ class SimResult:
             "latency_s": {
                 "ttft": _stats(self.ttft_s), "tpot": _stats(self.tpot_s), "e2e": _stats(self.e2e_s),
                 "queue": _stats(self.queue_s),
-                "itl": {
-                    "mean": float(np.average(self.itl_values_s, weights=self.itl_weights)) if self.itl_weights.sum()
-                    else float("nan"),
-                    **{f"p{p}": weighted_percentile(self.itl_values_s, self.itl_weights, p) for p in PERCENTILES},
-                },
+                "itl": _itl_stats(self.itl_values_s, self.itl_weights),
             },
             "busy_fraction": busy / dur,
             "batch": {"mean": float(np.average(self.step_batch, weights=w)) if w.size else 0.0,

@@ -21,17 +21,50 @@ decodes only reproduces `roofline.decode_step_mixed`, and one chunk [0, T) repro
 `roofline.prefill(dep, 1, c1, c0)` (tests check both).
 
 For speed the engine adds the terms itself (`decode_terms` + `chunk_terms`, or several decode steps at
-once with `decode_run_terms`, and a count of LM heads) and turns them into seconds with `seconds` — `Step.step_time_s` on
+once with `decode_run_s`, and a count of LM heads) and turns them into seconds with `seconds` — `Step.step_time_s` on
 plain Python floats, with the token terms read from lists (a NumPy call on a scalar costs ~1 µs, the
 float arithmetic ~0.1 µs; a test checks `seconds` against the core's `Step` on both communication modes).
+
+The engine sees only `StepTimeModel`, the few methods it calls; `StepModel` (the core's roofline) is one
+implementation. Another (a measured engine profile, a different cost model) implements the same methods: the
+two per-request terms are whatever additive quantities it needs (for `StepModel`, attention seconds and KV
+seconds), and `seconds` turns a step's token count, LM heads and summed terms into its duration.
 """
 
 from __future__ import annotations
+
+from typing import Protocol
 
 import numpy as np
 
 from kokuban.core.roofline import Step, decode_step, lm_head_time_s, prefill
 from kokuban.specs.deployment import Deployment
+
+
+class StepTimeModel(Protocol):
+    """What the engine asks of a step-time model (see the module docstring). Terms are pairs of floats that add
+    over requests; `seconds` combines them. Every call must be a pure function of its arguments."""
+
+    def decode_terms(self, ctx: np.ndarray) -> tuple[float, float]:
+        """Summed terms of decodes at contexts `ctx` (one token each, attending to c tokens)."""
+        ...
+
+    def chunk_terms(self, chunk_start: np.ndarray, chunk_end: np.ndarray) -> tuple[float, float]:
+        """Summed terms of prefill chunks [start, end) (tokens start…end − 1 computed, start…end in the KV)."""
+        ...
+
+    def one_chunk_terms(self, chunk_start: int, chunk_end: int) -> tuple[float, float]:
+        """`chunk_terms` of one chunk, on Python ints (the engine's scalar path)."""
+        ...
+
+    def seconds(self, tokens: int, heads: int, attn_s: float, kv_s: float) -> float:
+        """Duration of a step of `tokens` tokens, `heads` of them sampled, with summed terms (attn_s, kv_s)."""
+        ...
+
+    def decode_run_s(self, ctx: np.ndarray) -> np.ndarray:
+        """Durations of several pure-decode steps: `ctx` is (steps, requests), each row one step's contexts,
+        every token sampled. Must equal `seconds(n, n, *decode_terms(row))` row by row, bit for bit."""
+        ...
 
 
 class StepModel:
@@ -65,15 +98,20 @@ class StepModel:
         """(attention compute seconds, KV seconds) of decodes at contexts `ctx`: Σ attn[c], Σ kv[c]."""
         return float(self.decode_attn_s[ctx].sum()), float(self.decode_kv_s[ctx].sum())
 
-    def decode_run_terms(self, ctx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """`decode_terms` of several steps at once: `ctx` is (steps, requests); sums along each row."""
-        return self.decode_attn_s[ctx].sum(axis=1), self.decode_kv_s[ctx].sum(axis=1)
+    def decode_run_s(self, ctx: np.ndarray) -> np.ndarray:
+        """Seconds of several decode steps at once: `ctx` is (steps, requests); the terms summed along each row
+        (`decode_terms` of each step), then `run_seconds`."""
+        return self.run_seconds(ctx.shape[1], self.decode_attn_s[ctx].sum(axis=1), self.decode_kv_s[ctx].sum(axis=1))
 
     def chunk_terms(self, chunk_start: np.ndarray, chunk_end: np.ndarray) -> tuple[float, float]:
         """(attention compute seconds, KV seconds) of prefill chunks [start, end):
         Σ (attn_prefill[end] − attn_prefill[start]), Σ kv_prefill[end]."""
         return (float((self.prefill_attn_s[chunk_end] - self.prefill_attn_s[chunk_start]).sum()),
                 float(self.prefill_kv_s[chunk_end].sum()))
+
+    def one_chunk_terms(self, chunk_start: int, chunk_end: int) -> tuple[float, float]:
+        """`chunk_terms` of one chunk on Python ints: the table differences as floats (no NumPy call)."""
+        return self.prefill_attn_l[chunk_end] - self.prefill_attn_l[chunk_start], self.prefill_kv_l[chunk_end]
 
     def terms(self, decode_ctx: np.ndarray, chunk_start: np.ndarray, chunk_end: np.ndarray) -> tuple[float, float]:
         """(attention compute seconds, KV seconds) of a step's per-request work."""

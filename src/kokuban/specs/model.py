@@ -16,7 +16,6 @@ that serves tokens and are left out, as in the published 671B count.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -164,17 +163,14 @@ class ModelSpec:
 
     @classmethod
     def from_file(cls, path: str | Path, name: str = "") -> ModelSpec:
-        """Read a config.json from disk; one-line error if unreadable."""
+        """Read a config.json from disk (a model folder's `config.json` is named after the folder); a file that
+        cannot be read, is empty, not UTF-8, not JSON or not a JSON object is a one-line error naming it."""
+        from kokuban.specs.files import read_json
+
         path = Path(path)
-        try:
-            config = json.loads(path.read_text())
-        except OSError as exc:
-            raise KokubanError(f"cannot read config '{path}': {exc.strerror}") from None
-        except json.JSONDecodeError as exc:
-            raise KokubanError(f"config '{path}' is not valid JSON (line {exc.lineno}: {exc.msg})") from None
-        if not isinstance(config, dict):
-            raise KokubanError(f"config '{path}' must be a JSON object")
-        return parse_config(config, name=name or path.stem, source=str(path))
+        config = read_json(path, "config")
+        default = path.resolve().parent.name if path.name == "config.json" else path.stem
+        return parse_config(config, name=name or default, source=str(path))
 
     @classmethod
     def coarse(
@@ -241,6 +237,36 @@ GEMMA3_TEXT_DEFAULTS: dict[str, Any] = {
 }
 
 
+def unsupported_type_message(cfg: dict[str, Any], model_type: str, where: str) -> str:
+    """What to say about a model_type kokuban does not parse: which it does, and the `coarse:` spec to use
+    instead, with the KV bytes per token filled in when the config gives the shape (GQA at 16-bit:
+    2 · layers · KV heads · head dim · 2 B)."""
+    kv = "KV bytes per token"
+    try:
+        layers, heads, d = (cfg[k] for k in ("num_hidden_layers", "num_attention_heads", "hidden_size"))
+        kv_heads, head_dim = cfg.get("num_key_value_heads") or heads, cfg.get("head_dim") or d // heads
+        if all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (layers, kv_heads, head_dim)):
+            kv = str(2 * layers * kv_heads * head_dim * 2)
+    except (KeyError, TypeError, ZeroDivisionError):
+        pass
+    return (f"config '{where}' has model_type '{model_type or '(none)'}', which kokuban does not parse; supported: "
+            f"{', '.join(SUPPORTED_TYPES)}; describe it instead as coarse:total=<parameters>,active=<active "
+            f"parameters>,kv={kv}")
+
+
+def _check_schema(cfg: dict[str, Any], where: str) -> None:
+    """Types, ranges and the rules across fields (specs/schemas.py), as a one-line error naming the field."""
+    from pydantic import ValidationError
+
+    from kokuban.specs.files import schema_error
+    from kokuban.specs.schemas import TextConfigSchema
+
+    try:
+        TextConfigSchema.model_validate(cfg)
+    except ValidationError as exc:
+        raise schema_error(exc, f"config '{where}'") from None
+
+
 def _get(cfg: dict[str, Any], key: str, where: str, default: Any = KeyError) -> Any:
     value = cfg.get(key, default)
     if value is KeyError or (value is None and default is KeyError):
@@ -264,9 +290,7 @@ def _native_dtype(cfg: dict[str, Any]) -> str:
 def _layer_windows(cfg: dict[str, Any], n_layers: int, model_type: str) -> tuple[int | None, ...]:
     window = cfg.get("sliding_window")
     types = cfg.get("layer_types")
-    if types:
-        if len(types) != n_layers:
-            raise KokubanError(f"config has {len(types)} layer_types for {n_layers} layers")
+    if types:  # as many as layers (checked by the schema)
         return tuple(window if t == "sliding_attention" else None for t in types)
     if model_type.startswith("gemma3"):
         pattern = int(cfg.get("sliding_window_pattern", 6))
@@ -288,15 +312,21 @@ def parse_config(config: dict[str, Any], name: str = "", source: str = "") -> Mo
       attention FLOPs per attended token = 2·h·(e_qk + e_v); MLA decode in the absorbed form attends
         over the latent: 2·h·(2·r_kv + p); MLA prefill in the naive form: 2·h·(n + p + v).
     """
-    where = name or source or "config"
+    where = source or name or "config.json"
+    if not isinstance(config, dict):  # a file holding a list or a string, say
+        raise KokubanError(f"config '{where}' must hold a JSON object, not a {type(config).__name__}")
     cfg = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
     model_type = str(cfg.get("model_type") or config.get("model_type") or "")
     if model_type == "gemma3_text":
         cfg = GEMMA3_TEXT_DEFAULTS | cfg
     if model_type not in SUPPORTED_TYPES:
-        raise KokubanError(
-            f"config '{where}' has model_type '{model_type or '(none)'}'; supported: {', '.join(SUPPORTED_TYPES)}"
-        )
+        raise KokubanError(unsupported_type_message(cfg, model_type, where))
+    # the parser falls back to a few top-level keys of a multimodal config: check them with the text config
+    outer = {k: config[k] for k in ("max_position_embeddings", "tie_word_embeddings", "quantization_config",
+                                    "num_nextn_predict_layers") if k in config}
+    given = {k: v for k, v in cfg.items() if v is not None}  # null is read as absent, as `_get` does
+    _check_schema(outer | given | {"model_type": model_type}, where)
+
     def g(key: str, default: Any = KeyError) -> Any:
         return _get(cfg, key, where, default)
     d, n_layers, vocab = int(g("hidden_size")), int(g("num_hidden_layers")), int(g("vocab_size"))

@@ -24,8 +24,7 @@ from pydantic import Field, InstanceOf, field_validator
 from kokuban.errors import KokubanError
 from kokuban.specs.hardware import Accelerator
 from kokuban.specs.model import ModelSpec
-from kokuban.usecases.estimate import DEFAULT_CONTEXT
-from kokuban.usecases.request import DeploymentRequest, EfficiencyRequest, NonNegative, Tokens
+from kokuban.usecases.request import DeploymentRequest, EfficiencyRequest, NonNegative, Tokens, default_context
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -47,11 +46,6 @@ def frame_records(df: pd.DataFrame) -> list[dict[str, Any]]:
 
     return [{k: (None if isinstance(v, float) and math.isnan(v) else v.item() if isinstance(v, np.generic) else v)
              for k, v in row.items()} for row in df.to_dict(orient="records")]
-
-
-def _default_context(spec: ModelSpec, context: int | None) -> int:
-    """The request's context, else 4096 or the model's maximum if smaller."""
-    return context if context is not None else min(DEFAULT_CONTEXT, spec.max_context)
 
 
 # ---- kokuban batch ---------------------------------------------------------------------------------
@@ -91,7 +85,7 @@ def run_batch(request: BatchRequest) -> BatchEconomics:
     from kokuban.economics.batch import batch_curve, batch_summary, input_output
 
     r = request
-    context = _default_context(r.model_spec(), r.context)
+    context = default_context(r.model_spec(), r.context)
     dep = r.deployment(context)
     df = batch_curve(dep, context, max_batch=r.max_batch, min_batch=r.min_batch)
     lo, hi = int(df["batch"].min()), int(df["batch"].max())
@@ -129,7 +123,7 @@ def run_io(request: IORequest) -> InputOutputResult:
     from kokuban.economics.batch import input_output
 
     r = request
-    context = _default_context(r.model_spec(), r.context)
+    context = default_context(r.model_spec(), r.context)
     longest = max(context, r.prompt or 0)
     dep = r.deployment(longest)
     b = max(1, int(memory.max_batch(dep, longest))) if r.batch == "max" else int(r.batch)
@@ -295,7 +289,7 @@ def run_frontier(request: FrontierRequest) -> Frontier:
 
     r = request
     model = r.model_spec()
-    context = _default_context(model, r.context)
+    context = default_context(model, r.context)
     df, skipped = frontier_sweep(model, r.accelerators(), context, counts=r.counts, layouts=r.layouts,
                                  weights=r.weights or (None,), prompt=r.prompt, efficiency=r.efficiency_spec(),
                                  price_per_hour=r.price_per_hour, kv=r.kv)

@@ -15,9 +15,7 @@ from kokuban.errors import KokubanError
 from kokuban.specs.deployment import Deployment
 from kokuban.specs.hardware import Accelerator, Efficiency
 from kokuban.specs.model import ModelSpec
-from kokuban.usecases.request import EstimateRequest
-
-DEFAULT_CONTEXT = 4096
+from kokuban.usecases.request import EstimateRequest, default_context
 
 
 @dataclass(frozen=True)
@@ -90,9 +88,7 @@ def run_estimate(request: EstimateRequest) -> Estimate:
     r = request
     dep = r.deployment()
     spec = dep.model
-    context = r.context
-    if context is None:
-        context = r.prompt + r.output if r.prompt is not None else min(DEFAULT_CONTEXT, spec.max_context)
+    context = default_context(spec, r.context, r.prompt, r.output)
     longest = max(context, (r.prompt or 0) + (r.output or 0))
     if not r.allow_beyond_max_context:
         spec.require_context(longest, field="context" if longest == context else "output")

@@ -18,11 +18,23 @@ from kokuban.specs.model import ModelSpec
 
 #: Batch the automatic accelerator count must hold at the context (a plausible serving batch).
 AUTO_GPUS_BATCH = 256
+#: Context when a request gives none (and no prompt + output): 4096 tokens, or the model's window if smaller.
+DEFAULT_CONTEXT = 4096
 
 #: Tokens: a positive integer no larger than 2³¹ (every catalog window is far below this).
 Tokens = Annotated[int, Field(gt=0, le=2**31, strict=False)]
 Fraction = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+def default_context(model: ModelSpec, context: int | None, prompt: int | None = None, output: int | None = None) -> int:
+    """The context a request means: `context`, else prompt + output when both are given, else `DEFAULT_CONTEXT`
+    (or the model's maximum if smaller)."""
+    if context is not None:
+        return context
+    if prompt is not None and output is not None:
+        return prompt + output
+    return min(DEFAULT_CONTEXT, model.max_context)
 
 
 def error_from_validation(exc: ValidationError) -> KokubanError:

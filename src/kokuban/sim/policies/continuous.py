@@ -1,0 +1,45 @@
+"""continuous — vLLM V1 (`vllm/v1/core/sched/scheduler.py`, `Scheduler.schedule`).
+
+Each step has a budget of `max_num_batched_tokens` tokens. Running requests go first, in the order they were
+admitted: each gets min(tokens it still needs, budget left) (a decode needs 1, a prefill the rest of its
+prompt, so long prompts are split into chunks). If a request cannot get the KV blocks for its tokens, the
+newest running request is preempted (`self.running.pop()`): its blocks are freed, it goes back to the head of
+the waiting queue and later recomputes prompt + generated tokens (preemption mode RECOMPUTE). Then, only if
+nothing was preempted this step (`if not preempted_reqs:`), waiting requests are admitted first come first
+served while the budget lasts, fewer than `max_num_seqs` run and their (first chunk's) blocks are free; the
+first that does not fit stops admission (no overtaking).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kokuban.sim.engine import Engine
+    from kokuban.sim.scheduler import SchedulerConfig
+
+
+class Continuous:
+    name = "continuous"
+    prefix_caching = True
+    steady_fast_path = True
+    admits_while_running = True
+
+    def __init__(self, cfg: SchedulerConfig) -> None:
+        self.cfg = cfg
+
+    def schedule(self, engine: Engine, t: float) -> bool:
+        e = engine
+        n = e.n
+        if n:
+            preempted = e.allocate(e.fill(e.known[:n] - e.comp[:n]))
+            if preempted:
+                e.tokens = int(e.sched[: e.n].sum())
+        else:
+            e.tokens, preempted = 0, False
+        if not preempted and e.waiting:
+            e.tokens += e.admit_waiting(e.budget - e.tokens, t, "chunk")
+        return e.n > 0
+
+    def hold_until(self, engine: Engine, t: float) -> float | None:
+        return None

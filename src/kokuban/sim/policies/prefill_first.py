@@ -1,0 +1,60 @@
+"""prefill_first — vLLM V0's default scheduler without chunked prefill, and SGLang's default.
+
+vLLM V0 (`vllm/core/scheduler.py`, `_schedule_default`: "First, it batches as many prefill requests as possible.
+And it schedules decodes.") and SGLang's separate prefill and decode batches. A step is either a prefill batch
+(unfinished prompts, then waiting requests, within the token budget; prompts longer than the budget are
+chunked; admission needs blocks for the whole prompt, as V0's `can_allocate`) or, when no prefill can run, a
+decode step of every running request.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from kokuban.sim.engine import Engine
+    from kokuban.sim.scheduler import SchedulerConfig
+
+
+class PrefillFirst:
+    name = "prefill_first"
+    prefix_caching = True
+    steady_fast_path = False
+    admits_while_running = True
+
+    def __init__(self, cfg: SchedulerConfig) -> None:
+        self.cfg = cfg
+
+    def schedule(self, engine: Engine, t: float) -> bool:
+        return prefill_or_decode(engine, t, admit=True)
+
+    def hold_until(self, engine: Engine, t: float) -> float | None:
+        return None
+
+
+def prefill_or_decode(e: Engine, t: float, *, admit: bool) -> bool:
+    """A prefill step if any running prefill can run (else, with `admit`, one of waiting requests' prompts,
+    reserving blocks for the whole prompt), else a decode step of every running request."""
+    n = e.n
+    need = e.known[:n] - e.comp[:n]
+    prefilling = (e.gen[:n] == 0) | (need > 1)
+    if np.count_nonzero(prefilling):
+        if e.allocate(e.fill(np.where(prefilling, need, 0))):
+            e.tokens = int(e.sched[: e.n].sum())
+        if e.tokens:
+            return True
+        n = e.n  # the prefills were preempted: decode instead
+        need = e.known[:n] - e.comp[:n]
+    if admit and e.waiting:
+        e.sched[:n] = 0
+        e.tokens = e.admit_waiting(e.budget, t, "prompt")
+        if e.tokens:
+            return True
+    if n == 0:
+        return False
+    e.allocate(e.fill(need))  # every running request decodes one token
+    if e.n < n:
+        e.tokens = int(e.sched[: e.n].sum())
+    return e.n > 0

@@ -1,0 +1,112 @@
+"""Schemas of the files kokuban reads: a Hugging Face `config.json` and an accelerator entry.
+
+Each declares the fields kokuban uses, their types and ranges, and the rules across fields (heads that divide
+the hidden size, KV heads that divide the heads, a top-k no larger than the experts); every other key passes
+through untouched. Integers are strict (a "4096" string or a 4096.0 float is refused: config.json files hold
+integers), figures are finite. A violation is a `pydantic.ValidationError`, which `files.schema_error` words as
+one line naming the file and the field.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+#: Shape integers are bounded far above any published model (hidden 16,384 and 126 layers for Llama-3.1-405B,
+#: a 262k vocabulary for Gemma 3, 384 experts for Kimi K2) so that every count derived from them stays finite.
+SHAPE_MAX = 2**24
+PositiveInt = Annotated[int, Field(strict=True, gt=0, le=SHAPE_MAX)]
+Count = Annotated[int, Field(strict=True, ge=0, le=SHAPE_MAX)]
+#: Context windows: up to 2³¹ tokens, the bound every token count of a request has (usecases/request.py).
+Window = Annotated[int, Field(strict=True, gt=0, le=2**31)]
+Figure = Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)]
+PositiveFigure = Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)]
+
+
+class TextConfigSchema(BaseModel):
+    """The fields of a (text) config.json that `parse_config` reads. Which ones a family requires (MLA's
+    ranks, an MoE's expert counts) is checked there; here, that each one present is well formed."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    model_type: str
+    hidden_size: PositiveInt
+    num_hidden_layers: PositiveInt
+    num_attention_heads: PositiveInt
+    vocab_size: PositiveInt
+    num_key_value_heads: PositiveInt | None = None
+    head_dim: PositiveInt | None = None
+    intermediate_size: Count | None = None
+    max_position_embeddings: Window | None = None
+    sliding_window: Window | None = None
+    sliding_window_pattern: PositiveInt | None = None
+    use_sliding_window: bool | None = None
+    layer_types: list[str] | None = None
+    tie_word_embeddings: bool | None = None
+    attention_bias: bool | None = None
+    torch_dtype: str | None = None
+    quantization_config: dict[str, Any] | None = None
+    num_nextn_predict_layers: Count | None = None
+    # mixture of experts
+    num_local_experts: PositiveInt | None = None
+    num_experts: PositiveInt | None = None
+    n_routed_experts: PositiveInt | None = None
+    num_experts_per_tok: PositiveInt | None = None
+    experts_per_token: PositiveInt | None = None
+    moe_intermediate_size: PositiveInt | None = None
+    shared_expert_intermediate_size: Count | None = None
+    n_shared_experts: Count | None = None
+    decoder_sparse_step: PositiveInt | None = None
+    moe_layer_freq: PositiveInt | None = None
+    first_k_dense_replace: Count | None = None
+    mlp_only_layers: list[Count] | None = None
+    topk_method: str | None = None
+    # multi-head latent attention (DeepSeek-V2/V3, Kimi K2)
+    kv_lora_rank: PositiveInt | None = None
+    q_lora_rank: PositiveInt | None = None
+    qk_rope_head_dim: PositiveInt | None = None
+    qk_nope_head_dim: PositiveInt | None = None
+    v_head_dim: PositiveInt | None = None
+
+    @model_validator(mode="after")
+    def _shapes_agree(self) -> TextConfigSchema:
+        h, d, g = self.num_attention_heads, self.hidden_size, self.num_key_value_heads
+        if self.head_dim is None and self.kv_lora_rank is None and d % h:
+            raise ValueError(f"hidden_size {d} is not divisible by num_attention_heads {h} (and no head_dim is given)")
+        if g is not None and self.kv_lora_rank is None and h % g:
+            raise ValueError(f"num_key_value_heads {g} does not divide num_attention_heads {h}")
+        if self.layer_types is not None and len(self.layer_types) != self.num_hidden_layers:
+            raise ValueError(f"layer_types lists {len(self.layer_types)} layers for num_hidden_layers "
+                             f"{self.num_hidden_layers}")
+        experts = self.num_local_experts or self.num_experts or self.n_routed_experts
+        top_k = self.num_experts_per_tok or self.experts_per_token
+        if experts and top_k and top_k > experts:
+            raise ValueError(f"num_experts_per_tok {top_k} exceeds the {experts} experts")
+        return self
+
+
+class AcceleratorSchema(BaseModel):
+    """One `[[accelerator]]` entry (the accelerators.toml schema): SI units, dense FLOP/s, finite figures."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    id: Annotated[str, Field(min_length=1)]
+    name: str | None = None
+    memory_bytes: PositiveFigure
+    memory_bandwidth_bytes_per_s: PositiveFigure
+    interconnect_bytes_per_s: Figure = 0.0
+    price_per_hour_usd: Figure = 0.0
+    flops_fp32: Figure | None = None
+    flops_bf16: Figure | None = None
+    flops_fp16: Figure | None = None
+    flops_fp8: Figure | None = None
+    flops_int8: Figure | None = None
+    flops_fp4: Figure | None = None
+    sources: list[str] = []
+
+    @model_validator(mode="after")
+    def _has_a_16_bit_peak(self) -> AcceleratorSchema:
+        if not (self.flops_bf16 or self.flops_fp16):
+            raise ValueError("needs flops_bf16 or flops_fp16 (dense FLOP/s, above 0)")
+        return self

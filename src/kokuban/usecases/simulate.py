@@ -1,0 +1,223 @@
+"""Use cases of the serving simulator: `run_simulate` (one run) and `run_capacity` (the highest rate within an
+SLO, or the cheapest deployment serving a target rate).
+
+Requests own every default and check (field names = the CLI's flags with dashes); results are typed and their
+`as_dict()` is the JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import Field, field_validator
+
+from kokuban.errors import KokubanError
+from kokuban.usecases.request import DeploymentRequest, NonNegative
+
+if TYPE_CHECKING:
+    from kokuban.sim.capacity import CandidateCapacity, Capacity, WorkloadShape
+    from kokuban.sim.metrics import SLO, SimResult
+    from kokuban.sim.scheduler import SchedulerConfig
+    from kokuban.sim.workload import Workload
+
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+Count = Annotated[int, Field(gt=0, le=10**8)]
+#: Tokens per step at most: the step tables hold one entry per token count.
+MAX_STEP_TOKENS = 2**20
+
+
+def _comma_list(value: Any) -> Any:
+    """"a,b,c" → ["a", "b", "c"] (blanks dropped); lists pass through."""
+    if isinstance(value, str):
+        return [item.strip() for item in value.split(",") if item.strip()]
+    return value
+
+
+class ServingRequest(DeploymentRequest):
+    """What `simulate` and `capacity` share: the synthetic workload's shape and the scheduler's limits.
+
+    Defaults: 1,000 requests of 1,000 prompt and 200 output tokens, Poisson arrivals, seed 0; continuous batching
+    with vLLM's limits for the accelerator (`sim.scheduler.vllm_defaults`), 16-token blocks, prefix caching on.
+    Length specs: N, uniform:LO,HI, lognormal:MEDIAN,SIGMA or hist:V=W,… (`sim.workload.lengths`).
+    """
+
+    requests: Count = 1000
+    prompt: str | int = "1000"
+    output: str | int = "200"
+    arrival: str = "poisson"
+    burstiness: Positive = 1.0
+    seed: Annotated[int, Field(ge=0, le=2**63 - 1)] = 0
+    scheduler: str = "continuous"
+    max_num_seqs: Annotated[int, Field(gt=0, le=2**20)] | None = None
+    max_num_batched_tokens: Annotated[int, Field(gt=0, le=MAX_STEP_TOKENS)] | None = None
+    block_size: Annotated[int, Field(gt=0, le=4096)] = 16
+    prefix_caching: bool = True
+    batch_timeout: NonNegative = 0.0
+    max_concurrency: Count | None = None
+
+    def check(self) -> None:
+        from kokuban.sim.scheduler import POLICIES
+        from kokuban.sim.workload import ARRIVALS, length_distribution
+
+        length_distribution(self.prompt, "prompt")
+        length_distribution(self.output, "output")
+        if self.arrival not in ARRIVALS:
+            raise KokubanError(f"'{self.arrival}' is not a known arrival process; allowed: {', '.join(ARRIVALS)}",
+                               field="arrival", value=self.arrival)
+        if self.scheduler not in POLICIES:
+            raise KokubanError(f"'{self.scheduler}' is not a known scheduler; allowed: {', '.join(POLICIES)}",
+                               field="scheduler", value=self.scheduler)
+
+    def scheduler_config(self) -> SchedulerConfig:
+        """The `SchedulerConfig` these fields name (limits left None take vLLM's defaults when resolved)."""
+        from kokuban.sim.scheduler import SchedulerConfig
+
+        return SchedulerConfig(policy=self.scheduler, max_num_seqs=self.max_num_seqs,
+                               max_num_batched_tokens=self.max_num_batched_tokens, block_size=self.block_size,
+                               prefix_caching=self.prefix_caching, batch_timeout_s=self.batch_timeout,
+                               max_concurrency=self.max_concurrency)
+
+    def shape(self) -> WorkloadShape:
+        """The synthetic workload's shape, apart from its rate (`sim.capacity.WorkloadShape`)."""
+        from kokuban.sim.capacity import WorkloadShape
+
+        return WorkloadShape(self.requests, str(self.prompt), str(self.output), self.arrival, self.burstiness,
+                             self.seed)
+
+
+class SimulateRequest(ServingRequest):
+    """`kokuban simulate`: serve a synthetic workload at `rate` requests/s ('inf': all at t = 0), or replay a
+    `trace` file (then the synthetic fields are unused). `shared_prefix` tokens of one of `num_prefixes` system
+    prompts start every synthetic prompt. `ttft_slo`/`tpot_slo` (s) add goodput to the result."""
+
+    rate: float | None = None
+    trace: str | None = None
+    shared_prefix: Annotated[int, Field(ge=0, le=2**31)] = 0
+    num_prefixes: Count = 1
+    ttft_slo: Positive | None = None
+    tpot_slo: Positive | None = None
+
+    @field_validator("rate", mode="before")
+    @classmethod
+    def _rate(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        try:
+            rate = float(value)
+        except (TypeError, ValueError):
+            raise ValueError("must be a number of requests per second or 'inf'") from None
+        if not rate > 0:  # also NaN
+            raise ValueError("must be > 0 requests/s (or 'inf' to send everything at once)")
+        return rate
+
+    def check(self) -> None:
+        super().check()
+        if self.rate is None and self.trace is None:
+            raise KokubanError("give a rate (requests/s) or a trace file", field="rate")
+
+    def workload(self) -> Workload:
+        """The workload: the trace, else the seeded synthetic one."""
+        from kokuban.sim.workload import read_trace, synthetic
+
+        if self.trace:
+            return read_trace(self.trace)
+        return synthetic(self.requests, self.rate, self.prompt, self.output, arrival=self.arrival,
+                         burstiness=self.burstiness, seed=self.seed, shared_prefix_tokens=self.shared_prefix,
+                         num_prefixes=self.num_prefixes)
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """A simulated run (`sim.SimResult`: per-request and per-step arrays) and the SLO it is judged by."""
+
+    result: SimResult
+    slo: SLO | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The run's summary (`SimResult.summary`): stable keys, SI units."""
+        return self.result.summary(self.slo)
+
+
+def run_simulate(request: SimulateRequest, *, progress: bool = False) -> Simulation:
+    """Serve the request's workload on its deployment (every step timed by the core). The automatic GPU count
+    (`gpus=None`) is sized for the longest request. A request that cannot fit the KV cache is an error naming
+    the field its length came from (`prompt`, or `trace`)."""
+    from kokuban.sim import SLO, simulate
+
+    r = request
+    wl = r.workload()
+    dep = r.deployment(int((wl.prompt_tokens + wl.output_tokens).max()))
+    try:
+        result = simulate(dep, wl, r.scheduler_config(), progress=progress)
+    except KokubanError as exc:
+        if exc.field != "workload":
+            raise
+        raise KokubanError(exc.reason, field="trace" if r.trace else "prompt", value=r.trace or r.prompt) from None
+    slo = SLO(r.ttft_slo, r.tpot_slo) if r.ttft_slo is not None or r.tpot_slo is not None else None
+    return Simulation(result, slo)
+
+
+class CapacityRequest(ServingRequest):
+    """`kokuban capacity`: the highest request rate whose run meets the p99 SLO (`ttft_p99`, `tpot_p99`, seconds;
+    at least one); with `target_rate`, the cheapest deployment serving it among `candidates` (accelerator ids;
+    default: `gpu`) × `counts` (GPU counts) × `seqs` (max_num_seqs values; default vLLM's). The sweep runs on
+    `workers` local processes (default: all cores) or on a Ray cluster at `ray_address`. Lists may be given as
+comma-separated strings. An automatic GPU count (`gpus=None`) is not offered: the search needs a deployment."""
+
+    ttft_p99: Positive | None = None
+    tpot_p99: Positive | None = None
+    target_rate: Positive | None = None
+    candidates: Annotated[tuple[str, ...], Field(min_length=1)] | None = None
+    counts: Annotated[tuple[Annotated[int, Field(gt=0, le=4096)], ...], Field(min_length=1)] = (1, 2, 4, 8)
+    seqs: Annotated[tuple[Annotated[int, Field(gt=0, le=2**20)], ...], Field(min_length=1)] | None = None
+    workers: Annotated[int, Field(gt=0, le=1024)] | None = None
+    ray_address: str | None = None
+
+    @field_validator("candidates", "counts", "seqs", mode="before")
+    @classmethod
+    def _lists(cls, value: Any) -> Any:
+        return _comma_list(value)
+
+    def check(self) -> None:
+        super().check()
+        if self.ttft_p99 is None and self.tpot_p99 is None:
+            raise KokubanError("an SLO needs a p99 TTFT and/or a p99 TPOT target", field="ttft_p99")
+
+
+@dataclass(frozen=True)
+class CheapestDeployments:
+    """Every candidate's max rate within the SLO, the replicas the target rate needs and their USD/hour,
+    cheapest first (`sim.capacity.cheapest`)."""
+
+    target_rate_per_s: float
+    slo: SLO
+    rows: tuple[CandidateCapacity, ...]
+
+    def as_dict(self) -> list[dict[str, Any]]:
+        """The JSON: a list of candidate rows, cheapest first (a list, as the capacity command has always
+        printed)."""
+        return [row.as_dict() for row in self.rows]
+
+
+def run_capacity(request: CapacityRequest) -> Capacity | CheapestDeployments:
+    """`sim.capacity.max_rate` on the request's deployment (a `Capacity`), or with `target_rate`,
+    `sim.capacity.cheapest` over the candidates (`CheapestDeployments`)."""
+    from kokuban.sim import SLO
+    from kokuban.sim.capacity import Candidate, cheapest, max_rate
+
+    r = request
+    slo, shape, sched = SLO(r.ttft_p99, r.tpot_p99), r.shape(), r.scheduler_config()
+    if r.target_rate is None:
+        return max_rate(r.deployment(), slo, shape, sched, workers=r.workers, ray_address=r.ray_address)
+    home = r.accelerator().id
+
+    def make(gpu: str, num_gpus: int, layout: str | None):
+        price = r.price_per_hour if gpu == home else None  # a price given is the home accelerator's
+        return r.model_copy(update={"gpu": gpu, "gpus": num_gpus, "layout": layout, "price_per_hour": price}
+                            ).deployment()
+
+    cands = [Candidate(g, n, r.layout, s) for g in (r.candidates or (home,)) for n in r.counts
+             for s in (r.seqs or (r.max_num_seqs,))]
+    rows = cheapest(make, cands, r.target_rate, slo, shape, sched, workers=r.workers, ray_address=r.ray_address)
+    return CheapestDeployments(r.target_rate, slo, tuple(rows))
