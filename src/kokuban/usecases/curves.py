@@ -20,8 +20,7 @@ from pydantic import Field
 from kokuban.errors import KokubanError
 from kokuban.usecases.economics import BatchRequest as EconomicsBatchRequest
 from kokuban.usecases.economics import ContextRequest, frame_records, run_batch, run_context
-from kokuban.usecases.estimate import DEFAULT_CONTEXT
-from kokuban.usecases.request import DeploymentRequest, Tokens
+from kokuban.usecases.request import DeploymentRequest, Tokens, default_context
 
 #: The largest batch a curve evaluates (every batch up to it is one vectorised decode step).
 MAX_CURVE_BATCH = 65_536
@@ -72,7 +71,7 @@ def run_batch_curve(request: BatchCurveRequest) -> BatchCurve:
     if r.max_batch is not None and r.max_batch > MAX_CURVE_BATCH:
         raise KokubanError(f"must be at most {MAX_CURVE_BATCH:,} (the curve evaluates every batch up to it), "
                            f"got {r.max_batch}", field="max_batch", value=r.max_batch)
-    context = r.context if r.context is not None else min(DEFAULT_CONTEXT, r.model_spec().max_context)
+    context = default_context(r.model_spec(), r.context)
     fit = int(memory.max_batch(r.deployment(context), context))
     capped = r.max_batch is None and fit > MAX_CURVE_BATCH
     result = run_batch(EconomicsBatchRequest(**_deployment_fields(r), context=context,
