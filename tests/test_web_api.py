@@ -274,3 +274,30 @@ def test_agent_is_bounded(client, extra, field):
 def test_agent_presets_are_the_cli_rows(client, capsys):
     assert main(["agent", "presets", "--json"]) == 0
     assert client.get("/api/agent/presets").json() == json.loads(capsys.readouterr().out)
+
+
+# ---- the price sheets: the CLI's numbers, no files ----------------------------------------------------
+@pytest.mark.parametrize(("path", "body", "args"), [
+    ("/api/prices/list", {"provider": "deepseek"}, ["list", "--provider", "deepseek"]),
+    ("/api/prices/explain", {"name": "deepseek/deepseek-chat"}, ["explain", "deepseek/deepseek-chat"]),
+    ("/api/prices/explain", {"name": "anthropic/claude-sonnet-4", "gpu": "h200", "compute_eff": 0.6},
+     ["explain", "anthropic/claude-sonnet-4", "--gpu", "h200", "--compute-eff", "0.6"]),
+    ("/api/prices/infer", {"name": "deepseek/deepseek-chat"}, ["infer", "deepseek/deepseek-chat"]),
+    ("/api/prices/infer", {"name": "openai/gpt-5.4-mini", "speed": 100},
+     ["infer", "openai/gpt-5.4-mini", "--speed", "100"]),
+])
+def test_prices_match_cli_json(client, capsys, path, body, args):
+    r = client.post(path, json=body)
+    assert r.status_code == 200, r.text
+    assert main(["prices", *args, "--json"]) == 0
+    assert r.json() == json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize(("path", "extra", "field"), [
+    ("/api/prices/explain", {"files": ["/etc/hosts"]}, "files"),
+    ("/api/prices/infer", {"plot": "/tmp/x.png"}, "plot"),     # would write a file on the server
+    ("/api/prices/infer", {"name": "x/y"}, "name"),
+    ("/api/prices/explain", {"name": None}, "name"),
+])
+def test_prices_refuse_files_and_name_fields(client, path, extra, field):
+    assert error_of(client, {"name": "deepseek/deepseek-chat"} | extra, path)["field"] == field

@@ -247,6 +247,33 @@ def test_agent_tab_runs_the_agent_use_case(page, server):
     assert float(page.get_attribute('[data-k="agent_usd_mean"]', "data-value")) == api["usd"]["mean"]
 
 
+def test_price_sheet_tab_explains_and_infers(page, server):
+    """The price-sheet tab reads a row backwards with the prices use cases: the sentences and numbers shown are
+    the API's for the same row and the blackboard's accelerator."""
+    page.goto(f"{server}/?model=llama-3.1-8b&gpu=h200&batch=8")
+    page.wait_for_function("window.kokuban && window.kokuban.ready", timeout=20_000)
+    page.click("#tab-prices")
+    page.wait_for_function("document.querySelectorAll('#prices-name option').length > 0", timeout=10_000)
+    page.select_option("#prices-provider", "deepseek")
+    page.select_option("#prices-name", "deepseek/deepseek-chat")
+
+    def press(button: str) -> None:
+        before = page.evaluate("window.kokubanPrices.runs")
+        page.click(button)
+        page.wait_for_function(f"window.kokubanPrices.runs > {before}", timeout=30_000)
+        assert page.evaluate("window.kokubanPrices.last.ok"), page.text_content("#prices-error")
+
+    press("#prices-explain")
+    api = httpx.post(f"{server}/api/prices/explain", json={"name": "deepseek/deepseek-chat", "gpu": "h200"}).json()
+    shown = [page.text_content(f'[data-feature="{f["feature"]}"]') for f in api["features"]]
+    assert shown == [f["sentence"] for f in api["features"]]
+    press("#prices-infer")
+    api = httpx.post(f"{server}/api/prices/infer", json={"name": "deepseek/deepseek-chat", "gpu": "h200"}).json()
+    cells = page.eval_on_selector_all("#prices-body td[data-value]", "tds => tds.map((t) => Number(t.dataset.value))")
+    assert api["range"]["central"]["max_batch"] in cells
+    assert api["range"]["central"]["usd_per_m_output_at_max_batch"] in cells
+
+
 def test_redraw_time_and_screenshots(browser, server):
     """Median time from a control change to the redrawn charts over 24 changes of batch, context and GPU count;
     then the screenshots for the README (desktop and phone widths)."""

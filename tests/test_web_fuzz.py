@@ -45,6 +45,8 @@ PLAUSIBLE = {
     "kv": st.sampled_from(["bf16", "fp8", None, "int2"]),
     "compute": st.sampled_from(["bf16", "fp8", "fp4", None, "tf32"]),
     "preset": st.sampled_from(["swe-bench", "swe-bench-variable", "nope", ""]),
+    "name": st.sampled_from(["deepseek/deepseek-chat", "openai/gpt-5.4-mini", "anthropic/claude-sonnet-4", "x/y", ""]),
+    "provider": st.sampled_from(["deepseek", "openai", "nope", None]),
     "price": st.sampled_from(["anthropic/claude-sonnet-4", "deepseek/deepseek-chat", "x/y", "", None]),
     "compaction": st.lists(st.sampled_from(["none", "auto", "every:10,8000", "threshold:1,1", "every:0,0", "x"]),
                            max_size=6),
@@ -102,6 +104,14 @@ def valid_body(props: dict) -> st.SearchStrategy:
     if "preset" in props:  # the agent: a bundled scenario, self-hosted on the deployment (a batch of sessions)
         required["preset"] = st.sampled_from(["swe-bench", "swe-bench-variable"])
         fields["batch"] = st.integers(1, 64)
+    if "name" in props:  # a price row: read against a deployment, the model its own (or the row's stand-in)
+        rows = ["deepseek/deepseek-chat", "openai/gpt-5.4-mini", "anthropic/claude-sonnet-4"]
+        required = {"name": st.sampled_from(rows)}
+        fields |= {"speed": st.floats(1, 60), "gpu": st.sampled_from(["h100-sxm", "h200", "b200"]),
+                   "context": st.integers(1024, 32768), "batch": st.integers(1, 64)}
+        fields.pop("gpus")  # the automatic count: what the prices commands default to
+    if "provider" in props:  # the price list: no deployment at all
+        required = {}
     return st.fixed_dictionaries(required, optional={k: v for k, v in fields.items() if k in props})
 
 def strict_json(text: str):
@@ -124,7 +134,8 @@ def check(path: str, body) -> None:
 
 @pytest.mark.parametrize("path", POSTS)
 def test_fuzzed_bodies_never_crash_the_server(path):
-    @settings(max_examples=20 if path == "/api/agent" else 40, derandomize=True, deadline=None, database=None,
+    @settings(max_examples=20 if path in ("/api/agent", "/api/prices/list") else 30, derandomize=True, deadline=None,
+              database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
     @given(body=body_strategy(path))
     def run(body):
@@ -134,4 +145,5 @@ def test_fuzzed_bodies_never_crash_the_server(path):
 
 
 def test_every_post_endpoint_is_fuzzed():
-    assert set(POSTS) == {"/api/estimate", "/api/blackboard", "/api/batch-curve", "/api/context-wall", "/api/agent"}
+    assert set(POSTS) == {"/api/estimate", "/api/blackboard", "/api/batch-curve", "/api/context-wall", "/api/agent",
+                          "/api/prices/list", "/api/prices/explain", "/api/prices/infer"}

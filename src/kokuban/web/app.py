@@ -47,6 +47,7 @@ from kokuban.usecases.curves import (
     run_context_wall,
 )
 from kokuban.usecases.estimate import run_estimate
+from kokuban.usecases.prices import ExplainRequest, InferRequest, ListRequest, run_explain, run_infer, run_list
 from kokuban.usecases.request import EstimateRequest, Request, error_from_validation
 
 #: The largest request body accepted, in bytes (a config.json upload travels in the body).
@@ -89,6 +90,13 @@ ENDPOINTS = (
              f"Cost of a decode token against batch (at most {MAX_POINTS} rows of batches up to {MAX_CURVE_BATCH:,})."),
     Endpoint("/api/context-wall", ContextWallRequest, run_context_wall,
              f"Cost against context at the largest batch that fits (at most {MAX_POINTS} contexts)."),
+    Endpoint("/api/prices/list", ListRequest, run_list, "The bundled price sheets' rows (`kokuban prices list`).",
+             refuse=("files",)),
+    Endpoint("/api/prices/explain", ExplainRequest, run_explain,
+             "A price row read backwards: what each feature of the sheet implies (`kokuban prices explain`).",
+             refuse=("files",)),
+    Endpoint("/api/prices/infer", InferRequest, run_infer,
+             "The deployments a price row is consistent with (`kokuban prices infer`).", refuse=("files", "plot")),
     Endpoint("/api/agent/presets", None, run_agent_presets, "The bundled agent scenarios (`kokuban agent presets`)."),
     Endpoint("/api/agent", AgentRequest, run_agent,
              f"What an agent run costs (`kokuban agent api|self-hosted --json`): a bundled preset, at most "
