@@ -21,6 +21,8 @@ from kokuban.usecases.defaults import AUTO_GPUS_BATCH, DEFAULT_CONTEXT
 Tokens = Annotated[int, Field(gt=0, le=2**31, strict=False)]
 Fraction = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+#: A positive finite quantity (rates, speeds, seconds, bytes), bounded so that work stays bounded.
+Positive = Annotated[float, Field(gt=0, le=1e12, allow_inf_nan=False)]
 
 
 def default_context(model: ModelSpec, context: int | None, prompt: int | None = None, output: int | None = None) -> int:
