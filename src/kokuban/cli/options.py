@@ -82,39 +82,3 @@ def efficiency_options(func: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed(efficiency_option_list()):
         func = option(func)
     return func
-
-
-def efficiency_from_flags(kw: dict[str, Any], base: Any = None):
-    """`Efficiency` with the flags of `efficiency_option_list` (popped from `kw`) replacing the shipped
-    (calibrated) defaults, or `base`'s fields."""
-    from kokuban.specs.hardware import Efficiency
-
-    return (base or Efficiency()).updated(
-        compute=kw.pop("compute_eff", None), memory=kw.pop("memory_eff", None), kv_memory=kw.pop("kv_eff", None),
-        interconnect=kw.pop("link_eff", None), overlap=kw.pop("overlap", None), step_overhead_s=kw.pop("step_overhead", None))
-
-
-def deployment_kwargs(kw: dict[str, Any]) -> dict[str, Any]:
-    """Pop the shared options from a command's kwargs into `estimate()`-style keyword arguments."""
-    from kokuban.specs.catalog import load_accelerator
-
-    eff = efficiency_from_flags(kw)
-    return {
-        "model": kw.pop("model"), "gpu": load_accelerator(kw.pop("gpu"), kw.pop("gpu_file")), "gpus": kw.pop("gpus"),
-        "layout": kw.pop("layout"), "weights": kw.pop("weights"), "kv": kw.pop("kv"), "compute": kw.pop("compute"),
-        "price_per_hour": kw.pop("price_per_hour"), "efficiency": eff,
-    }
-
-
-def make_deployment(common: dict[str, Any]):
-    """A Deployment from `deployment_kwargs` output."""
-    from kokuban.specs.catalog import load_model
-    from kokuban.specs.deployment import Deployment
-
-    return Deployment.make(
-        load_model(common["model"]) if isinstance(common["model"], str) else common["model"], common["gpu"],
-        common["gpus"], layout=common["layout"], weights_dtype=common["weights"], kv_dtype=common["kv"],
-        compute_dtype=common["compute"], efficiency=common["efficiency"], price_per_hour_usd=common["price_per_hour"],
-    )
-
-

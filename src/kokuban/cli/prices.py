@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from kokuban.cli.options import efficiency_option_list, efficiency_options, emit_json, request
-from kokuban.usecases.request import AUTO_GPUS_BATCH
+from kokuban.usecases.defaults import AUTO_GPUS_BATCH
 
 
 def _hw_options(func: Callable[..., Any]) -> Callable[..., Any]:

@@ -24,7 +24,14 @@ from pydantic import Field, InstanceOf, field_validator
 from kokuban.errors import KokubanError
 from kokuban.specs.hardware import Accelerator
 from kokuban.specs.model import ModelSpec
-from kokuban.usecases.request import DeploymentRequest, EfficiencyRequest, NonNegative, Tokens, default_context
+from kokuban.usecases.request import (
+    DeploymentRequest,
+    EfficiencyRequest,
+    NonNegative,
+    Positive,
+    Tokens,
+    default_context,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,7 +42,6 @@ if TYPE_CHECKING:
     from kokuban.economics.lanes import LanePrices
     from kokuban.specs.deployment import Deployment
 
-Positive = Annotated[float, Field(gt=0, le=1e12, allow_inf_nan=False)]
 Points = Annotated[int, Field(gt=0, le=100_000)]
 Count = Annotated[int, Field(gt=0, le=4096)]
 

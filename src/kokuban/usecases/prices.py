@@ -30,14 +30,13 @@ from kokuban.prices.sheets import PriceRow
 from kokuban.specs.deployment import Deployment
 from kokuban.specs.hardware import Accelerator
 from kokuban.specs.model import ModelSpec
-from kokuban.usecases.request import DeploymentRequest, EfficiencyRequest, NonNegative, Request, Tokens
+from kokuban.usecases.request import DeploymentRequest, EfficiencyRequest, NonNegative, Positive, Request, Tokens
 
 #: Context the prices commands decode at unless told (tokens).
 DEFAULT_CONTEXT = 8192
 #: Accelerator the prices commands self-host on unless told.
 DEFAULT_GPU = "h100-sxm"
 
-Positive = Annotated[float, Field(gt=0, le=1e12, allow_inf_nan=False)]
 TokenCount = Annotated[float, Field(gt=0, le=1e18, allow_inf_nan=False)]
 Gpus = Annotated[int, Field(gt=0, le=4096)]
 Files = tuple[str, ...]

@@ -15,16 +15,14 @@ from pydantic import BaseModel, ConfigDict, Field, InstanceOf, ValidationError
 from kokuban.errors import KokubanError
 from kokuban.specs.hardware import Accelerator, Efficiency
 from kokuban.specs.model import ModelSpec
-
-#: Batch the automatic accelerator count must hold at the context (a plausible serving batch).
-AUTO_GPUS_BATCH = 256
-#: Context when a request gives none (and no prompt + output): 4096 tokens, or the model's window if smaller.
-DEFAULT_CONTEXT = 4096
+from kokuban.usecases.defaults import AUTO_GPUS_BATCH, DEFAULT_CONTEXT
 
 #: Tokens: a positive integer no larger than 2³¹ (every catalog window is far below this).
 Tokens = Annotated[int, Field(gt=0, le=2**31, strict=False)]
 Fraction = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+#: A positive finite quantity (rates, speeds, seconds, bytes), bounded so that work stays bounded.
+Positive = Annotated[float, Field(gt=0, le=1e12, allow_inf_nan=False)]
 
 
 def default_context(model: ModelSpec, context: int | None, prompt: int | None = None, output: int | None = None) -> int:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import Field, field_validator
 
 from kokuban.errors import KokubanError
-from kokuban.usecases.request import DeploymentRequest, NonNegative
+from kokuban.usecases.request import DeploymentRequest, NonNegative, Positive
 
 if TYPE_CHECKING:
     from kokuban.sim.capacity import CandidateCapacity, Capacity, WorkloadShape
@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from kokuban.sim.scheduler import SchedulerConfig
     from kokuban.sim.workload import Workload
 
-Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 Count = Annotated[int, Field(gt=0, le=10**8)]
 #: Tokens per step at most: the step tables hold one entry per token count.
 MAX_STEP_TOKENS = 2**20
