@@ -63,7 +63,10 @@ def test_cli_words_fields_as_its_flags(capsys):
         (["estimate", "llama-3.1-8b", "--gpu", "h100-sxm", "--batch", "0"], "error: --batch: "),
         (["estimate", "llama-3.1-8b", "--gpu", "h100-sxm", "--price-per-hour", "nan"], "error: --price-per-hour: "),
         (["estimate", "llama-3.1-8b", "--gpu", "h100-sxm", "--compute-eff", "2"], "error: --compute-eff: "),
-        (["batch", "llama-3.1-8b", "--gpu", "h100-sxm", "--max-batch", "100000"], "error: --max-batch: 100000 does not fit"),
+        (
+            ["batch", "llama-3.1-8b", "--gpu", "h100-sxm", "--max-batch", "100000"],
+            "error: --max-batch: 100000 does not fit",
+        ),
         (["context", "llama-3.1-8b", "--gpu", "h100-sxm", "--from", "9000", "--to", "8000"], "error: --from: "),
     ]
     for args, start in cases:

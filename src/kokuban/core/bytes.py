@@ -45,7 +45,8 @@ def weight_bytes_per_gpu(dep: Deployment) -> float:
 
 
 def routed_weight_bytes_read(dep: Deployment, tokens: Any) -> np.ndarray:
-    """Routed-expert bytes a forward pass over `tokens` tokens reads: moe_layers·E_touched(tokens)·params_per_expert·b_w."""
+    """Routed-expert bytes a forward pass over `tokens` tokens reads:
+    moe_layers·E_touched(tokens)·params_per_expert·b_w."""
     m = dep.model
     touched = expected_experts_touched(m.num_experts, m.top_k, tokens)
     return m.moe_layers * touched * m.params_per_expert * dep.weight_bytes_per_param
@@ -58,7 +59,9 @@ def weight_bytes_read(dep: Deployment, tokens: Any) -> np.ndarray:
     The input embedding is a lookup of `tokens` rows and is not counted.
     """
     m = dep.model
-    dense = (m.params_dense_read - m.params_lm_head) * dep.weight_bytes_per_param + m.params_lm_head * dep.embedding_bytes_per_param
+    dense = (
+        m.params_dense_read - m.params_lm_head
+    ) * dep.weight_bytes_per_param + m.params_lm_head * dep.embedding_bytes_per_param
     return dense + routed_weight_bytes_read(dep, tokens)
 
 

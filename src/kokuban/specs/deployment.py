@@ -62,8 +62,11 @@ class Deployment:
         require_positive("gpus", num_gpus, integer=True)
         Layout(layout, int(num_gpus))  # checks the name
         if layout == "ep" and not model.is_moe:
-            raise KokubanError(f"'ep' needs a mixture-of-experts model; '{model.name}' is dense (use 'tp')", field="layout",
-                               value=layout)
+            raise KokubanError(
+                f"'ep' needs a mixture-of-experts model; '{model.name}' is dense (use 'tp')",
+                field="layout",
+                value=layout,
+            )
         if not 0 < memory_utilization <= 1:
             raise KokubanError(f"must be in (0, 1], got {memory_utilization!r}", field="memory_utilization",
                                value=memory_utilization)

@@ -54,7 +54,11 @@ class Accelerator:
     def from_dict(cls, entry: dict[str, Any]) -> Accelerator:
         """Build from a catalog entry (accelerators.toml schema) or a user's file or flags."""
         try:
-            peak = {k[len("flops_"):]: float(v) for k, v in entry.items() if k.startswith("flops_") and k != "flops_note" and v}
+            peak = {
+                k[len("flops_") :]: float(v)
+                for k, v in entry.items()
+                if k.startswith("flops_") and k != "flops_note" and v
+            }
             acc = cls(
                 id=str(entry["id"]),
                 name=str(entry.get("name", entry["id"])),
@@ -71,7 +75,9 @@ class Accelerator:
                 extra={k: v for k, v in entry.items() if k in ("price_source", "flops_note", "released", "tdp_w")},
             )
         except KeyError as exc:
-            raise KokubanError(f"accelerator entry '{entry.get('id', '?')}' is missing the field {exc.args[0]!r}") from None
+            raise KokubanError(
+                f"accelerator entry '{entry.get('id', '?')}' is missing the field {exc.args[0]!r}"
+            ) from None
         except (TypeError, ValueError) as exc:
             raise KokubanError(f"accelerator entry '{entry.get('id', '?')}' has a non-numeric figure: {exc}") from None
         require_positive(f"{acc.id}.memory_bytes", acc.memory_bytes)
@@ -127,8 +133,15 @@ class Efficiency:
     def textbook(cls) -> Efficiency:
         """The uncalibrated fractions (compute 0.6, memory 0.8, interconnect 0.75, no step overhead): round
         numbers for arithmetic done by hand on a blackboard, and the starting point of calibration."""
-        return cls(compute=0.6, memory=0.8, interconnect=0.75, collective_latency_s=8e-6, step_overhead_s=0.0, kv_memory=None,
-                   overlap=1.0)
+        return cls(
+            compute=0.6,
+            memory=0.8,
+            interconnect=0.75,
+            collective_latency_s=8e-6,
+            step_overhead_s=0.0,
+            kv_memory=None,
+            overlap=1.0,
+        )
 
     def __post_init__(self) -> None:
         for name in ("compute", "memory", "interconnect", "kv_memory"):
