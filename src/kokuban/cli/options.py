@@ -93,6 +93,13 @@ def efficiency_option_list(base: Any = None, note: str = "calibrated") -> list[C
     kv = "--memory-eff's" if e.kv_memory is None else f"{e.kv_memory:g}"
     return [
         click.option(
+            "--efficiency-file",
+            type=click.Path(),
+            default=None,
+            help="JSON/TOML of efficiency fields to start from (e.g. `kokuban calibrate --json` output); "
+            "the flags below override it.",
+        ),
+        click.option(
             "--compute-eff",
             type=float,
             default=None,

@@ -162,6 +162,28 @@ class Efficiency:
         """Every field as a number (an unset kv_memory reads as the memory fraction it follows), for JSON."""
         return {f.name: getattr(self, f.name) for f in fields(self)} | {"kv_memory": self.kv_memory_fraction}
 
+    @classmethod
+    def from_file(cls, path: str) -> Efficiency:
+        """An efficiency set saved as JSON or TOML: its fields at the top level, or under `after` (what
+        `kokuban calibrate --json` prints: the fitted set) or `efficiency` (what estimate's JSON carries).
+        Unset fields keep the shipped calibrated values; an unknown field is a one-line error."""
+        from kokuban.specs.files import read_json, read_toml
+
+        try:
+            read = read_toml if str(path).endswith(".toml") else read_json
+            data = read(path, "efficiency file")
+        except KokubanError as exc:
+            raise KokubanError(exc.reason, field="efficiency_file", value=str(path)) from None
+        if isinstance(data, dict):
+            data = data.get("after", data.get("efficiency", data))
+        if not isinstance(data, dict):
+            raise KokubanError(f"efficiency file '{path}' must hold a table of efficiency fields",
+                               field="efficiency_file", value=str(path))
+        try:
+            return cls().updated(**data)
+        except KokubanError as exc:
+            raise KokubanError(f"efficiency file '{path}': {exc}", field="efficiency_file", value=str(path)) from None
+
     def updated(self, **changes: float | None) -> Efficiency:
         """A copy with the given (non-None) fields replaced."""
         known = {f.name for f in fields(self)}
