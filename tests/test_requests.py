@@ -103,3 +103,15 @@ def test_an_efficiency_file_is_a_starting_set_the_flags_override(tmp_path, capsy
 def assert_fields(req: EstimateRequest) -> bool:
     eff = req.efficiency_spec()
     return (eff.compute, eff.overlap, eff.memory) == (0.61, 0.5, 0.84)
+
+
+def test_a_refusal_asked_for_as_json_is_json(capsys):
+    import json
+
+    assert main(["estimate", "llama-3.1-70b", "--gpu", "h200", "--json"]) == 2
+    out, err = capsys.readouterr()
+    data = json.loads(out)
+    # 70.6e9 params × 2 B = 141 GB of bf16 weights > 0.9 × 150.7 GB usable on one H200: the refusal says what fits
+    assert data["error"]["field"] == "batch" and data["error"]["flag"] == "--batch"
+    assert "2× h200 would fit batch 1" in data["error"]["reason"] and data["kokuban_version"]
+    assert err == f"error: {data['error']['message']}\n"
