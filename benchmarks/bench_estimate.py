@@ -12,7 +12,7 @@ import timeit
 from kokuban import load_accelerator, load_model
 from kokuban.core import roofline
 from kokuban.specs.deployment import Deployment
-from kokuban.usecases import estimate
+from kokuban.usecases.estimate import estimate
 
 
 def per_call_us(fn, number: int) -> float:
