@@ -52,6 +52,11 @@ WORKLOAD_NAMES = {"decode_batch_1": "decode batch 1", "throughput": "throughput 
                   "prefill": "prefill-dominated", "moe": "MoE", "multi_gpu": "multi-GPU group"}
 
 
+def named_workloads(summary: dict[str, Any]) -> dict[str, Any]:
+    """The summary with its `by_workload` groups under their printed names (`WORKLOAD_NAMES`)."""
+    return dict(summary, by_workload={WORKLOAD_NAMES.get(k, k): v for k, v in summary.get("by_workload", {}).items()})
+
+
 def worst_table(worst: Any):
     """The worst rows and the terms of the step that decides each (seconds on one GPU)."""
     from rich.table import Table
@@ -207,8 +212,7 @@ def print_accuracy(console: Any, result: Any) -> None:
     summary = result.summary
     console.print(summary_table("error by regime (the step's bound)", summary, "by_regime"))
     console.print(summary_table("error by metric", summary, "by_metric"))
-    workloads = dict(summary, by_workload={WORKLOAD_NAMES.get(k, k): v for k, v in summary["by_workload"].items()})
-    console.print(summary_table("error by workload (a row may be in several)", workloads, "by_workload"))
+    console.print(summary_table("error by workload (a row may be in several)", named_workloads(summary), "by_workload"))
     console.print(summary_table("error by weights dtype", summary, "by_weights"))
     console.print(summary_table("error by engine", summary, "by_engine"))
     console.print(bootstrap_line(summary))
@@ -233,7 +237,8 @@ def print_calibration(console: Any, cal: Any) -> None:
     console.print(summary_table("held-out error AFTER calibration", cal.holdout_after, "by_regime"))
     for key, name in (("by_workload", "workload"), ("by_weights", "weights dtype"), ("by_engine", "engine")):
         if cal.holdout_after.get(key):
-            console.print(summary_table(f"held-out error AFTER calibration, by {name}", cal.holdout_after, key))
+            title = f"held-out error AFTER calibration, by {name}"
+            console.print(summary_table(title, named_workloads(cal.holdout_after), key))
     if "bootstrap" in cal.holdout_after:
         console.print(bootstrap_line(cal.holdout_after) + " — held-out rows only")
 

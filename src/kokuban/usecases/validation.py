@@ -338,8 +338,19 @@ def run_accuracy(request: AccuracyRequest) -> Accuracy:
 
     if request.file is None:
         return accuracy(request.efficiency_spec())
-    rows = read_measurements(request.file)
-    return accuracy(request.efficiency_spec(), rows, source=request.file)
+    from kokuban.core import memory
+    from kokuban.validation.accuracy import assumed_lengths, replica_layout
+
+    rows, eff = read_measurements(request.file), request.efficiency_spec()
+    try:
+        for r in rows:  # a measured row must at least hold one request in kokuban's memory plan
+            dep, _ = replica_layout(r, eff)
+            mp = memory.plan(dep, 1, sum(assumed_lengths(r)))
+            if not mp.fits:
+                raise KokubanError(f"row '{r.id}': {memory.no_fit_message(dep, mp)}")
+        return accuracy(eff, rows, source=request.file)
+    except KokubanError as exc:  # a row that cannot be predicted (does not fit, bad layout): name the file
+        raise KokubanError(f"{request.file}: {exc.reason}", field="file", value=request.file) from None
 
 
 # ---- calibrate ---------------------------------------------------------------------------------------
