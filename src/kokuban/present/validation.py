@@ -45,7 +45,7 @@ def bootstrap_line(summary: dict[str, Any]) -> str:
     """What the interval column means, from the summary's `bootstrap` settings."""
     b = summary["bootstrap"]
     return (f"interval: {100 * b['level']:g} % percentile bootstrap of the median |error| ({b['resamples']:,} "
-            f"resamples of the rows, seed {b['seed']}); few rows give wide, coarse intervals")
+            f"resamples, seed {b['seed']}); few rows, wide intervals")
 
 
 WORKLOAD_NAMES = {"decode_batch_1": "decode batch 1", "throughput": "throughput (output tok/s)",

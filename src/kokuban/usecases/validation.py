@@ -276,7 +276,6 @@ def read_measurements(path: str) -> list[PublishedResult]:
 
     from kokuban.specs.catalog import load_accelerator, load_model
     from kokuban.specs.dtypes import check_dtype
-    from kokuban.validation.accuracy import PublishedResult
 
     rows: list[tuple[str, dict[str, Any]]] = []
     try:

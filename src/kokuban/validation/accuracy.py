@@ -307,11 +307,12 @@ def predict_row(row: PublishedResult, efficiency: Efficiency | None = None) -> P
         else:
             gen = generation(dep, batch, inp, out)
             value = replicas * gen.output_tokens_per_s
-            regime = str(prefill(dep, batch, inp).bound) if gen.ttft_s > gen.decode_time_s else str(step.bound)
             prefill_longer = gen.ttft_s > gen.decode_time_s
+            step = prefill(dep, batch, inp) if prefill_longer else step  # the phase that takes longest decides
+            regime = str(step.bound)
     if row.per_gpu:
         value /= row.num_gpus
-    terms = step_terms(prefill(dep, batch, inp), "prefill") if prefill_longer else step_terms(step, "decode")
+    terms = step_terms(step, "prefill" if prefill_longer else "decode")
     return Prediction(
         id=row.id, metric=row.metric, measured=row.value, predicted=value, error=float(relative_error(value, row.value)),
         regime=regime, batch_per_replica=int(batch), replicas=replicas,
