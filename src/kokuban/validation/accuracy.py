@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -280,10 +280,18 @@ class Prediction:
     engine: str = ""  # the row's engine, as its source names it
     weights_dtype: str = ""
     workloads: tuple[str, ...] = ()  # `row_workloads`
-    terms: dict[str, Any] | None = None  # `step_terms` of the step that decides the prediction
+    phase: str = field(default="decode", repr=False)  # the phase that decides: "decode" or "prefill"
+    step: Any = field(default=None, repr=False, compare=False)  # its roofline.Step (in JSON as `terms`)
+
+    @property
+    def terms(self) -> dict[str, Any] | None:
+        """`step_terms` of the step that decides the prediction (computed when asked: calibration predicts
+        every row thousands of times and never reads them)."""
+        return None if self.step is None else step_terms(self.step, self.phase)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("phase", "step")}
+        return out | {"terms": self.terms}
 
 
 def predict_row(row: PublishedResult, efficiency: Efficiency | None = None) -> Prediction:
@@ -312,7 +320,6 @@ def predict_row(row: PublishedResult, efficiency: Efficiency | None = None) -> P
             regime = str(step.bound)
     if row.per_gpu:
         value /= row.num_gpus
-    terms = step_terms(step, "prefill" if prefill_longer else "decode")
     return Prediction(
         id=row.id, metric=row.metric, measured=row.value, predicted=value, error=float(relative_error(value, row.value)),
         regime=regime, batch_per_replica=int(batch), replicas=replicas,
@@ -320,7 +327,7 @@ def predict_row(row: PublishedResult, efficiency: Efficiency | None = None) -> P
         lengths_assumed=not (row.input_tokens and row.output_tokens),
         signed_error=(value - row.value) / row.value, engine=row.engine, weights_dtype=row.weights_dtype,
         workloads=row_workloads(row, int(batch), dep.num_gpus, prefill_longer, dep.model.num_experts > 0),
-        terms=terms,
+        phase="prefill" if prefill_longer else "decode", step=step,
     )
 
 
