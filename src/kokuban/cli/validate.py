@@ -116,10 +116,13 @@ def validate(**kw: Any) -> None:
 
 # ---- accuracy --------------------------------------------------------------------------------------------
 @click.command()
+@click.option("--file", "file", type=click.Path(dir_okay=False), default=None,
+              help="Score your own measurements: a CSV (docs/validation.md) or a TOML in the published schema.")
 @efficiency_options
 @click.option("--json", "as_json", is_flag=True, help="Print rows and summary as JSON.")
 def accuracy(**kw: Any) -> None:
-    """kokuban's error against every published serving result, and in summary by regime."""
+    """kokuban's error against every published serving result (or your --file), by regime, workload, dtype,
+    engine, with bootstrap intervals, and the ten worst rows with their terms."""
     from kokuban.present.validation import print_accuracy
     from kokuban.usecases.validation import AccuracyRequest, run_accuracy
 

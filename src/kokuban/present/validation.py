@@ -22,17 +22,56 @@ def pct(x: float) -> str:
 
 
 def summary_table(title: str, summary: dict[str, Any], split_key: str):
-    """An `error_summary` as a table: all rows, then each group of `summary[split_key]` that has rows."""
+    """An `error_summary` as a table: all rows, then each group of `summary[split_key]` that has rows; a column
+    of the bootstrap interval of the median |error| where the summary has them (`median_abs_error_ci`)."""
     from rich.table import Table
 
+    with_ci = "median_abs_error_ci" in summary
     table = Table(title=title)
-    for col in ("rows", "count", "median |error|", "p90 |error|", "max |error|", "median signed"):
+    cols = ("rows", "count", "median |error|") + (("interval",) if with_ci else ()) + (
+        "p90 |error|", "max |error|", "median signed")
+    for col in cols:
         table.add_column(col, justify="left" if col == "rows" else "right")
     groups = [("all", summary)] + list(summary.get(split_key, {}).items())
     for name, s in groups:
         if s.get("count"):
-            table.add_row(name, str(s["count"]), pct(s["median_abs_error"]), pct(s["p90_abs_error"]),
+            ci = (f"{pct(s['median_abs_error_ci'][0])} – {pct(s['median_abs_error_ci'][1])}",) if with_ci else ()
+            table.add_row(name, str(s["count"]), pct(s["median_abs_error"]), *ci, pct(s["p90_abs_error"]),
                           pct(s["max_abs_error"]), pct(s["median_signed_error"]))
+    return table
+
+
+def bootstrap_line(summary: dict[str, Any]) -> str:
+    """What the interval column means, from the summary's `bootstrap` settings."""
+    b = summary["bootstrap"]
+    return (f"interval: {100 * b['level']:g} % percentile bootstrap of the median |error| ({b['resamples']:,} "
+            f"resamples, seed {b['seed']}); few rows, wide intervals")
+
+
+WORKLOAD_NAMES = {"decode_batch_1": "decode batch 1", "throughput": "throughput (output tok/s)",
+                  "prefill": "prefill-dominated", "moe": "MoE", "multi_gpu": "multi-GPU group"}
+
+
+def named_workloads(summary: dict[str, Any]) -> dict[str, Any]:
+    """The summary with its `by_workload` groups under their printed names (`WORKLOAD_NAMES`)."""
+    return dict(summary, by_workload={WORKLOAD_NAMES.get(k, k): v for k, v in summary.get("by_workload", {}).items()})
+
+
+def worst_table(worst: Any):
+    """The worst rows and the terms of the step that decides each (seconds on one GPU)."""
+    from rich.table import Table
+
+    from kokuban.validation.accuracy import engine_family
+
+    table = Table(title=f"the {len(worst)} worst rows and their step's terms (one GPU, per step)")
+    cols = ("id", "error", "engine", "phase", "bound", "step", "compute", "weights", "KV", "comm", "overhead")
+    for col in cols:
+        table.add_column(col, justify="left" if col in ("id", "engine", "phase", "bound") else "right")
+    for p in worst:
+        t = p.terms or {}
+        table.add_row(p.id, f"{100 * p.signed_error:+.1f} %", engine_family(p.engine), t.get("phase", ""),
+                      t.get("bound", ""), *(secs(t[k]) if k in t else "" for k in
+                      ("step_time_s", "compute_s", "weights_s", "kv_s", "comm_s", "overhead_s")))
     return table
 
 
@@ -162,7 +201,7 @@ def print_accuracy(console: Any, result: Any) -> None:
     """Every published row beside its prediction, the error by regime and by metric, the fractions used."""
     from rich.table import Table
 
-    table = Table(title="published results vs kokuban (data/published_results.toml)")
+    table = Table(title=f"measured results vs kokuban ({result.source})")
     for col in ("id", "metric", "layout", "batch", "regime", "measured", "predicted", "error"):
         table.add_column(col, justify="left" if col in ("id", "metric", "regime", "layout") else "right")
     for r in result.predictions:
@@ -170,8 +209,14 @@ def print_accuracy(console: Any, result: Any) -> None:
                       f"{r.replicas:g}×{r.tp_or_ep}", str(r.batch_per_replica), r.regime,
                       f"{r.measured:,.1f}", f"{r.predicted:,.1f}", pct(r.error))
     console.print(table)
-    console.print(summary_table("error by regime", result.summary, "by_regime"))
-    console.print(summary_table("error by metric", result.summary, "by_metric"))
+    summary = result.summary
+    console.print(summary_table("error by regime (the step's bound)", summary, "by_regime"))
+    console.print(summary_table("error by metric", summary, "by_metric"))
+    console.print(summary_table("error by workload (a row may be in several)", named_workloads(summary), "by_workload"))
+    console.print(summary_table("error by weights dtype", summary, "by_weights"))
+    console.print(summary_table("error by engine", summary, "by_engine"))
+    console.print(bootstrap_line(summary))
+    console.print(worst_table(result.worst))
     console.print("efficiency: " + ", ".join(f"{k}={v:g}" for k, v in result.efficiency.as_dict().items()))
 
 
@@ -192,6 +237,12 @@ def print_calibration(console: Any, cal: Any) -> None:
     console.print(table)
     console.print(summary_table("held-out error BEFORE calibration", cal.holdout_before, "by_regime"))
     console.print(summary_table("held-out error AFTER calibration", cal.holdout_after, "by_regime"))
+    for key, name in (("by_workload", "workload"), ("by_weights", "weights dtype"), ("by_engine", "engine")):
+        if cal.holdout_after.get(key):
+            title = f"held-out error AFTER calibration, by {name}"
+            console.print(summary_table(title, named_workloads(cal.holdout_after), key))
+    if "bootstrap" in cal.holdout_after:
+        console.print(bootstrap_line(cal.holdout_after) + " — held-out rows only")
 
 
 def plot_calibration(cal: Any, path: str | Path) -> None:

@@ -18,12 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from kokuban.errors import KokubanError
 from kokuban.specs.hardware import Accelerator, Efficiency
 from kokuban.usecases.request import EfficiencyRequest, Request, Tokens
-from kokuban.validation.accuracy import Accuracy
+from kokuban.validation.accuracy import Accuracy, PublishedResult
 from kokuban.validation.calibrate import (
     FRACTIONS,
     HOLD_OUT_FIELDS,
@@ -180,16 +180,176 @@ def run_validate(request: ValidateRequest, *, progress: bool = False) -> Validat
 
 
 # ---- accuracy ----------------------------------------------------------------------------------------
+Count = Annotated[int, Field(ge=0, le=2**24)]
+Positive = Annotated[float, Field(gt=0, le=1e12, allow_inf_nan=False)]
+Text = Annotated[str, Field(min_length=1, max_length=1000)]
+#: Units of a measured value: tokens/s (whole deployment), tokens/s/gpu (per GPU, per_gpu rows), and for a
+#: per-user decode speed its time per output token, s/token or ms/token (converted: tokens/s = 1 ÷ seconds).
+UNITS = ("tokens/s", "tokens/s/gpu", "s/token", "ms/token")
+Metric = Literal["output_tokens_per_s", "tokens_per_s_per_user"]
+
+
+class PublishedRow(BaseModel):
+    """One `[[result]]` of a file in the schema of data/published_results.toml (0 = unknown for tensor_parallel,
+    batch and lengths); `engine` and `scenario` may be left out."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    id: Text
+    model: Text
+    accelerator: Text
+    num_gpus: Annotated[int, Field(gt=0, le=4096)]
+    tensor_parallel: Annotated[int, Field(ge=0, le=4096)] = 0
+    expert_parallel: bool = False
+    weights_dtype: Text
+    kv_dtype: Text = "bf16"
+    engine: str = ""
+    metric: Metric
+    value: Positive
+    per_gpu: bool = False
+    batch: Count = 0
+    input_tokens: Count = 0
+    output_tokens: Count = 0
+    scenario: str = ""
+    source: Text
+
+
+class MeasurementRow(BaseModel):
+    """One row of a user's CSV (docs/validation.md, "Score your own measurements"); empty cells take the
+    defaults. `layout` tp: one tensor-parallel group over all `gpus`; ep: one expert-parallel group."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = ""
+    model: Text
+    gpu: Text
+    gpus: Annotated[int, Field(gt=0, le=4096)] = 1
+    layout: Literal["tp", "ep"] = "tp"
+    weights: Text = "bf16"
+    kv: Text = "bf16"
+    batch: Count = 0
+    prompt: Count = 0
+    output: Count = 0
+    metric: Metric
+    value: Positive
+    unit: Literal[UNITS]  # type: ignore[valid-type]
+    engine: str = ""
+    source: Text
+
+    @model_validator(mode="after")
+    def _unit_fits_metric(self) -> MeasurementRow:
+        if self.unit in ("s/token", "ms/token") and self.metric != "tokens_per_s_per_user":
+            raise ValueError("unit: a time per token is a per-user speed: use metric tokens_per_s_per_user")
+        return self
+
+    def published(self, default_id: str) -> dict[str, Any]:
+        """The row in the published schema (value in tokens/s)."""
+        seconds = {"s/token": 1.0, "ms/token": 1e-3}.get(self.unit)
+        return {"id": self.id or default_id, "model": self.model, "accelerator": self.gpu, "num_gpus": self.gpus,
+                "tensor_parallel": self.gpus if self.layout == "tp" else 0, "expert_parallel": self.layout == "ep",
+                "weights_dtype": self.weights, "kv_dtype": self.kv, "engine": self.engine, "metric": self.metric,
+                "value": 1.0 / (self.value * seconds) if seconds else self.value,
+                "per_gpu": self.unit == "tokens/s/gpu", "batch": self.batch, "input_tokens": self.prompt,
+                "output_tokens": self.output, "scenario": "user", "source": self.source}
+
+
+def _row_error(path: str, row: str, exc: ValidationError | KokubanError) -> KokubanError:
+    """One line naming the file, the row and the field: "FILE row N: FIELD: what is wrong (got V)"."""
+    if isinstance(exc, KokubanError):  # its reason already quotes the value
+        field, reason, value = exc.field or "", exc.reason, None
+    else:
+        first = exc.errors()[0]
+        field = ".".join(str(x) for x in first["loc"]) or "row"
+        reason, value = first["msg"].removeprefix("Value error, "), first.get("input")
+        if field == "row" and reason.startswith("unit:"):
+            field, reason = "unit", reason.removeprefix("unit: ")
+    got = "" if value is None or isinstance(value, dict) else f" (got {value!r})"
+    return KokubanError(f"{path} {row}: {field}: {reason}{got}", field="file", value=path)
+
+
+def read_measurements(path: str) -> list[PublishedResult]:
+    """A user's measurements: a CSV of `MeasurementRow`s, or a TOML of `[[result]]` `PublishedRow`s. Every row is
+    checked here (types, ranges, dtypes, a catalog model and GPU); the first bad one raises one line naming the
+    file, the row (CSV: its line number; TOML: its index from 1) and the field."""
+    import csv
+    import tomllib
+
+    from kokuban.specs.catalog import load_accelerator, load_model
+    from kokuban.specs.dtypes import check_dtype
+
+    rows: list[tuple[str, dict[str, Any]]] = []
+    try:
+        if path.lower().endswith(".toml"):
+            with open(path, "rb") as fh:
+                data = tomllib.load(fh)
+            raw = [("result " + str(i), r) for i, r in enumerate(data.get("result", []), 1)]
+            for label, r in raw:
+                try:
+                    rows.append((label, PublishedRow.model_validate(r).model_dump()))
+                except ValidationError as exc:
+                    raise _row_error(path, label, exc) from None
+        else:
+            with open(path, newline="", encoding="utf-8") as fh:
+                for n, r in enumerate(csv.DictReader(fh), 2):
+                    cells = {str(k).strip(): v.strip() for k, v in r.items() if v is not None and v.strip()}
+                    label = f"row {n}"
+                    try:
+                        rows.append((label, MeasurementRow.model_validate(cells).published(f"{path}:{n}")))
+                    except ValidationError as exc:
+                        raise _row_error(path, label, exc) from None
+    except OSError as exc:
+        raise KokubanError(f"cannot read '{path}': {exc.strerror}", field="file", value=path) from None
+    except (tomllib.TOMLDecodeError, csv.Error, UnicodeDecodeError) as exc:
+        raise KokubanError(f"'{path}' is not a readable CSV or TOML file: {exc}", field="file", value=path) from None
+    if not rows:
+        raise KokubanError(f"'{path}' has no rows (CSV: a header line and one row per measurement; TOML: "
+                           "[[result]] tables)", field="file", value=path)
+    out = []
+    names = {"weights_dtype": "weights", "kv_dtype": "kv", "model": "model", "accelerator": "gpu"}
+    for label, r in rows:
+        toml = label.startswith("result")
+        try:
+            for key in ("weights_dtype", "kv_dtype"):
+                r[key] = check_dtype(r[key], key if toml else names[key])
+            for key, load in (("model", load_model), ("accelerator", load_accelerator)):
+                try:
+                    load(r[key])
+                except KokubanError as exc:
+                    raise KokubanError(exc.reason, field=key if toml else names[key], value=r[key]) from None
+        except KokubanError as exc:
+            raise _row_error(path, label, exc) from None
+        out.append(PublishedResult(**{k: r[k] for k in PublishedResult.__dataclass_fields__}))
+    return out
+
+
 class AccuracyRequest(EfficiencyRequest):
-    """`kokuban accuracy`: every published result predicted at the shipped calibrated fractions (the ones
-    every estimate uses), each overridable."""
+    """`kokuban accuracy`: every published result (or the measurements in `file`, CSV or TOML:
+    `read_measurements`) predicted at the shipped calibrated fractions (the ones every estimate uses),
+    each overridable."""
+
+    file: Annotated[str, Field(min_length=1)] | None = None
 
 
 def run_accuracy(request: AccuracyRequest) -> Accuracy:
-    """kokuban's error against data/published_results.toml, per row and in summary (`validation.accuracy`)."""
+    """kokuban's error against data/published_results.toml (or `file`), per row and in summary
+    (`validation.accuracy`)."""
     from kokuban.validation.accuracy import accuracy
 
-    return accuracy(request.efficiency_spec())
+    if request.file is None:
+        return accuracy(request.efficiency_spec())
+    from kokuban.core import memory
+    from kokuban.validation.accuracy import assumed_lengths, replica_layout
+
+    rows, eff = read_measurements(request.file), request.efficiency_spec()
+    try:
+        for r in rows:  # a measured row must at least hold one request in kokuban's memory plan
+            dep, _ = replica_layout(r, eff)
+            mp = memory.plan(dep, 1, sum(assumed_lengths(r)))
+            if not mp.fits:
+                raise KokubanError(f"row '{r.id}': {memory.no_fit_message(dep, mp)}")
+        return accuracy(eff, rows, source=request.file)
+    except KokubanError as exc:  # a row that cannot be predicted (does not fit, bad layout): name the file
+        raise KokubanError(f"{request.file}: {exc.reason}", field="file", value=request.file) from None
 
 
 # ---- calibrate ---------------------------------------------------------------------------------------

@@ -19,13 +19,20 @@ How each published row is predicted from the core (pure functions below, one rul
 - Regime: the bound of the phase that takes longest (prefill → its bound, usually 'compute';
   else the decode step at the mean context).
 Errors are relative, |predicted − measured| ÷ measured, on the metric itself (tokens/s).
+
+Beyond the bound regime, each row falls in any of the issue-13 workloads (`row_workloads`, overlapping):
+decode batch 1 (a per-user speed at batch 1 per replica), throughput (an output_tokens_per_s row),
+prefill (the prediction's prefill outlasts its decode), MoE (the model has routed experts), multi-GPU
+(the replica's TP/EP group has more than one GPU); and in one weights dtype and one engine family
+(`engine_family`). Each group's median |error| carries a percentile-bootstrap interval
+(`bootstrap_median_ci`: `BOOTSTRAP_RESAMPLES` resamples, level `BOOTSTRAP_LEVEL`, seed `BOOTSTRAP_SEED`).
 """
 
 from __future__ import annotations
 
 import tomllib
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -37,6 +44,11 @@ UNKNOWN_INPUT_TOKENS = 512  # assumption where a source does not state its promp
 UNKNOWN_OUTPUT_TOKENS = 256  # assumption where a source does not state its output length
 OFFLINE_BATCH_CAP = 2048  # TensorRT-LLM's default max_batch_size; vLLM's max_num_seqs is lower (256–1024)
 METRICS = ("output_tokens_per_s", "tokens_per_s_per_user")
+BOOTSTRAP_RESAMPLES = 10_000  # resamples of each group's rows behind its interval of the median |error|
+BOOTSTRAP_LEVEL = 0.95  # the interval's level: the 2.5th to 97.5th percentile of the resampled medians
+BOOTSTRAP_SEED = 0  # numpy default_rng seed: the same rows always give the same interval
+WORST_ROWS = 10  # how many of the largest |error| rows the report names, with their terms
+WORKLOADS = ("decode_batch_1", "throughput", "prefill", "moe", "multi_gpu")
 
 
 # ---- error statistics (shared by validate, accuracy, calibrate) -------------------------------------
@@ -68,6 +80,61 @@ def error_summary(measured: Sequence[float], predicted: Sequence[float], regimes
             lab = np.asarray(labels)
             out[key] = {str(k): _stats(err[lab == k], signed[lab == k]) for k in sorted(set(lab.tolist()))}
     return out
+
+
+def bootstrap_median_ci(errors: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES, level: float = BOOTSTRAP_LEVEL,
+                        seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
+    """Percentile-bootstrap interval of the median of `errors`.
+
+    Draw `resamples` samples of n rows with replacement (`numpy.random.default_rng(seed)`), take each one's
+    median, and return the (1 − level)/2 and (1 + level)/2 quantiles of those medians (linear
+    interpolation). Assumes the rows are independent draws from what is being judged; with few rows the
+    interval is wide and coarse (a median of n = 3 can only be one of its 3 values). Deterministic by seed.
+    """
+    err = np.asarray(errors, dtype=np.float64)
+    if err.size == 0:
+        raise KokubanError("needs at least one error to resample", field="errors", value=[])
+    if not 0 < level < 1:
+        raise KokubanError(f"must be between 0 and 1, got {level!r}", field="level", value=level)
+    draws = np.random.default_rng(seed).integers(0, err.size, size=(int(resamples), err.size))
+    medians = np.median(err[draws], axis=1)
+    lo, hi = np.quantile(medians, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
+
+
+def bootstrap_settings() -> dict[str, Any]:
+    """What every `median_abs_error_ci` in a summary means (the `bootstrap` key of the summary)."""
+    return {"statistic": "median_abs_error", "method": "percentile", "resamples": BOOTSTRAP_RESAMPLES,
+            "level": BOOTSTRAP_LEVEL, "seed": BOOTSTRAP_SEED}
+
+
+def _with_ci(stats: dict[str, Any], err: np.ndarray) -> dict[str, Any]:
+    if err.size:
+        stats["median_abs_error_ci"] = list(bootstrap_median_ci(err))
+    return stats
+
+
+def add_intervals(summary: dict[str, Any], measured: Sequence[float], predicted: Sequence[float],
+                  labels: dict[str, Sequence[str]], groups: dict[str, Sequence[Sequence[str]]] | None = None
+                  ) -> dict[str, Any]:
+    """`summary` (an `error_summary` of these rows) with a bootstrap interval of the median |error| added to the
+    whole and to each group of `summary[key]` (rows labelled by `labels[key]`), plus new splits `groups[key]`
+    (each row listing every group it belongs to; a row may be in several or none), and a `bootstrap` key."""
+    m, p = np.asarray(measured, dtype=np.float64), np.asarray(predicted, dtype=np.float64)
+    err, signed = relative_error(p, m), (p - m) / m
+    _with_ci(summary, err)
+    for key, lab in labels.items():
+        lab = np.asarray(lab)
+        for name, stats in summary.get(key, {}).items():
+            _with_ci(stats, err[lab == name])
+    for key, member in (groups or {}).items():
+        names = sorted({g for gs in member for g in gs})
+        summary[key] = {}
+        for name in names:
+            mask = np.array([name in gs for gs in member], dtype=bool)
+            summary[key][name] = _with_ci(_stats(err[mask], signed[mask]), err[mask])
+    summary["bootstrap"] = bootstrap_settings()
+    return summary
 
 
 # ---- the dataset --------------------------------------------------------------------------------------
@@ -121,6 +188,29 @@ def load_published(path: str | None = None) -> list[PublishedResult]:
 def assumed_lengths(row: PublishedResult) -> tuple[int, int]:
     """(input, output) tokens, unknowns (0) replaced by UNKNOWN_INPUT_TOKENS / UNKNOWN_OUTPUT_TOKENS."""
     return row.input_tokens or UNKNOWN_INPUT_TOKENS, row.output_tokens or UNKNOWN_OUTPUT_TOKENS
+
+
+def engine_family(engine: str) -> str:
+    """The engine's name without version or details: text before the first '(' or ',', then a trailing
+    version number dropped ('TensorRT-LLM 1.0 (PyTorch backend)' → 'TensorRT-LLM'); '' stays ''."""
+    name = engine.split("(")[0].split(",")[0].strip()
+    head, _, last = name.rpartition(" ")
+    return head if head and last[:1].isdigit() else name
+
+
+def row_workloads(row: PublishedResult, batch_per_replica: int, group_gpus: int, prefill_longer: bool,
+                  moe: bool) -> tuple[str, ...]:
+    """The workloads of `WORKLOADS` a row belongs to (the rules in the module docstring)."""
+    rules = {"decode_batch_1": row.metric == "tokens_per_s_per_user" and batch_per_replica == 1,
+             "throughput": row.metric == "output_tokens_per_s", "prefill": prefill_longer, "moe": moe,
+             "multi_gpu": group_gpus > 1}
+    return tuple(w for w in WORKLOADS if rules[w])
+
+
+def step_terms(step: Any, phase: str) -> dict[str, Any]:
+    """The deciding step's time, bound and breakdown in seconds (`Step.as_dict()`), and its phase."""
+    d = step.as_dict()
+    return {"phase": phase, "step_time_s": d["step_time_s"], "bound": d["bound"], **d["breakdown"]}
 
 
 def is_decode_only(row: PublishedResult) -> bool:
@@ -197,9 +287,22 @@ class Prediction:
     input_tokens: int
     output_tokens: int
     lengths_assumed: bool
+    signed_error: float = 0.0  # (predicted − measured) ÷ measured: > 0 predicts too fast
+    engine: str = ""  # the row's engine, as its source names it
+    weights_dtype: str = ""
+    workloads: tuple[str, ...] = ()  # `row_workloads`
+    phase: str = field(default="decode", repr=False)  # the phase that decides: "decode" or "prefill"
+    step: Any = field(default=None, repr=False, compare=False)  # its roofline.Step (in JSON as `terms`)
+
+    @property
+    def terms(self) -> dict[str, Any] | None:
+        """`step_terms` of the step that decides the prediction (computed when asked: calibration predicts
+        every row thousands of times and never reads them)."""
+        return None if self.step is None else step_terms(self.step, self.phase)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("phase", "step")}
+        return out | {"terms": self.terms}
 
 
 def predict_row(row: PublishedResult, efficiency: Efficiency | None = None) -> Prediction:
@@ -210,6 +313,7 @@ def predict_row(row: PublishedResult, efficiency: Efficiency | None = None) -> P
     dep, replicas = replica_layout(row, efficiency)
     inp, out = assumed_lengths(row)
     mid_context = inp + out / 2
+    prefill_longer = False
     if row.metric == "tokens_per_s_per_user":
         batch = max(int(row.batch // replicas), 1) if row.batch else 1
         step = decode_step(dep, batch, mid_context)
@@ -222,7 +326,9 @@ def predict_row(row: PublishedResult, efficiency: Efficiency | None = None) -> P
         else:
             gen = generation(dep, batch, inp, out)
             value = replicas * gen.output_tokens_per_s
-            regime = str(prefill(dep, batch, inp).bound) if gen.ttft_s > gen.decode_time_s else str(step.bound)
+            prefill_longer = gen.ttft_s > gen.decode_time_s
+            step = prefill(dep, batch, inp) if prefill_longer else step  # the phase that takes longest decides
+            regime = str(step.bound)
     if row.per_gpu:
         value /= row.num_gpus
     return Prediction(
@@ -238,7 +344,17 @@ def predict_row(row: PublishedResult, efficiency: Efficiency | None = None) -> P
         input_tokens=inp,
         output_tokens=out,
         lengths_assumed=not (row.input_tokens and row.output_tokens),
+        signed_error=(value - row.value) / row.value, engine=row.engine, weights_dtype=row.weights_dtype,
+        workloads=row_workloads(row, int(batch), dep.num_gpus, prefill_longer, dep.model.num_experts > 0),
+        phase="prefill" if prefill_longer else "decode", step=step,
     )
+
+
+def prediction_groups(preds: Sequence[Prediction]) -> dict[str, list[tuple[str, ...]]]:
+    """The splits beyond the bound regime, per row its groups: workloads, weights dtype, engine family (rows
+    whose engine is not recorded are in no engine group)."""
+    return {"by_workload": [p.workloads for p in preds], "by_weights": [(p.weights_dtype,) for p in preds],
+            "by_engine": [(engine_family(p.engine),) if p.engine else () for p in preds]}
 
 
 @dataclass(frozen=True)
@@ -248,19 +364,31 @@ class Accuracy:
     predictions: tuple[Prediction, ...]
     summary: dict[str, Any]
     efficiency: Efficiency
+    source: str = "data/published_results.toml"  # the rows judged: the bundled set or a user's file
+
+    @property
+    def worst(self) -> tuple[Prediction, ...]:
+        """The `WORST_ROWS` rows of largest |error|, largest first (ties by id)."""
+        return tuple(sorted(self.predictions, key=lambda p: (-p.error, p.id))[:WORST_ROWS])
 
     def as_dict(self) -> dict[str, Any]:
         return {"rows": [p.as_dict() for p in self.predictions], "summary": self.summary,
-                "efficiency": self.efficiency.as_dict()}
+                "efficiency": self.efficiency.as_dict(), "worst": [p.as_dict() for p in self.worst],
+                "source": self.source}
 
 
-def accuracy(efficiency: Efficiency | None = None, rows: Sequence[PublishedResult] | None = None) -> Accuracy:
-    """Every published row predicted at `efficiency` (default: the shipped calibrated `Efficiency()`, what
-    every estimate uses), and the error summary (overall, by regime, by metric)."""
+def accuracy(efficiency: Efficiency | None = None, rows: Sequence[PublishedResult] | None = None,
+             source: str | None = None) -> Accuracy:
+    """Every published row (or `rows`, read from `source`) predicted at `efficiency` (default: the shipped
+    calibrated `Efficiency()`, what every estimate uses), and the error summary (overall, by regime, by metric;
+    by workload, weights dtype and engine family; each median |error| with its bootstrap interval)."""
     efficiency = efficiency or Efficiency()
     rows = load_published() if rows is None else rows
     preds = tuple(predict_row(r, efficiency) for r in rows)
-    summary = error_summary([p.measured for p in preds], [p.predicted for p in preds], [p.regime for p in preds],
-                            [p.metric for p in preds])
+    measured, predicted = [p.measured for p in preds], [p.predicted for p in preds]
+    regimes, metrics = [p.regime for p in preds], [p.metric for p in preds]
+    summary = error_summary(measured, predicted, regimes, metrics)
     summary["by_metric"] = summary.pop("by_phase")
-    return Accuracy(predictions=preds, summary=summary, efficiency=efficiency)
+    add_intervals(summary, measured, predicted, {"by_regime": regimes, "by_metric": metrics}, prediction_groups(preds))
+    return Accuracy(predictions=preds, summary=summary, efficiency=efficiency,
+                    source=source or "data/published_results.toml")

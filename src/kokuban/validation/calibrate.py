@@ -8,7 +8,9 @@ Nelder–Mead from several starts (the core's defaults among them); the best fit
 symmetric in over- and under-prediction and not dominated by the slowest rows.
 
 Rows are split by a hash of their id (`holdout_mask`), so a row's side does not depend on the order
-of the file. Errors are reported before (the efficiency given) and after, on the held-out rows only.
+of the file. Errors are reported before (the efficiency given) and after, on the held-out rows only; the
+held-out summaries carry a bootstrap interval of each median |error| (`accuracy.add_intervals`), computed on
+the held-out rows alone, by regime (and, for published rows, by workload, weights dtype and engine).
 
 The starting fractions are an argument everywhere here, with no default: which fractions a calibration
 starts from is the request's policy (`usecases.validation.CalibrateRequest`: the textbook ones).
@@ -25,7 +27,7 @@ import numpy as np
 
 from kokuban.errors import KokubanError
 from kokuban.specs.hardware import Efficiency
-from kokuban.validation.accuracy import error_summary
+from kokuban.validation.accuracy import add_intervals, error_summary
 
 FRACTIONS = ("compute", "memory", "interconnect", "kv_memory", "overlap")
 SECONDS = ("step_overhead_s", "collective_latency_s")
@@ -140,11 +142,13 @@ def calibrate(
     holdout_fraction: float = 1 / 3,
     seed: int = 0,
     held_out: Sequence[bool] | None = None,
+    groups: Callable[[Efficiency], dict[str, list[tuple[str, ...]]]] | None = None,
 ) -> Calibration:
     """Split, fit on the training rows, and summarise both sides before and after.
 
     `predict(eff)` returns (predicted values, regime labels) for all rows, in the order of `ids`.
     The split is `holdout_mask(ids, holdout_fraction, seed)` unless `held_out` gives it row by row.
+    `groups(eff)`, if given, names further splits of the held-out summaries ({key: per row, its groups}).
     """
     m = np.asarray(measured, dtype=np.float64)
     held = holdout_mask(ids, holdout_fraction, seed) if held_out is None else np.asarray(held_out, dtype=bool)
@@ -158,12 +162,18 @@ def calibrate(
     def side(pred: np.ndarray, regime: np.ndarray, mask: np.ndarray) -> dict[str, Any]:
         return error_summary(m[mask], pred[mask], regime[mask])
 
+    def held_side(pred: np.ndarray, regime: np.ndarray, eff: Efficiency) -> dict[str, Any]:
+        """The held-out summary with bootstrap intervals, on held-out rows only."""
+        extra = {k: [g for g, h in zip(v, held, strict=True) if h] for k, v in (groups(eff) if groups else {}).items()}
+        return add_intervals(side(pred, regime, held), m[held], pred[held], {"by_regime": regime[held]}, extra)
+
     rows = tuple({"id": str(i), "measured": float(v), "predicted_before": float(b), "predicted_after": float(a),
                   "regime_after": str(r), "held_out": bool(h)}
                  for i, v, b, a, r, h in zip(ids, m, pred_b, pred_a, reg_a, held, strict=True))
     return Calibration(
         source=source, params=tuple(params), before=start, after=after, train_rows=int((~held).sum()),
-        holdout_rows=int(held.sum()), holdout_before=side(pred_b, reg_b, held), holdout_after=side(pred_a, reg_a, held),
+        holdout_rows=int(held.sum()), holdout_before=held_side(pred_b, reg_b, start),
+        holdout_after=held_side(pred_a, reg_a, after),
         train_before=side(pred_b, reg_b, ~held), train_after=side(pred_a, reg_a, ~held),
         holdout_ids=tuple(i for i, h in zip(ids, held, strict=True) if h), rows=rows,
     )
@@ -173,7 +183,7 @@ def calibrate(
 def calibrate_published(params: Sequence[str] = PUBLISHED_PARAMS, *, start: Efficiency, holdout_fraction: float = 1 / 3,
                         seed: int = 0) -> Calibration:
     """Fit to data/published_results.toml (rules of `accuracy.predict_row`)."""
-    from kokuban.validation.accuracy import load_published, predict_row
+    from kokuban.validation.accuracy import load_published, predict_row, prediction_groups
 
     rows = load_published()
 
@@ -181,8 +191,11 @@ def calibrate_published(params: Sequence[str] = PUBLISHED_PARAMS, *, start: Effi
         preds = [predict_row(r, eff) for r in rows]
         return np.array([p.predicted for p in preds]), np.array([p.regime for p in preds])
 
+    def groups(eff: Efficiency) -> dict[str, list[tuple[str, ...]]]:
+        return prediction_groups([predict_row(r, eff) for r in rows])
+
     return calibrate("published", [r.id for r in rows], [r.value for r in rows], predict, params, start=start,
-                     holdout_fraction=holdout_fraction, seed=seed)
+                     holdout_fraction=holdout_fraction, seed=seed, groups=groups)
 
 
 def read_validation(csv_path: str) -> tuple[Any, dict[str, Any]]:
