@@ -295,3 +295,31 @@ def test_docs_show_the_bad_row_message(capsys, tmp_path):
     assert main(["accuracy", "--file", str(path)]) == 2
     err = capsys.readouterr().err.strip().replace(str(path), "my.csv")
     assert f"`{err}`" in _docs()
+
+
+def test_readme_quotes_the_report():
+    """The README's "How sure" lines are the report's numbers (95 % bootstrap of the median |error|)."""
+    from pathlib import Path
+
+    from kokuban.specs.hardware import Efficiency
+    from kokuban.validation.accuracy import accuracy
+
+    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8").split())
+    report = accuracy(Efficiency()).as_dict()
+    s = report["summary"]
+
+    def pct(x: float) -> str:
+        return f"{100 * x:.1f}"
+
+    lo, hi = s["median_abs_error_ci"]
+    assert f"all 43 rows {pct(s['median_abs_error'])} % ({pct(lo)}–{pct(hi)} %)" in readme
+    w = s["by_workload"]
+    assert f"decode batch 1 {pct(w['decode_batch_1']['median_abs_error'])} %" in readme
+    assert f"throughput {pct(w['throughput']['median_abs_error'])} %" in readme
+    assert f"multi-GPU {pct(w['multi_gpu']['median_abs_error'])} %" in readme
+    moe_lo, moe_hi = w["moe"]["median_abs_error_ci"]
+    assert f"MoE {pct(w['moe']['median_abs_error'])} % (5 rows: {pct(moe_lo)}–{pct(moe_hi)} %)" in readme
+    assert f"weakest at {pct(s['by_engine']['vLLM']['median_abs_error'])} %" in readme
+    worst = report["worst"][0]
+    assert worst["id"].startswith("trtllm10-qwen3-30b-a3b-b200-fp4") and worst["regime"] == "kv"
+    assert f"predicted {pct(worst['error'])} % too fast, KV-bound" in readme and worst["signed_error"] > 0
