@@ -171,3 +171,11 @@ def test_merge_records_concatenates_samples():
     assert by_id["m/Q4_0/tg16"]["samples_s"] == [0.3, 0.2, 0.4, 0.1] and by_id["m/Q4_0/tg16"]["best_s"] == 0.1
     assert by_id["m/Q4_0/pp32"]["samples_s"] == [1.0]
     assert [p["repeats"] for p in merged["passes"]] == [3, 6] and len(merged["runs"]) == 2
+
+
+def test_others_cores_by_hand():
+    # the machine was busy 3.0 CPU-s during a 2.0 s run that itself used 2.0 CPU-s: others kept 0.5 cores busy
+    assert lc.others_cores(3.0, 2.0, 2.0) == 0.5
+    assert lc.others_cores(1.9, 2.0, 1.0) == 0.0  # tick rounding never makes it negative
+    assert lc.others_cores(1.0, 0.0, 0.0) == float("inf")  # no wall time: never counted as quiet
+    assert lc.cpu_busy_s() >= 0.0

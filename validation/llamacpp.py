@@ -31,24 +31,40 @@ def _summary_line(label: str, s: dict[str, Any]) -> str:
             f"{_pct(s['max_abs_error'])}   {_pct(s['median_signed_error'])}")
 
 
+def _error_block(title: str, result: dict[str, Any]) -> list[str]:
+    lines = [f"error |predicted − measured| ÷ measured on HELD-OUT rows, {title}",
+             "  rows                   count   median     p90      max      median signed"]
+    for t, cal in result["per_type"].items():
+        lines.append(f" {t}: fitted per type on {cal['train_rows']} rows {_fractions(cal['after'])}")
+        lines.append(_summary_line("before (defaults)", cal["holdout_before"]))
+        lines.append(_summary_line("after, all", cal["holdout_after"]))
+        for regime, s in cal["holdout_after"].get("by_regime", {}).items():
+            lines.append(_summary_line(f"after, {regime}", s))
+    joint = result["all_types"]
+    lines += [f" one Efficiency for every type {_fractions(joint['after'])}",
+              _summary_line("after, all", joint["holdout_after"])]
+    for regime, s in joint["holdout_after"].get("by_regime", {}).items():
+        lines.append(_summary_line(f"after, {regime}", s))
+    return lines
+
+
 def report_text(record: dict[str, Any], result: dict[str, Any], median: dict[str, Any], probe: dict[str, Any],
-                probe_path: str) -> str:
+                probe_path: str, consistent: dict[str, Any] | None = None) -> str:
     from kokuban.specs.dtypes import bytes_per_element
-    from kokuban.validation.llamacpp import GGUF_TYPES, passes
+    from kokuban.validation.llamacpp import GGUF_TYPES
 
     plan = record["plan"]
     commits = sorted({r.get("build_commit", "") for r in record["runs"] if r.get("build_commit")})
     loads = [x for r in record["runs"] for x in (r.get("load_before"), r.get("load_after")) if x is not None]
     lines = [
         f"llama.cpp on {probe.get('device', 'cpu')}, {plan['threads']} threads — measured {record['date']}",
-        f"  llama.cpp {record.get('llama_cpp', '')} (llama-bench's build_commit: {', '.join(commits) or '?'})",
-        f"  machine: {record['machine']}; 1-minute load average around the runs "
-        + (f"{min(loads):.1f}–{max(loads):.1f}" if loads else "?"),
+        f"  llama.cpp: {record.get('llama_cpp', '')}" + (f" (llama-bench's build_commit: {', '.join(commits)})"
+                                                         if commits else ""),
+        f"  machine: {record['machine']}" + (f"; 1-minute load average around the runs {min(loads):.1f}–"
+                                             f"{max(loads):.1f}" if loads else ""),
         f"  kokuban's CPU: {probe_path} ({probe['memory_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s read, "
         f"{probe['flops_fp32'] / 1e9:.0f} GFLOP/s fp32 matmul; every FLOP timed at the fp32 rate)",
-        f"  passes: {'; '.join(_pass(p) for p in passes(record))}",
-        f"  statistic: the fastest of each row's {_counts(record)} repetitions — the machine is shared (the run is "
-        "niced), so slower repetitions measure other processes too; the median's error is reported below",
+        *_method(record),
         "",
         "models (random weights; llama-quantize from the F16 file): body bits per weight in the file, kokuban's",
     ]
@@ -59,20 +75,15 @@ def report_text(record: dict[str, Any], result: dict[str, Any], median: dict[str
         for t, f in case["files"].items():
             cells.append(f"{t} {f['body_bits_per_weight']:.3f} (kokuban {8 * bytes_per_element(GGUF_TYPES[t]):.3f})")
         lines.append("      " + ", ".join(cells))
-    lines += ["", f"held out: the cases marked so, depth(s) {plan['held_out_depths']}, every batched-bench row",
-              "", "error |predicted − measured| ÷ measured on HELD-OUT rows",
-              "  rows                   count   median     p90      max      median signed"]
-    for t, cal in result["per_type"].items():
-        lines.append(f" {t}: fitted per type {_fractions(cal['after'])}")
-        lines.append(_summary_line("before (defaults)", cal["holdout_before"]))
-        lines.append(_summary_line("after, all", cal["holdout_after"]))
-        for regime, s in cal["holdout_after"].get("by_regime", {}).items():
-            lines.append(_summary_line(f"after, {regime}", s))
-    joint = result["all_types"]
-    lines += ["", f" one Efficiency for every type {_fractions(joint['after'])}",
-              _summary_line("after, all", joint["holdout_after"])]
-    for regime, s in joint["holdout_after"].get("by_regime", {}).items():
-        lines.append(_summary_line(f"after, {regime}", s))
+    lines += ["", f"held out: the cases marked so, depth(s) {plan['held_out_depths']}, every batched-bench row", ""]
+    lines += _error_block("ALL ROWS", result)
+    if consistent is not None:
+        n = len(consistent["rows"])
+        lines += ["", f"rows whose passes' fastest repetitions agree within 10 % ({n} of {len(result['rows'])}; "
+                  "a rule on the measurements only)", ""]
+        lines += _error_block("CONSISTENT ROWS", consistent)
+        if consistent.get("skipped"):
+            lines.append(f"  (no split left for {', '.join(consistent['skipped'])})")
     lines += ["", "same per-type fit judged on the MEDIAN repetition instead of the fastest:"]
     for t, cal in median["per_type"].items():
         lines.append(_summary_line(f"{t} after, all", cal["holdout_after"]))
@@ -84,6 +95,32 @@ def report_text(record: dict[str, Any], result: dict[str, Any], median: dict[str
         lines.append(f"  {r['id']:<48} {'yes ' if r['held_out'] else 'no  '} {r['best_s']:9.4f} {_pct(spread)}"
                      f"  {r['predicted_fit_s']:9.4f}  {100 * err:+6.1f} %")
     return "\n".join(lines) + "\n"
+
+
+def _method(record: dict[str, Any]) -> list[str]:
+    from kokuban.validation.llamacpp import passes
+
+    if record.get("method") != "clean":
+        return [f"  passes: {'; '.join(_pass(p) for p in passes(record))}",
+                f"  statistic: the fastest of each row's {_counts(record)} repetitions — the machine is shared "
+                "(the run is niced), so slower repetitions measure other processes too; the median's error is reported "
+                "below"]
+    attempts = record["attempts"]
+    kept = [a for a in attempts if a["kept"]]
+    if "not_measured" not in record:  # an interrupted run: the tests started but never kept
+        done = {(a["case"], a["type"], a["test"]) for a in kept}
+        record["not_measured"] = sorted({f"{a['case']}/{a['type']}/{a['test']}" for a in attempts
+                                         if (a["case"], a["type"], a["test"]) not in done})
+    others = max(a["others_cores"] for a in kept) if kept else float("nan")
+    return [
+        f"  method: one test per llama-bench run ({record['plan']['repeats']} repetitions after its warm-up), started "
+        "when the machine was quiet; a run is kept only if other processes used at most "
+        f"{record['max_others_cores']:.2f} cores on average during it (/proc/stat busy time − the run's own CPU time)",
+        f"  runs: {len(attempts)} started, {len(kept)} kept (others ≤ {others:.2f} cores in the kept ones), "
+        f"{len(attempts) - len(kept)} disturbed and run again, {record.get('rounds', '?')} round(s); not measured: "
+        f"{', '.join(record.get('not_measured', ['(run in progress)'])) or 'none'}",
+        "  statistic: the fastest repetition of the kept run (the median's error is reported below)",
+    ]
 
 
 def _pass(p: dict[str, Any]) -> str:
@@ -101,7 +138,7 @@ def _fractions(eff: dict[str, Any]) -> str:
 
 
 def cmd_measure(args: argparse.Namespace) -> int:
-    from kokuban.validation.llamacpp import DEFAULT_PLAN, find_tools, measure, merge_records
+    from kokuban.validation.llamacpp import DEFAULT_PLAN, find_tools, measure, measure_clean, merge_records
 
     tools = find_tools(args.bin)
     if tools is None:
@@ -118,26 +155,36 @@ def cmd_measure(args: argparse.Namespace) -> int:
 
     plan = replace(DEFAULT_PLAN, repeats=args.repeats or DEFAULT_PLAN.repeats,
                    batched_runs=args.batched_runs or DEFAULT_PLAN.batched_runs)
-    save(measure(plan, tools, args.work, save=save, log=lambda m: print(m, flush=True)))
+    if args.clean:
+        save(measure_clean(plan, tools, args.work, budget_s=args.budget_s, max_others=args.max_others, save=save,
+                           log=lambda m: print(m, flush=True)))
+    else:
+        save(measure(plan, tools, args.work, save=save, log=lambda m: print(m, flush=True)))
     print(f"written: {raw}")
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from kokuban.validation.harness import read_probe_entry
-    from kokuban.validation.llamacpp import analyse
+    from kokuban.validation.llamacpp import analyse, consistent_ids
 
     record = json.loads(Path(args.raw).read_text())
     probe = read_probe_entry(args.probe)
     result = analyse(record, probe, statistic="best")
     median = analyse(record, probe, statistic="median")
+    ids = consistent_ids(record)
+    consistent = analyse(record, probe, only=ids) if ids else None
     out = Path(args.out_dir)
-    text = report_text(record, result, median, probe, args.probe)
+    text = report_text(record, result, median, probe, args.probe, consistent)
     (out / "llamacpp.txt").write_text(text)
     keys = ("after", "holdout_before", "holdout_after", "train_after", "train_rows", "holdout_rows")
     summary = {"statistic": "best", "per_type": {t: {k: c[k] for k in keys} for t, c in result["per_type"].items()},
                "all_types": {k: result["all_types"][k] for k in keys},
                "median_statistic": {t: c["holdout_after"] for t, c in median["per_type"].items()}}
+    if consistent:
+        summary["consistent"] = {"rows": len(consistent["rows"]), "skipped": consistent["skipped"],
+                                 "per_type": {t: {k: c[k] for k in keys} for t, c in consistent["per_type"].items()},
+                                 "all_types": {k: consistent["all_types"][k] for k in keys}}
     (out / "llamacpp-report.json").write_text(json.dumps(summary, indent=1) + "\n")
     with open(out / "llamacpp.csv", "w", newline="") as fh:
         cols = ["id", "model", "gguf_type", "regime", "tokens", "depth", "batch", "held_out", "best_s", "median_s",
@@ -160,6 +207,12 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--raw", required=True)
     m.add_argument("--llama-cpp", default="", help="what llama.cpp this is (source and commit), for the record")
     m.add_argument("--append", action="store_true", help="a further pass: add its samples to the rows of --raw")
+    m.add_argument("--clean", action="store_true",
+                   help="one test per run, started on a quiet machine, kept only if no other process used the CPU")
+    m.add_argument("--budget-s", type=float, default=1800,
+                   help="with --clean: stop retrying disturbed tests after this many seconds")
+    m.add_argument("--max-others", type=float, default=0.15,
+                   help="with --clean: most cores other processes may use on average during a kept run")
     m.add_argument("--repeats", type=int, default=None, help="llama-bench repetitions per test (default: the plan's)")
     m.add_argument("--batched-runs", type=int, default=None, help="llama-batched-bench runs (default: the plan's)")
     r = sub.add_parser("report")

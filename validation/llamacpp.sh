@@ -5,9 +5,9 @@
 # Writes validation/cpu/llamacpp.json (raw: every repetition, command lines, llama.cpp commit, date, machine),
 # llamacpp.csv, llamacpp.txt and llamacpp-report.json (or under $1). Needs probe.toml from validation/cpu.sh,
 # the `gguf` package (pip install 'kokuban[llamacpp]'), cmake and a C++ compiler when the tools must be built.
-# About 40 minutes of building on 2 cores and 20-40 minutes of benchmarks; run it on an idle machine.
+# About 30-40 minutes of building on 2 cores and 10-35 minutes of benchmarks (longer on a busy machine).
 # Environment: LLAMA_CPP_BIN (folder with the three tools; default: build them), LLAMA_WORK (build and model
-# folder, default /tmp/kokuban-llamacpp; the GGUF files take ~6 GB), PYTHON (default: python3).
+# folder, default /tmp/kokuban-llamacpp; the GGUF files take ~6 GB), PYTHON (default: python3), BUDGET_S.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT_DIR=${1:-validation/cpu}
@@ -30,11 +30,10 @@ if [ -z "$BIN" ]; then
   fi
 fi
 COMMIT=$(git -C "$WORK/llama_cpp_python-$VERSION/vendor/llama.cpp" log -1 --format='%H %cI' 2>/dev/null || echo unknown)
-# 2. models, quantization and the benchmarks (2 threads; nice so that the machine stays usable); $PASSES passes
-#    over the whole plan, the later ones adding their repetitions to the rows (busy spells spread over all rows)
-for pass in $(seq 1 "${PASSES:-2}"); do
-  nice -n 19 "$PY" validation/llamacpp.py measure --bin "$BIN" --work "$WORK/models" --raw "$OUT_DIR/llamacpp.json" \
-    --llama-cpp "llama-cpp-python $VERSION sdist, llama.cpp $COMMIT" $([ "$pass" -gt 1 ] && echo --append)
-done
+# 2. models, quantization and the benchmarks (2 threads, niced): each test is its own llama-bench run, started when
+#    the machine is quiet and kept only if other processes used <= 0.15 cores meanwhile; disturbed tests are run
+#    again until every test has a quiet run or $BUDGET_S seconds have passed (what never got one is listed)
+nice -n 19 "$PY" validation/llamacpp.py measure --clean --budget-s "${BUDGET_S:-2100}" --bin "$BIN" \
+  --work "$WORK/models" --raw "$OUT_DIR/llamacpp.json" --llama-cpp "llama-cpp-python $VERSION sdist, llama.cpp $COMMIT"
 # 3. the prediction, the per-type fit on the fitted rows and the error on the held-out rows
 "$PY" validation/llamacpp.py report --raw "$OUT_DIR/llamacpp.json" --probe "$OUT_DIR/probe.toml" --out-dir "$OUT_DIR"

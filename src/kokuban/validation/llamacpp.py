@@ -8,6 +8,8 @@ What it does (validation/llamacpp.sh runs the whole of it; see docs/validation.m
    several KV depths `-d`, batch 1) and `llama-batched-bench` (B sequences decoding together);
 4. predicts each test with kokuban's roofline on the probed CPU (`kokuban probe`'s accelerator entry) and
    fits the efficiency fractions per GGUF type on some model sizes and depths, judging on the held-out rest.
+On a shared machine `measure_clean` runs each test on its own, when the machine is quiet, and keeps it only if
+no other process used the CPU meanwhile (`/proc/stat`); `measure` runs each model's tests in one llama-bench call.
 
 Every test is turned into kokuban's terms (`predict_tests`):
 - llama-bench `ppP @ dD`: one prefill of P new tokens after D cached ones: `prefill(dep, 1, D + P, D)`;
@@ -189,11 +191,12 @@ def bench_command(tools: dict[str, Path], model: Path, *, prompts: Sequence[int]
 
 def batched_command(tools: dict[str, Path], model: Path, *, prompt: int, gen: int, batches: Sequence[int],
                     threads: int = 2) -> list[str]:
-    """The llama-batched-bench command line (separate prompts per sequence, JSONL output)."""
+    """The llama-batched-bench command line (separate prompts per sequence; its markdown table, whose times have
+    1 ms resolution: ≤ 2 % of the shortest batched row measured here. The committed run used its JSONL output.)"""
     ctx = max(batches) * (prompt + gen)
     return [str(tools["llama-batched-bench"]), "-m", str(model), "-t", str(threads), "-tb", str(threads),
             "-c", str(ctx), "-b", "2048", "-ub", "512", "-npp", str(prompt), "-ntg", str(gen),
-            "-npl", ",".join(str(int(b)) for b in batches), "--output-format", "jsonl"]
+            "-npl", ",".join(str(int(b)) for b in batches)]
 
 
 def run_tool(cmd: Sequence[str], timeout_s: float = 3600) -> str:
@@ -529,7 +532,23 @@ def merge_records(first: dict[str, Any], second: dict[str, Any]) -> dict[str, An
         else:
             rows[r["id"]] = dict(r)
     merged = [row_dict(row_from_dict(r)) for r in rows.values()]
-    return {**first, "rows": merged, "runs": first["runs"] + second["runs"], "passes": passes(first) + passes(second)}
+    best = {i: list(v) for i, v in pass_best(first).items()}
+    for i, v in pass_best(second).items():
+        best[i] = best.get(i, []) + v
+    return {**first, "rows": merged, "runs": first["runs"] + second["runs"], "passes": passes(first) + passes(second),
+            "pass_best_s": best}
+
+
+def pass_best(record: dict[str, Any]) -> dict[str, list[float]]:
+    """Each row's fastest repetition in each pass (one pass: its own fastest)."""
+    return record.get("pass_best_s") or {r["id"]: [min(r["samples_s"])] for r in record["rows"]}
+
+
+def consistent_ids(record: dict[str, Any], tolerance: float = 0.1) -> set[str]:
+    """Rows measured in two or more passes whose passes' fastest repetitions agree within `tolerance`
+    (slowest ÷ fastest − 1): a busy machine only ever slows a run down, and two passes minutes apart that agree
+    are taken as undisturbed. This is a rule on the measurements alone, never on the prediction."""
+    return {i for i, v in pass_best(record).items() if len(v) >= 2 and max(v) / min(v) - 1 <= tolerance}
 
 
 def passes(record: dict[str, Any]) -> list[dict[str, Any]]:
@@ -609,24 +628,27 @@ def plan_from_dict(d: dict[str, Any]) -> Plan:
     return Plan(cases=tuple(Case(**c) for c in d["cases"]), **fields)
 
 
-def analyse(record: dict[str, Any], accelerator_entry: dict[str, Any], *, statistic: str = "best") -> dict[str, Any]:
+def analyse(record: dict[str, Any], accelerator_entry: dict[str, Any], *, statistic: str = "best",
+            only: set[str] | None = None) -> dict[str, Any]:
     """Calibrate on the fitted rows, judge on the held-out ones: per GGUF type (each its own compute, memory and
     overhead) and once for all types together (one set of fractions, as kokuban's single Efficiency has).
 
     Returns {"per_type": {type: Calibration.as_dict()}, "all_types": Calibration.as_dict(), "rows": [...]} where each
-    row carries its measured and predicted seconds (defaults, per-type fit) and whether it was held out."""
+    row carries its measured and predicted seconds (defaults, per-type fit) and whether it was held out.
+    `only`: the ids of the rows to use (e.g. `consistent_ids`); default all."""
     plan = plan_from_dict(record["plan"])
-    rows = [row_from_dict(r) for r in record["rows"]]
+    rows = [row_from_dict(r) for r in record["rows"] if only is None or r["id"] in only]
     specs = {name: ModelSpec.from_config(c["config"], name=name) for name, c in record["cases"].items()}
 
     def deployment_of(row: Row, eff: Efficiency) -> Deployment:
         return llamacpp_deployment(specs[row.model], accelerator_entry, row.gguf_type, eff)
 
     held = np.array([is_held_out(r, plan) for r in rows])
-    per_type, predicted = {}, {}
+    per_type, predicted, skipped = {}, {}, []
     for gguf_type in plan.types:
         sel = [i for i, r in enumerate(rows) if r.gguf_type == gguf_type]
-        if not sel:
+        if not sel or held[sel].all() or not held[sel].any():
+            skipped.append(gguf_type)  # nothing to fit on, or nothing to judge on
             continue
         cal = calibrate_rows([rows[i] for i in sel], held[sel], deployment_of, statistic=statistic)
         per_type[gguf_type] = cal.as_dict()
@@ -635,7 +657,147 @@ def analyse(record: dict[str, Any], accelerator_entry: dict[str, Any], *, statis
     joint = calibrate_rows(rows, held, deployment_of, statistic=statistic).as_dict()
     out_rows = []
     for i, r in enumerate(rows):
-        before, after = predicted.get(i, (float("nan"), float("nan")))
+        if i not in predicted:
+            continue
+        before, after = predicted[i]
         out_rows.append({**row_dict(r), "held_out": bool(held[i]), "predicted_default_s": before,
                          "predicted_fit_s": after, "predicted_joint_s": joint["rows"][i]["predicted_after"]})
-    return {"statistic": statistic, "per_type": per_type, "all_types": joint, "rows": out_rows}
+    return {"statistic": statistic, "per_type": per_type, "all_types": joint, "rows": out_rows, "skipped": skipped}
+
+
+# ---- measuring on a shared machine: one test per run, kept only when nothing else ran -----------------------
+def cpu_busy_s() -> float:
+    """Seconds of CPU time the whole machine has spent busy since boot (/proc/stat: user + nice + system + irq +
+    softirq + steal, in USER_HZ = 100 ticks per second); 0 where /proc/stat does not exist."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except OSError:
+        return 0.0
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / 100.0
+
+
+def children_cpu_s() -> float:
+    """CPU seconds used by this process's finished children (getrusage RUSAGE_CHILDREN, user + system)."""
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def others_cores(busy_s: float, ours_s: float, wall_s: float) -> float:
+    """Average cores that other processes kept busy over a run: (machine busy − ours) ÷ wall seconds."""
+    return max(busy_s - ours_s, 0.0) / wall_s if wall_s > 0 else float("inf")
+
+
+def wait_for_quiet(max_cores: float, timeout_s: float, probe_s: float = 0.5) -> float:
+    """Wait until other processes keep fewer than `max_cores` cores busy over `probe_s` (or `timeout_s` passes);
+    returns the last reading."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        b0 = cpu_busy_s()
+        time.sleep(probe_s)
+        cores = (cpu_busy_s() - b0) / probe_s
+        if cores < max_cores or time.monotonic() > deadline:
+            return cores
+        time.sleep(1.0)
+
+
+def run_watched(cmd: Sequence[str]) -> tuple[str, float, float]:
+    """Run a benchmark; (its output, wall seconds, average cores other processes used meanwhile)."""
+    import time
+
+    b0, c0, t0 = cpu_busy_s(), children_cpu_s(), time.monotonic()
+    out = run_tool(cmd)
+    wall = time.monotonic() - t0
+    return out, wall, others_cores(cpu_busy_s() - b0, children_cpu_s() - c0, wall)
+
+
+def measure_clean(plan: Plan, tools: dict[str, Path], work_dir: str | Path, *, budget_s: float,
+                  max_others: float = 0.15, save: Callable[[dict[str, Any]], None] | None = None,
+                  log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Like `measure`, but each llama-bench test (one prompt or generation length at one depth) is its own run,
+    started when the machine is quiet, and its repetitions are kept only when other processes used fewer than
+    `max_others` cores on average during it; a disturbed test is run again in a later round, until every test has
+    one undisturbed run or `budget_s` seconds have passed. Every attempt is recorded (command, wall, others' cores).
+    """
+    import datetime
+    import platform
+    import time
+
+    say = log or (lambda _msg: None)
+    work = Path(work_dir)
+    record = measure(replace_plan(plan, types=()), tools, work, log=log)  # models and files only (no benchmarks)
+    record.update(date=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+                  machine=platform.platform(), plan=asdict(plan), method="clean", max_others_cores=max_others,
+                  attempts=[], rows=[])
+    pending = []
+    for case in plan.cases:
+        for gguf_type in plan.types:
+            f16 = work / f"{case.name}-F16.gguf"
+            path = f16 if gguf_type == "F16" else work / f"{case.name}-{gguf_type}.gguf"
+            if not path.exists():
+                say(f"quantizing {path.name}")
+                quantize(tools, f16, path, gguf_type, plan.threads)
+            record["cases"][case.name]["files"][gguf_type] = {"path": str(path), **gguf_bytes(path)}
+            for depth in plan.depths:
+                for p in plan.prompts:
+                    pending.append((case.name, gguf_type, path, "pp", p, depth))
+                for n in plan.gens:
+                    pending.append((case.name, gguf_type, path, "tg", n, depth))
+            if case.batched:
+                pending.append((case.name, gguf_type, path, "batched", 0, 0))
+    pending.sort(key=lambda item: plan.types.index(item[1]))  # every case of a type before the next type
+    start, rounds = time.monotonic(), 0
+    while pending and time.monotonic() - start < budget_s:
+        rounds += 1
+        still = []
+        for item in pending:
+            if time.monotonic() - start > budget_s:
+                still.append(item)
+                continue
+            name, gguf_type, path, kind, n, depth = item
+            quiet = wait_for_quiet(max_others, timeout_s=20)
+            if kind == "batched":
+                cmd = batched_command(tools, path, prompt=plan.batched_prompt, gen=plan.batched_gen,
+                                      batches=plan.batched_batches, threads=plan.threads)
+            else:
+                cmd = bench_command(tools, path, prompts=[n if kind == "pp" else 0], gens=[n if kind == "tg" else 0],
+                                    depths=[depth], repeats=plan.repeats, threads=plan.threads)
+            out, wall, others = run_watched(cmd)
+            clean = others <= max_others
+            if clean and kind == "batched":
+                try:
+                    batched = parse_batched_bench(out)
+                except KokubanError:  # the asynchronous logger printed no row (see run_batched)
+                    batched, clean = [], False
+            record["attempts"].append({"case": name, "type": gguf_type, "test": f"{kind}{n}@d{depth}", "round": rounds,
+                                       "command": cmd, "wall_s": wall, "others_cores": others,
+                                       "quiet_before_cores": quiet, "kept": clean})
+            say(f"{name} {gguf_type} {kind}{n}@d{depth}: {wall:.1f} s, others {others:.2f} cores"
+                + ("" if clean else " — disturbed, again later"))
+            if not clean:
+                still.append(item)
+                continue
+            if kind == "batched":
+                record["rows"] += [row_dict(r) for r in rows_from_batched(name, gguf_type, [batched])]
+            else:
+                record["rows"] += [row_dict(r) for r in rows_from_bench(name, gguf_type,
+                                                                        [t for t in parse_llama_bench_json(out)
+                                                                         if t.kind != "pg"])]
+            if save:
+                save(record)
+        pending = still
+    record["not_measured"] = [f"{n}/{t}/{k}{x}@d{d}" for n, t, _p, k, x, d in pending]
+    record["rounds"] = rounds
+    if save:
+        save(record)
+    return record
+
+
+def replace_plan(plan: Plan, **changes: Any) -> Plan:
+    from dataclasses import replace
+
+    return replace(plan, **changes)
