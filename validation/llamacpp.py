@@ -49,7 +49,7 @@ def _error_block(title: str, result: dict[str, Any]) -> list[str]:
 
 
 def report_text(record: dict[str, Any], result: dict[str, Any], median: dict[str, Any], probe: dict[str, Any],
-                probe_path: str, consistent: dict[str, Any] | None = None) -> str:
+                probe_path: str) -> str:
     from kokuban.specs.dtypes import bytes_per_element
     from kokuban.validation.llamacpp import GGUF_TYPES
 
@@ -77,13 +77,8 @@ def report_text(record: dict[str, Any], result: dict[str, Any], median: dict[str
         lines.append("      " + ", ".join(cells))
     lines += ["", f"held out: the cases marked so, depth(s) {plan['held_out_depths']}, every batched-bench row", ""]
     lines += _error_block("ALL ROWS", result)
-    if consistent is not None:
-        n = len(consistent["rows"])
-        lines += ["", f"rows whose passes' fastest repetitions agree within 10 % ({n} of {len(result['rows'])}; "
-                  "a rule on the measurements only)", ""]
-        lines += _error_block("CONSISTENT ROWS", consistent)
-        if consistent.get("skipped"):
-            lines.append(f"  (no split left for {', '.join(consistent['skipped'])})")
+    if result.get("skipped"):
+        lines.append(f"  (no fit/held-out split for {', '.join(result['skipped'])})")
     lines += ["", "same per-type fit judged on the MEDIAN repetition instead of the fastest:"]
     for t, cal in median["per_type"].items():
         lines.append(_summary_line(f"{t} after, all", cal["holdout_after"]))
@@ -166,25 +161,19 @@ def cmd_measure(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from kokuban.validation.harness import read_probe_entry
-    from kokuban.validation.llamacpp import analyse, consistent_ids
+    from kokuban.validation.llamacpp import analyse
 
     record = json.loads(Path(args.raw).read_text())
     probe = read_probe_entry(args.probe)
     result = analyse(record, probe, statistic="best")
     median = analyse(record, probe, statistic="median")
-    ids = consistent_ids(record)
-    consistent = analyse(record, probe, only=ids) if ids else None
     out = Path(args.out_dir)
-    text = report_text(record, result, median, probe, args.probe, consistent)
+    text = report_text(record, result, median, probe, args.probe)
     (out / "llamacpp.txt").write_text(text)
     keys = ("after", "holdout_before", "holdout_after", "train_after", "train_rows", "holdout_rows")
     summary = {"statistic": "best", "per_type": {t: {k: c[k] for k in keys} for t, c in result["per_type"].items()},
                "all_types": {k: result["all_types"][k] for k in keys},
                "median_statistic": {t: c["holdout_after"] for t, c in median["per_type"].items()}}
-    if consistent:
-        summary["consistent"] = {"rows": len(consistent["rows"]), "skipped": consistent["skipped"],
-                                 "per_type": {t: {k: c[k] for k in keys} for t, c in consistent["per_type"].items()},
-                                 "all_types": {k: consistent["all_types"][k] for k in keys}}
     (out / "llamacpp-report.json").write_text(json.dumps(summary, indent=1) + "\n")
     with open(out / "llamacpp.csv", "w", newline="") as fh:
         cols = ["id", "model", "gguf_type", "regime", "tokens", "depth", "batch", "held_out", "best_s", "median_s",

@@ -29,7 +29,7 @@ import json
 import re
 import subprocess
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -532,23 +532,7 @@ def merge_records(first: dict[str, Any], second: dict[str, Any]) -> dict[str, An
         else:
             rows[r["id"]] = dict(r)
     merged = [row_dict(row_from_dict(r)) for r in rows.values()]
-    best = {i: list(v) for i, v in pass_best(first).items()}
-    for i, v in pass_best(second).items():
-        best[i] = best.get(i, []) + v
-    return {**first, "rows": merged, "runs": first["runs"] + second["runs"], "passes": passes(first) + passes(second),
-            "pass_best_s": best}
-
-
-def pass_best(record: dict[str, Any]) -> dict[str, list[float]]:
-    """Each row's fastest repetition in each pass (one pass: its own fastest)."""
-    return record.get("pass_best_s") or {r["id"]: [min(r["samples_s"])] for r in record["rows"]}
-
-
-def consistent_ids(record: dict[str, Any], tolerance: float = 0.1) -> set[str]:
-    """Rows measured in two or more passes whose passes' fastest repetitions agree within `tolerance`
-    (slowest ÷ fastest − 1): a busy machine only ever slows a run down, and two passes minutes apart that agree
-    are taken as undisturbed. This is a rule on the measurements alone, never on the prediction."""
-    return {i for i, v in pass_best(record).items() if len(v) >= 2 and max(v) / min(v) - 1 <= tolerance}
+    return {**first, "rows": merged, "runs": first["runs"] + second["runs"], "passes": passes(first) + passes(second)}
 
 
 def passes(record: dict[str, Any]) -> list[dict[str, Any]]:
@@ -628,16 +612,14 @@ def plan_from_dict(d: dict[str, Any]) -> Plan:
     return Plan(cases=tuple(Case(**c) for c in d["cases"]), **fields)
 
 
-def analyse(record: dict[str, Any], accelerator_entry: dict[str, Any], *, statistic: str = "best",
-            only: set[str] | None = None) -> dict[str, Any]:
+def analyse(record: dict[str, Any], accelerator_entry: dict[str, Any], *, statistic: str = "best") -> dict[str, Any]:
     """Calibrate on the fitted rows, judge on the held-out ones: per GGUF type (each its own compute, memory and
     overhead) and once for all types together (one set of fractions, as kokuban's single Efficiency has).
 
     Returns {"per_type": {type: Calibration.as_dict()}, "all_types": Calibration.as_dict(), "rows": [...]} where each
-    row carries its measured and predicted seconds (defaults, per-type fit) and whether it was held out.
-    `only`: the ids of the rows to use (e.g. `consistent_ids`); default all."""
+    row carries its measured and predicted seconds (defaults, per-type fit) and whether it was held out."""
     plan = plan_from_dict(record["plan"])
-    rows = [row_from_dict(r) for r in record["rows"] if only is None or r["id"] in only]
+    rows = [row_from_dict(r) for r in record["rows"]]
     specs = {name: ModelSpec.from_config(c["config"], name=name) for name, c in record["cases"].items()}
 
     def deployment_of(row: Row, eff: Efficiency) -> Deployment:
@@ -729,7 +711,7 @@ def measure_clean(plan: Plan, tools: dict[str, Path], work_dir: str | Path, *, b
 
     say = log or (lambda _msg: None)
     work = Path(work_dir)
-    record = measure(replace_plan(plan, types=()), tools, work, log=log)  # models and files only (no benchmarks)
+    record = measure(replace(plan, types=()), tools, work, log=log)  # models and files only (no benchmarks)
     record.update(date=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                   machine=platform.platform(), plan=asdict(plan), method="clean", max_others_cores=max_others,
                   attempts=[], rows=[])
@@ -784,9 +766,7 @@ def measure_clean(plan: Plan, tools: dict[str, Path], work_dir: str | Path, *, b
             if kind == "batched":
                 record["rows"] += [row_dict(r) for r in rows_from_batched(name, gguf_type, [batched])]
             else:
-                record["rows"] += [row_dict(r) for r in rows_from_bench(name, gguf_type,
-                                                                        [t for t in parse_llama_bench_json(out)
-                                                                         if t.kind != "pg"])]
+                record["rows"] += [row_dict(r) for r in rows_from_bench(name, gguf_type, parse_llama_bench_json(out))]
             if save:
                 save(record)
         pending = still
@@ -796,8 +776,3 @@ def measure_clean(plan: Plan, tools: dict[str, Path], work_dir: str | Path, *, b
         save(record)
     return record
 
-
-def replace_plan(plan: Plan, **changes: Any) -> Plan:
-    from dataclasses import replace
-
-    return replace(plan, **changes)
