@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from kokuban.errors import KokubanError, require_positive
-from kokuban.specs.dtypes import bytes_per_element, check_dtype
+from kokuban.specs.dtypes import bytes_per_element, check_dtype, embedding_bytes_per_element
 from kokuban.specs.hardware import Accelerator, Efficiency
 from kokuban.specs.layout import Layout
 from kokuban.specs.model import ModelSpec
@@ -92,8 +92,9 @@ class Deployment:
 
     @cached_property
     def embedding_bytes_per_param(self) -> float:
-        """Embedding and LM head stay 16-bit (serving engines leave them unquantised), fp32 if all is."""
-        return 4.0 if self.weights_dtype == "fp32" else 2.0
+        """Embedding and LM head stay 16-bit (serving engines leave them unquantised), fp32 if all is; GGUF
+        files keep their own LM-head type (`dtypes.embedding_bytes_per_element`)."""
+        return embedding_bytes_per_element(self.weights_dtype)
 
     @cached_property
     def kv_bytes_per_element(self) -> float:

@@ -1,0 +1,779 @@
+"""Validate kokuban against llama.cpp on this machine's CPU: a real serving engine with quantized kernels.
+
+What it does (validation/llamacpp.sh runs the whole of it; see docs/validation.md):
+1. writes random-weight GGUF models (F16) of catalog architectures at a few sizes with the `gguf` package:
+   a catalog config with fewer layers and/or a smaller hidden size (`llama_config`), no download;
+2. quantizes them with llama.cpp's own `llama-quantize` to Q8_0, Q4_0 and Q4_K_M;
+3. runs llama.cpp's own benchmarks: `llama-bench` (prompt processing `-p` and token generation `-n` at
+   several KV depths `-d`, batch 1) and `llama-batched-bench` (B sequences decoding together);
+4. predicts each test with kokuban's roofline on the probed CPU (`kokuban probe`'s accelerator entry) and
+   fits the efficiency fractions per GGUF type on some model sizes and depths, judging on the held-out rest.
+On a shared machine `measure_clean` runs each test on its own, when the machine is quiet, and keeps it only if
+no other process used the CPU meanwhile (`/proc/stat`); `measure` runs each model's tests in one llama-bench call.
+
+Every test is turned into kokuban's terms (`predict_tests`):
+- llama-bench `ppP @ dD`: one prefill of P new tokens after D cached ones: `prefill(dep, 1, D + P, D)`;
+- llama-bench `tgN @ dD`: N decode steps at batch 1 whose contexts are D + 1 … D + N: Σ `decode_step`;
+- batched-bench prompt (PP tokens, B sequences): `prefill(dep, B, PP)`; its generation (TG steps of B
+  tokens at contexts PP + 1 … PP + TG): Σ `decode_step(dep, B, ·)`.
+The deployment (`llamacpp_deployment`): weights in the GGUF type (F16 → fp16), the KV cache in fp16
+(llama.cpp's default `-ctk/-ctv f16`), and every FLOP timed at the probed fp32 matmul rate: ggml's CPU
+kernels multiply F16 weights in fp32 after conversion and the quantized ones as int8 dot products against
+activations quantized to Q8 (ggml-cpu.c type_traits_cpu); the fitted compute fraction of each type says
+what fraction of that one reference rate its kernels reach.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kokuban.errors import KokubanError
+from kokuban.specs.deployment import Deployment
+from kokuban.specs.hardware import Efficiency
+from kokuban.specs.model import ModelSpec
+
+#: llama-quantize's type names and kokuban's dtype for each (F16 is the unquantized file).
+GGUF_TYPES = {"F16": "fp16", "Q8_0": "q8_0", "Q4_0": "q4_0", "Q4_K_M": "q4_k_m"}
+#: llama.cpp builds an F16 matmul in fp32 arithmetic on x86 and the quantized ones as int8 dot products: the
+#: probed fp32 matmul rate is the one reference peak all of them are measured against.
+REFERENCE_COMPUTE = "fp32"
+#: K-quants need rows that are whole 256-weight super-blocks (QK_K, ggml-common.h line 89).
+QK_K = 256
+TOOLS = ("llama-bench", "llama-batched-bench", "llama-quantize")
+
+
+# ---- the models -----------------------------------------------------------------------------------
+def llama_config(base: str | dict[str, Any], *, num_layers: int | None = None,
+                 hidden_size: int | None = None) -> tuple[dict[str, Any], list[str]]:
+    """A catalog config (id or dict) scaled as `validate` scales it (`harness.scaled_config`), with the MLP
+    width then rounded up to a multiple of 256 so that every K-quant block is whole (no fallback types)."""
+    from kokuban.specs.catalog import DATA
+    from kokuban.validation.harness import scaled_config
+
+    config = json.loads((DATA / "models" / f"{base}.json").read_text()) if isinstance(base, str) else dict(base)
+    if config.get("model_type") != "llama":
+        raise KokubanError(f"writes llama-architecture GGUF files only; got '{config.get('model_type')}'", field="base",
+                           value=base if isinstance(base, str) else config.get("model_type"))
+    cfg, changes = scaled_config(config, num_layers=num_layers, hidden_size=hidden_size)
+    f = int(cfg["intermediate_size"])
+    if f % QK_K:
+        cfg["intermediate_size"] = -(-f // QK_K) * QK_K
+        changes.append(f"MLP width {cfg['intermediate_size']} (multiple of 256 for K-quants)")
+    return cfg, changes
+
+
+def write_gguf(cfg: dict[str, Any], path: str | Path, *, seed: int = 0, context_length: int = 4096,
+               name: str = "kokuban-random") -> int:
+    """Write a llama-architecture F16 GGUF with N(0, 0.02²) random weights for `cfg`; returns its parameter count.
+
+    Tensors as llama.cpp's loader names them (token_embd, blk.N.attn_q/k/v/output, ffn_gate/up/down, norms,
+    output unless the embeddings are tied). The tokenizer is 'none' with `llama.vocab_size` set: llama.cpp
+    then adds that many dummy tokens (src/llama-vocab.cpp), which is all its benchmarks need.
+    """
+    import gguf
+
+    from kokuban.validation.harness import TorchShape
+
+    s = TorchShape.from_config(cfg)
+    rng = np.random.default_rng(seed)
+
+    def rand(*shape: int) -> np.ndarray:
+        return (rng.standard_normal(shape, dtype=np.float32) * 0.02).astype(np.float16)
+
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_name(name)
+    w.add_context_length(context_length)
+    w.add_embedding_length(s.hidden)
+    w.add_block_count(s.layers)
+    w.add_feed_forward_length(s.mlp_width)
+    w.add_head_count(s.heads)
+    w.add_head_count_kv(s.kv_heads)
+    w.add_key_length(s.head_dim)
+    w.add_value_length(s.head_dim)
+    w.add_rope_dimension_count(s.head_dim)
+    w.add_rope_freq_base(s.rope_theta)
+    w.add_layer_norm_rms_eps(float(cfg.get("rms_norm_eps", 1e-5)))
+    w.add_vocab_size(s.vocab)
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+    w.add_tokenizer_model("none")
+    ones = np.ones(s.hidden, dtype=np.float32)
+    q_out, kv_out = s.heads * s.head_dim, s.kv_heads * s.head_dim
+    count = 0
+
+    def add(tensor_name: str, array: np.ndarray) -> None:
+        nonlocal count
+        count += array.size
+        w.add_tensor(tensor_name, array)
+
+    add("token_embd.weight", rand(s.vocab, s.hidden))
+    for i in range(s.layers):
+        add(f"blk.{i}.attn_norm.weight", ones)
+        add(f"blk.{i}.attn_q.weight", rand(q_out, s.hidden))
+        add(f"blk.{i}.attn_k.weight", rand(kv_out, s.hidden))
+        add(f"blk.{i}.attn_v.weight", rand(kv_out, s.hidden))
+        add(f"blk.{i}.attn_output.weight", rand(s.hidden, q_out))
+        add(f"blk.{i}.ffn_norm.weight", ones)
+        add(f"blk.{i}.ffn_gate.weight", rand(s.mlp_width, s.hidden))
+        add(f"blk.{i}.ffn_up.weight", rand(s.mlp_width, s.hidden))
+        add(f"blk.{i}.ffn_down.weight", rand(s.hidden, s.mlp_width))
+    add("output_norm.weight", ones)
+    if not s.tied:
+        add("output.weight", rand(s.vocab, s.hidden))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return count
+
+
+def gguf_bytes(path: str | Path) -> dict[str, Any]:
+    """What a GGUF file stores, read back with `gguf.GGUFReader`: bytes and weights of the transformer body
+    (blk.*), of token_embd and of output, the body's bits per weight, and the count of tensors per type."""
+    import gguf
+
+    reader = gguf.GGUFReader(str(path))
+    parts = {"body": [0, 0], "token_embd": [0, 0], "output": [0, 0]}
+    types: dict[str, int] = {}
+    for t in reader.tensors:
+        if t.name.endswith("norm.weight"):
+            continue
+        part = "body" if t.name.startswith("blk.") else t.name.split(".")[0]
+        parts.setdefault(part, [0, 0])
+        parts[part][0] += int(t.n_bytes)
+        parts[part][1] += int(t.n_elements)
+        key = f"{part}:{t.tensor_type.name}"
+        types[key] = types.get(key, 0) + 1
+    body_bytes, body_weights = parts["body"]
+    return {"parts": {k: {"bytes": b, "weights": n} for k, (b, n) in parts.items()}, "tensor_types": types,
+            "body_bits_per_weight": 8.0 * body_bytes / body_weights if body_weights else float("nan")}
+
+
+# ---- the tools ---------------------------------------------------------------------------------------
+def find_tools(bin_dir: str | Path | None = None) -> dict[str, Path] | None:
+    """Paths of llama-bench, llama-batched-bench and llama-quantize in `bin_dir` or on PATH; None if any is missing."""
+    import shutil
+
+    found = {}
+    for tool in TOOLS:
+        path = Path(bin_dir) / tool if bin_dir else None
+        if path is None or not path.is_file():
+            which = shutil.which(tool)
+            path = Path(which) if which else None
+        if path is None:
+            return None
+        found[tool] = path
+    return found
+
+
+def quantize(tools: dict[str, Path], src: Path, dst: Path, gguf_type: str, threads: int = 2) -> list[str]:
+    """`llama-quantize SRC DST TYPE THREADS`; returns the command line it ran."""
+    cmd = [str(tools["llama-quantize"]), str(src), str(dst), gguf_type, str(threads)]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return cmd
+
+
+def bench_command(tools: dict[str, Path], model: Path, *, prompts: Sequence[int], gens: Sequence[int],
+                  depths: Sequence[int], repeats: int, threads: int = 2) -> list[str]:
+    """The llama-bench command line: every -p and -n test at every -d depth, JSON output with the samples."""
+    def csv(values: Sequence[int]) -> str:
+        return ",".join(str(int(v)) for v in values)
+    return [str(tools["llama-bench"]), "-m", str(model), "-t", str(threads), "-r", str(repeats), "-p", csv(prompts),
+            "-n", csv(gens), "-d", csv(depths), "-o", "json"]
+
+
+def batched_command(tools: dict[str, Path], model: Path, *, prompt: int, gen: int, batches: Sequence[int],
+                    threads: int = 2) -> list[str]:
+    """The llama-batched-bench command line (separate prompts per sequence; its markdown table, whose times have
+    1 ms resolution: ≤ 2 % of the shortest batched row measured here. The committed run used its JSONL output.)"""
+    ctx = max(batches) * (prompt + gen)
+    return [str(tools["llama-batched-bench"]), "-m", str(model), "-t", str(threads), "-tb", str(threads),
+            "-c", str(ctx), "-b", "2048", "-ub", "512", "-npp", str(prompt), "-ntg", str(gen),
+            "-npl", ",".join(str(int(b)) for b in batches)]
+
+
+def run_tool(cmd: Sequence[str], timeout_s: float = 3600) -> str:
+    """Run a benchmark and return its stdout (stderr is the tool's log); a one-line error if it fails."""
+    try:
+        done = subprocess.run(list(cmd), check=True, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.CalledProcessError as exc:
+        tail = (exc.stderr or "").strip().splitlines()[-3:]
+        raise KokubanError(f"{Path(cmd[0]).name} failed (exit {exc.returncode}): {' | '.join(tail)}") from None
+    return done.stdout + ("\n" + done.stderr if "batched" in Path(cmd[0]).name else "")
+
+
+# ---- the parsers -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BenchTest:
+    """One llama-bench test: `n_prompt` tokens of prompt processing or `n_gen` generated tokens after a KV
+    cache of `n_depth` tokens; `samples_s` the seconds of each repetition of the whole test."""
+
+    n_prompt: int
+    n_gen: int
+    n_depth: int
+    samples_s: tuple[float, ...]
+    model_type: str = ""
+    model_size_bytes: float = 0.0
+    model_params: float = 0.0
+    threads: int = 0
+    build_commit: str = ""
+
+    @property
+    def kind(self) -> str:
+        return "pp" if self.n_gen == 0 else ("tg" if self.n_prompt == 0 else "pg")
+
+    @property
+    def tokens(self) -> int:
+        return self.n_prompt + self.n_gen
+
+    @property
+    def name(self) -> str:
+        """The test as llama-bench's markdown names it: pp512, tg128, pp512+tg128, with ' @ dN' for a depth."""
+        base = {"pp": f"pp{self.n_prompt}", "tg": f"tg{self.n_gen}"}.get(self.kind, f"pp{self.n_prompt}+tg{self.n_gen}")
+        return base + (f" @ d{self.n_depth}" if self.n_depth else "")
+
+
+def parse_llama_bench_json(text: str) -> list[BenchTest]:
+    """Tests from `llama-bench -o json` (an array) or `-o jsonl` (one object a line): samples_ns → seconds."""
+    text = text.strip()
+    try:
+        lines = [line for line in text.splitlines() if line.strip()]
+        rows = json.loads(text) if text.startswith("[") else [json.loads(line) for line in lines]
+    except json.JSONDecodeError as exc:
+        raise KokubanError(f"llama-bench output is not JSON (line {exc.lineno}: {exc.msg})") from None
+    tests = []
+    for r in rows:
+        try:
+            samples = tuple(float(s) * 1e-9 for s in r.get("samples_ns") or [r["avg_ns"]])
+            tests.append(BenchTest(
+                n_prompt=int(r["n_prompt"]), n_gen=int(r["n_gen"]), n_depth=int(r.get("n_depth", 0)), samples_s=samples,
+                model_type=str(r.get("model_type", "")), model_size_bytes=float(r.get("model_size", 0)),
+                model_params=float(r.get("model_n_params", 0)), threads=int(r.get("n_threads", 0)),
+                build_commit=str(r.get("build_commit", "")),
+            ))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise KokubanError(f"llama-bench JSON row lacks a usable field: {exc}") from None
+    return tests
+
+
+_TEST = re.compile(r"^(?:pp(?P<p>\d+))?\+?(?:tg(?P<n>\d+))?(?: @ d(?P<d>\d+))?$")
+_MEAN_STD = re.compile(r"^(?P<mean>[\d.]+)\s*±\s*(?P<std>[\d.]+)$")
+
+
+def parse_llama_bench_markdown(text: str) -> list[dict[str, Any]]:
+    """Rows of llama-bench's default markdown table: the test (n_prompt, n_gen, n_depth) and the mean and standard
+    deviation of tokens per second (the markdown has no per-repetition samples: use `-o json` for those)."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("|")]
+    if len(lines) < 2:
+        raise KokubanError("no markdown table in the llama-bench output")
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    if "test" not in header or "t/s" not in header:
+        raise KokubanError(f"llama-bench table has no 'test' and 't/s' columns: {header}")
+    rows = []
+    for line in lines[2:]:
+        cells = dict(zip(header, (c.strip() for c in line.strip("|").split("|")), strict=False))
+        test, rate = _TEST.match(cells.get("test", "")), _MEAN_STD.match(cells.get("t/s", ""))
+        if not test or not rate:
+            raise KokubanError(f"cannot read the llama-bench row '{line}'")
+        rows.append({**cells, "n_prompt": int(test["p"] or 0), "n_gen": int(test["n"] or 0),
+                     "n_depth": int(test["d"] or 0),
+                     "tokens_per_s": float(rate["mean"]), "tokens_per_s_std": float(rate["std"])})
+    return rows
+
+
+@dataclass(frozen=True)
+class BatchedTest:
+    """One llama-batched-bench row: `batch` sequences of `prompt` tokens processed (t_pp_s), then `gen` steps of
+    `batch` tokens each (t_tg_s)."""
+
+    prompt: int
+    gen: int
+    batch: int
+    t_pp_s: float
+    t_tg_s: float
+    n_kv: int = 0
+
+
+_BATCHED_COLUMNS = ("PP", "TG", "B", "N_KV", "T_PP s", "S_PP t/s", "T_TG s", "S_TG t/s", "T s", "S t/s")
+
+
+def parse_batched_bench(text: str) -> list[BatchedTest]:
+    """Rows of llama-batched-bench's output, JSONL (`--output-format jsonl`) or its markdown table."""
+    tests = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{") and '"pl"' in line:
+            r = json.loads(line)
+            tests.append(BatchedTest(int(r["pp"]), int(r["tg"]), int(r["pl"]), float(r["t_pp"]), float(r["t_tg"]),
+                                     int(r.get("n_kv", 0))))
+        elif line.startswith("|") and not line.startswith("|--") and not line.lstrip("| ").startswith("PP"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if len(cells) != len(_BATCHED_COLUMNS) or not cells[0].isdigit():
+                continue
+            c = dict(zip(_BATCHED_COLUMNS, cells, strict=True))
+            tests.append(BatchedTest(int(c["PP"]), int(c["TG"]), int(c["B"]), float(c["T_PP s"]), float(c["T_TG s"]),
+                                     int(c["N_KV"])))
+    if not tests:
+        raise KokubanError("no llama-batched-bench rows in the output (neither JSONL nor its markdown table)")
+    return tests
+
+
+# ---- the prediction --------------------------------------------------------------------------------------
+def llamacpp_deployment(spec: ModelSpec, accelerator_entry: dict[str, Any], gguf_type: str,
+                        efficiency: Efficiency | None = None) -> Deployment:
+    """One CPU, weights in the GGUF type, KV cache fp16, every FLOP at the probed `REFERENCE_COMPUTE` rate."""
+    from kokuban.validation.harness import validation_accelerator
+
+    if gguf_type not in GGUF_TYPES:
+        raise KokubanError(f"'{gguf_type}' is not one of {', '.join(GGUF_TYPES)}", field="gguf_type", value=gguf_type)
+    acc = validation_accelerator(accelerator_entry, REFERENCE_COMPUTE)
+    return Deployment.make(spec, acc, 1, weights_dtype=GGUF_TYPES[gguf_type], kv_dtype="fp16",
+                           compute_dtype=REFERENCE_COMPUTE, efficiency=efficiency)
+
+
+def predict_test(dep: Deployment, kind: str, *, tokens: int, depth: int = 0, batch: int = 1) -> float:
+    """Predicted seconds of one whole test (see the module docstring).
+
+    kind 'pp': prefill(dep, batch, depth + tokens, cached=depth); kind 'tg': Σ_{i=1..tokens} decode_step(dep,
+    batch, depth + i) — each generated token attends to the cache so far plus itself.
+    """
+    from kokuban.core.roofline import decode_step, prefill
+
+    if kind == "pp":
+        return float(prefill(dep, batch, depth + tokens, depth).step_time_s)
+    if kind == "tg":
+        return float(np.sum(decode_step(dep, batch, depth + np.arange(1, tokens + 1)).step_time_s))
+    raise KokubanError(f"'{kind}' is not a test kind; allowed: pp, tg", field="kind", value=kind)
+
+
+# ---- the measurements as rows, and the calibration -----------------------------------------------------
+@dataclass(frozen=True)
+class Row:
+    """One measured test in kokuban's terms; `samples_s` are whole-test seconds of each repetition."""
+
+    id: str
+    model: str  # the case name (architecture and size)
+    gguf_type: str
+    regime: str  # pp, tg (llama-bench, batch 1), batched-pp, batched-tg
+    tokens: int
+    depth: int
+    batch: int
+    samples_s: tuple[float, ...]
+
+    @property
+    def kind(self) -> str:
+        return self.regime.split("-")[-1]
+
+    @property
+    def best_s(self) -> float:
+        return float(min(self.samples_s))
+
+    @property
+    def median_s(self) -> float:
+        return float(np.median(self.samples_s))
+
+
+def rows_from_bench(model: str, gguf_type: str, tests: Sequence[BenchTest]) -> list[Row]:
+    """llama-bench tests (pp and tg; pp+tg mixes are skipped) as rows."""
+    out = []
+    for t in tests:
+        if t.kind == "pg":
+            continue
+        n = t.n_prompt or t.n_gen
+        out.append(Row(f"{model}/{gguf_type}/{t.name}", model, gguf_type, t.kind, n, t.n_depth, 1, t.samples_s))
+    return out
+
+
+def rows_from_batched(model: str, gguf_type: str, runs: Sequence[Sequence[BatchedTest]]) -> list[Row]:
+    """llama-batched-bench runs (each a list of rows; repeated runs give the samples) as batched-pp/tg rows."""
+    by_key: dict[tuple[int, int, int], list[BatchedTest]] = {}
+    for run in runs:
+        for t in run:
+            by_key.setdefault((t.prompt, t.gen, t.batch), []).append(t)
+    out = []
+    for (pp, tg, b), ts in sorted(by_key.items()):
+        out.append(Row(f"{model}/{gguf_type}/batched-pp{pp}-b{b}", model, gguf_type, "batched-pp", pp, 0, b,
+                       tuple(t.t_pp_s for t in ts)))
+        out.append(Row(f"{model}/{gguf_type}/batched-tg{tg}-b{b}@d{pp}", model, gguf_type, "batched-tg", tg, pp, b,
+                       tuple(t.t_tg_s for t in ts)))
+    return out
+
+
+def predict_rows(rows: Sequence[Row], deployments: dict[tuple[str, str], Deployment]) -> np.ndarray:
+    """Predicted seconds of each row, with the deployment of its (model, gguf type)."""
+    return np.array([predict_test(deployments[(r.model, r.gguf_type)], r.kind, tokens=r.tokens, depth=r.depth,
+                                  batch=r.batch) for r in rows])
+
+
+FIT_PARAMS = ("compute", "memory", "step_overhead_s")
+
+
+def calibrate_rows(rows: Sequence[Row], held_out: Sequence[bool],
+                   deployment_of: Callable[[Row, Efficiency], Deployment],
+                   *, params: Sequence[str] = FIT_PARAMS, start: Efficiency | None = None,
+                   statistic: str = "best") -> Any:
+    """Fit `params` on the rows not held out (`calibrate.calibrate`, log-error least squares), report both sides.
+
+    `deployment_of(row, efficiency)` builds the row's deployment; the regime labels are the rows' regimes.
+    `statistic`: 'best' (fastest repetition) or 'median' of each row's samples is what is compared.
+    """
+    from kokuban.validation.calibrate import calibrate
+
+    if statistic not in ("best", "median"):
+        raise KokubanError(f"'{statistic}' is not a statistic; allowed: best, median", field="statistic",
+                           value=statistic)
+    measured = [r.best_s if statistic == "best" else r.median_s for r in rows]
+    regimes = np.array([r.regime for r in rows])
+
+    def predict(eff: Efficiency) -> tuple[np.ndarray, np.ndarray]:
+        cache: dict[tuple[str, str], Deployment] = {}
+        for r in rows:
+            if (r.model, r.gguf_type) not in cache:
+                cache[(r.model, r.gguf_type)] = deployment_of(r, eff)
+        return predict_rows(rows, cache), regimes
+
+    start = start or Efficiency()  # the shipped calibrated set: what the committed report starts from
+    return calibrate("llama.cpp", [r.id for r in rows], measured, predict, params, start=start, held_out=held_out)
+
+
+def row_dict(row: Row) -> dict[str, Any]:
+    """A row as plain JSON (its samples, best and median)."""
+    return {**asdict(row), "samples_s": list(row.samples_s), "best_s": row.best_s, "median_s": row.median_s}
+
+
+def row_from_dict(d: dict[str, Any]) -> Row:
+    return Row(id=d["id"], model=d["model"], gguf_type=d["gguf_type"], regime=d["regime"], tokens=int(d["tokens"]),
+               depth=int(d["depth"]), batch=int(d["batch"]), samples_s=tuple(float(s) for s in d["samples_s"]))
+
+
+# ---- the plan and the measurement -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Case:
+    """One model: a catalog architecture scaled to `num_layers`/`hidden_size`; `held_out` cases are never fitted."""
+
+    name: str
+    base: str
+    num_layers: int | None = None
+    hidden_size: int | None = None
+    held_out: bool = False
+    batched: bool = False  # also run llama-batched-bench on it
+
+    def config(self) -> tuple[dict[str, Any], list[str]]:
+        return llama_config(self.base, num_layers=self.num_layers, hidden_size=self.hidden_size)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to measure. Rows at a `held_out_depths` depth, and every row of a held-out case, are never fitted."""
+
+    cases: tuple[Case, ...]
+    types: tuple[str, ...] = ("F16", "Q8_0", "Q4_0", "Q4_K_M")
+    prompts: tuple[int, ...] = (32, 128)
+    gens: tuple[int, ...] = (16,)
+    depths: tuple[int, ...] = (0, 256, 512)
+    held_out_depths: tuple[int, ...] = (256,)
+    repeats: int = 3
+    batched_prompt: int = 64
+    batched_gen: int = 8
+    batched_batches: tuple[int, ...] = (1, 2, 4, 8)
+    batched_runs: int = 2
+    threads: int = 2
+
+
+#: The committed run (validation/cpu/llamacpp.*): Llama-2-7B's architecture (MHA, 32k vocabulary, untied) at three
+#: sizes and Llama-3.2-1B's (GQA 32/8 heads, 128k tied vocabulary) at 4 of its 16 layers. The fit sees the smallest
+#: and the largest Llama-2 shape at depths 0 and 512; the middle shape, the Llama-3.2 shape, depth 256 and every
+#: batched-bench row are held out.
+DEFAULT_PLAN = Plan(cases=(
+    Case("llama2-h1024-L4", "llama-2-7b", 4, 1024, held_out=False, batched=True),
+    Case("llama2-h1536-L6", "llama-2-7b", 6, 1536, held_out=True, batched=True),
+    Case("llama2-h2048-L8", "llama-2-7b", 8, 2048, held_out=False),
+    Case("llama3.2-1b-L4", "llama-3.2-1b", 4, None, held_out=True),
+))
+
+
+def run_batched(tools: dict[str, Path], model: Path, plan: Plan, attempts: int = 4) -> tuple[list[BatchedTest], list]:
+    """llama-batched-bench over `plan.batched_batches`, rerunning the batch sizes whose row did not come out.
+
+    Its results are printed through llama.cpp's asynchronous logger, which on this machine sometimes exits before
+    printing every row (1 of 3 runs of the same command printed 0 of 2 rows); a missing row is measured again, up to
+    `attempts` runs, and left out if it never appears."""
+    tests: list[BatchedTest] = []
+    cmds = []
+    missing = list(plan.batched_batches)
+    for _ in range(attempts):
+        cmd = batched_command(tools, model, prompt=plan.batched_prompt, gen=plan.batched_gen, batches=missing,
+                              threads=plan.threads)
+        cmds.append(cmd)
+        try:
+            got = parse_batched_bench(run_tool(cmd))
+        except KokubanError:
+            got = []
+        tests += [t for t in got if t.batch in missing]
+        missing = [b for b in missing if b not in {t.batch for t in got}]
+        if not missing:
+            break
+    return sorted(tests, key=lambda t: t.batch), cmds
+
+
+def merge_records(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """Two passes of `measure` over the same plan as one record: each row's samples are the two passes' together
+    (a second pass at another time spreads the machine's busy spells over the rows); runs are listed in order."""
+    rows = {r["id"]: dict(r) for r in first["rows"]}
+    for r in second["rows"]:
+        if r["id"] in rows:
+            rows[r["id"]]["samples_s"] = list(rows[r["id"]]["samples_s"]) + list(r["samples_s"])
+        else:
+            rows[r["id"]] = dict(r)
+    merged = [row_dict(row_from_dict(r)) for r in rows.values()]
+    return {**first, "rows": merged, "runs": first["runs"] + second["runs"], "passes": passes(first) + passes(second)}
+
+
+def passes(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The passes a record holds: date, repetitions per llama-bench test and batched-bench runs of each."""
+    return record.get("passes") or [{"date": record["date"], "repeats": record["plan"]["repeats"],
+                                     "batched_runs": record["plan"]["batched_runs"]}]
+
+
+def is_held_out(row: Row, plan: Plan) -> bool:
+    """A row is held out when its case is, when its depth is a held-out depth, or when it is a batched-bench row."""
+    held_cases = {c.name for c in plan.cases if c.held_out}
+    return row.model in held_cases or row.depth in plan.held_out_depths or row.regime.startswith("batched")
+
+
+def _load() -> float | None:
+    import os
+
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+
+
+def measure(plan: Plan, tools: dict[str, Path], work_dir: str | Path, *,
+            save: Callable[[dict[str, Any]], None] | None = None,
+            log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Write, quantize and benchmark every case × type of `plan`; the raw record (rows, commands, files, loads).
+
+    `save(record)` is called after every (case, type) so that an interrupted run keeps what it measured."""
+    import datetime
+    import platform
+
+    work = Path(work_dir)
+    work.mkdir(parents=True, exist_ok=True)
+    say = log or (lambda _msg: None)
+    record: dict[str, Any] = {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), "machine": platform.platform(),
+        "cpu": platform.processor() or platform.machine(), "tools": {k: str(v) for k, v in tools.items()},
+        "plan": asdict(plan), "cases": {}, "runs": [], "rows": [],
+    }
+    for case in plan.cases:
+        cfg, changes = case.config()
+        f16 = work / f"{case.name}-F16.gguf"
+        if not f16.exists():
+            say(f"writing {f16.name}")
+            write_gguf(cfg, f16, name=case.name)
+        record["cases"][case.name] = {**asdict(case), "config": cfg, "scaled": changes, "files": {}}
+        for gguf_type in plan.types:
+            path = f16 if gguf_type == "F16" else work / f"{case.name}-{gguf_type}.gguf"
+            if not path.exists():
+                say(f"quantizing {path.name}")
+                quantize(tools, f16, path, gguf_type, plan.threads)
+            record["cases"][case.name]["files"][gguf_type] = {"path": str(path), **gguf_bytes(path)}
+            cmd = bench_command(tools, path, prompts=plan.prompts, gens=plan.gens, depths=plan.depths,
+                                repeats=plan.repeats, threads=plan.threads)
+            say(f"llama-bench {case.name} {gguf_type}")
+            before = _load()
+            tests = parse_llama_bench_json(run_tool(cmd))
+            record["runs"].append({"case": case.name, "type": gguf_type, "command": cmd, "load_before": before,
+                                   "load_after": _load(), "build_commit": tests[0].build_commit if tests else ""})
+            record["rows"] += [row_dict(r) for r in rows_from_bench(case.name, gguf_type, tests)]
+            if case.batched:
+                runs = []
+                for _ in range(plan.batched_runs):
+                    say(f"llama-batched-bench {case.name} {gguf_type}")
+                    before = _load()
+                    tests, cmds = run_batched(tools, path, plan)
+                    runs.append(tests)
+                    record["runs"].append({"case": case.name, "type": gguf_type, "commands": cmds,
+                                           "load_before": before, "load_after": _load()})
+                record["rows"] += [row_dict(r) for r in rows_from_batched(case.name, gguf_type, runs)]
+            if save:
+                save(record)
+    return record
+
+
+# ---- the analysis -------------------------------------------------------------------------------------------
+def plan_from_dict(d: dict[str, Any]) -> Plan:
+    fields = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k != "cases"}
+    return Plan(cases=tuple(Case(**c) for c in d["cases"]), **fields)
+
+
+def analyse(record: dict[str, Any], accelerator_entry: dict[str, Any], *, statistic: str = "best") -> dict[str, Any]:
+    """Calibrate on the fitted rows, judge on the held-out ones: per GGUF type (each its own compute, memory and
+    overhead) and once for all types together (one set of fractions, as kokuban's single Efficiency has).
+
+    Returns {"per_type": {type: Calibration.as_dict()}, "all_types": Calibration.as_dict(), "rows": [...]} where each
+    row carries its measured and predicted seconds (defaults, per-type fit) and whether it was held out."""
+    plan = plan_from_dict(record["plan"])
+    rows = [row_from_dict(r) for r in record["rows"]]
+    specs = {name: ModelSpec.from_config(c["config"], name=name) for name, c in record["cases"].items()}
+
+    def deployment_of(row: Row, eff: Efficiency) -> Deployment:
+        return llamacpp_deployment(specs[row.model], accelerator_entry, row.gguf_type, eff)
+
+    held = np.array([is_held_out(r, plan) for r in rows])
+    per_type, predicted, skipped = {}, {}, []
+    for gguf_type in plan.types:
+        sel = [i for i, r in enumerate(rows) if r.gguf_type == gguf_type]
+        if not sel or held[sel].all() or not held[sel].any():
+            skipped.append(gguf_type)  # nothing to fit on, or nothing to judge on
+            continue
+        cal = calibrate_rows([rows[i] for i in sel], held[sel], deployment_of, statistic=statistic)
+        per_type[gguf_type] = cal.as_dict()
+        for i, pr in zip(sel, cal.rows, strict=True):
+            predicted[i] = (pr["predicted_before"], pr["predicted_after"])
+    joint = calibrate_rows(rows, held, deployment_of, statistic=statistic).as_dict()
+    out_rows = []
+    for i, r in enumerate(rows):
+        if i not in predicted:
+            continue
+        before, after = predicted[i]
+        out_rows.append({**row_dict(r), "held_out": bool(held[i]), "predicted_default_s": before,
+                         "predicted_fit_s": after, "predicted_joint_s": joint["rows"][i]["predicted_after"]})
+    return {"statistic": statistic, "per_type": per_type, "all_types": joint, "rows": out_rows, "skipped": skipped}
+
+
+# ---- measuring on a shared machine: one test per run, kept only when nothing else ran -----------------------
+def cpu_busy_s() -> float:
+    """Seconds of CPU time the whole machine has spent busy since boot (/proc/stat: user + nice + system + irq +
+    softirq + steal, in USER_HZ = 100 ticks per second); 0 where /proc/stat does not exist."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except OSError:
+        return 0.0
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / 100.0
+
+
+def children_cpu_s() -> float:
+    """CPU seconds used by this process's finished children (getrusage RUSAGE_CHILDREN, user + system)."""
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def others_cores(busy_s: float, ours_s: float, wall_s: float) -> float:
+    """Average cores that other processes kept busy over a run: (machine busy − ours) ÷ wall seconds."""
+    return max(busy_s - ours_s, 0.0) / wall_s if wall_s > 0 else float("inf")
+
+
+def wait_for_quiet(max_cores: float, timeout_s: float, probe_s: float = 0.5) -> float:
+    """Wait until other processes keep fewer than `max_cores` cores busy over `probe_s` (or `timeout_s` passes);
+    returns the last reading."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        b0 = cpu_busy_s()
+        time.sleep(probe_s)
+        cores = (cpu_busy_s() - b0) / probe_s
+        if cores < max_cores or time.monotonic() > deadline:
+            return cores
+        time.sleep(1.0)
+
+
+def run_watched(cmd: Sequence[str]) -> tuple[str, float, float]:
+    """Run a benchmark; (its output, wall seconds, average cores other processes used meanwhile)."""
+    import time
+
+    b0, c0, t0 = cpu_busy_s(), children_cpu_s(), time.monotonic()
+    out = run_tool(cmd)
+    wall = time.monotonic() - t0
+    return out, wall, others_cores(cpu_busy_s() - b0, children_cpu_s() - c0, wall)
+
+
+def measure_clean(plan: Plan, tools: dict[str, Path], work_dir: str | Path, *, budget_s: float,
+                  max_others: float = 0.15, save: Callable[[dict[str, Any]], None] | None = None,
+                  log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Like `measure`, but each llama-bench test (one prompt or generation length at one depth) is its own run,
+    started when the machine is quiet, and its repetitions are kept only when other processes used fewer than
+    `max_others` cores on average during it; a disturbed test is run again in a later round, until every test has
+    one undisturbed run or `budget_s` seconds have passed. Every attempt is recorded (command, wall, others' cores).
+    """
+    import datetime
+    import platform
+    import time
+
+    say = log or (lambda _msg: None)
+    work = Path(work_dir)
+    record = measure(replace(plan, types=()), tools, work, log=log)  # models and files only (no benchmarks)
+    record.update(date=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+                  machine=platform.platform(), plan=asdict(plan), method="clean", max_others_cores=max_others,
+                  attempts=[], rows=[])
+    pending = []
+    for case in plan.cases:
+        for gguf_type in plan.types:
+            f16 = work / f"{case.name}-F16.gguf"
+            path = f16 if gguf_type == "F16" else work / f"{case.name}-{gguf_type}.gguf"
+            if not path.exists():
+                say(f"quantizing {path.name}")
+                quantize(tools, f16, path, gguf_type, plan.threads)
+            record["cases"][case.name]["files"][gguf_type] = {"path": str(path), **gguf_bytes(path)}
+            for depth in plan.depths:
+                for p in plan.prompts:
+                    pending.append((case.name, gguf_type, path, "pp", p, depth))
+                for n in plan.gens:
+                    pending.append((case.name, gguf_type, path, "tg", n, depth))
+            if case.batched:
+                pending.append((case.name, gguf_type, path, "batched", 0, 0))
+    pending.sort(key=lambda item: plan.types.index(item[1]))  # every case of a type before the next type
+    start, rounds = time.monotonic(), 0
+    while pending and time.monotonic() - start < budget_s:
+        rounds += 1
+        still = []
+        for item in pending:
+            if time.monotonic() - start > budget_s:
+                still.append(item)
+                continue
+            name, gguf_type, path, kind, n, depth = item
+            quiet = wait_for_quiet(max_others, timeout_s=20)
+            if kind == "batched":
+                cmd = batched_command(tools, path, prompt=plan.batched_prompt, gen=plan.batched_gen,
+                                      batches=plan.batched_batches, threads=plan.threads)
+            else:
+                cmd = bench_command(tools, path, prompts=[n if kind == "pp" else 0], gens=[n if kind == "tg" else 0],
+                                    depths=[depth], repeats=plan.repeats, threads=plan.threads)
+            out, wall, others = run_watched(cmd)
+            clean = others <= max_others
+            if clean and kind == "batched":
+                try:
+                    batched = parse_batched_bench(out)
+                except KokubanError:  # the asynchronous logger printed no row (see run_batched)
+                    batched, clean = [], False
+            record["attempts"].append({"case": name, "type": gguf_type, "test": f"{kind}{n}@d{depth}", "round": rounds,
+                                       "command": cmd, "wall_s": wall, "others_cores": others,
+                                       "quiet_before_cores": quiet, "kept": clean})
+            say(f"{name} {gguf_type} {kind}{n}@d{depth}: {wall:.1f} s, others {others:.2f} cores"
+                + ("" if clean else " — disturbed, again later"))
+            if not clean:
+                still.append(item)
+                continue
+            if kind == "batched":
+                record["rows"] += [row_dict(r) for r in rows_from_batched(name, gguf_type, [batched])]
+            else:
+                record["rows"] += [row_dict(r) for r in rows_from_bench(name, gguf_type, parse_llama_bench_json(out))]
+            if save:
+                save(record)
+        pending = still
+    record["not_measured"] = [f"{n}/{t}/{k}{x}@d{d}" for n, t, _p, k, x, d in pending]
+    record["rounds"] = rounds
+    if save:
+        save(record)
+    return record
+

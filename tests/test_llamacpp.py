@@ -1,0 +1,181 @@
+"""The llama.cpp validation: parsers (on captured real output), the prediction of a test by hand, the fit wiring,
+and a tiny end-to-end run when llama.cpp's tools are installed (KOKUBAN_LLAMA_CPP_BIN or PATH; skipped otherwise)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kokuban.errors import KokubanError
+from kokuban.specs.hardware import Efficiency
+from kokuban.specs.model import ModelSpec
+from kokuban.validation import llamacpp as lc
+
+FIXTURES = Path(__file__).parent / "fixtures"
+# d=64, 2 layers, 4 heads of 16, 2 KV heads, MLP 128, vocab 100, untied (as tests/test_validate.py)
+TINY = {
+    "model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 4096,
+    "tie_word_embeddings": False, "rope_theta": 10000.0,
+}
+ENTRY = {"id": "test-cpu", "name": "test machine", "memory_bytes": 8e9, "memory_bandwidth_bytes_per_s": 1e9,
+         "flops_fp32": 1e9, "flops_bf16": 5e9}
+# 1e11 FLOP/s: token generation memory-bound, prompts of 128 compute-bound, so both fractions are identified
+FAST = {**ENTRY, "flops_fp32": 1e11}
+EXACT = Efficiency(compute=1.0, memory=1.0, step_overhead_s=0.0)
+
+
+def test_predict_tg_and_pp_by_hand():
+    dep = lc.llamacpp_deployment(ModelSpec.from_config(TINY), ENTRY, "Q8_0", EXACT)
+    # always-read params: 2 layers × 36,992 + final norm 64 + LM head 6,400 = 80,448; Q8_0 body and head 34/32 B
+    weights_s = 80448 * 34 / 32 / 1e9  # 85.476 µs per pass at 1e9 B/s
+    # KV fp16: 2 layers × 2 (K, V) × 2 KV heads × 16 = 128 elements = 256 B per token of context
+    # tg4 @ d0: contexts 1, 2, 3, 4 → 10 tokens of KV read; compute is 160,896 FLOP per token → 0.16 ms at 1e9 FLOP/s:
+    # the linear kernel is compute-bound, max(0.160896 ms − LM head..., weights) per step. Per step:
+    # linear FLOPs = 2·(80,448 − 6,400) + 2·6,400 = 160,896 → 160.896 µs > 85.476 µs (compute-bound);
+    # attention: context c pairs × 2 layers × 2·4·(16 + 16) = 256 FLOP → 512·c FLOP = 0.512·c µs vs KV 0.256·c µs
+    tg = 4 * 160.896e-6 + 0.512e-6 * (1 + 2 + 3 + 4)
+    assert lc.predict_test(dep, "tg", tokens=4) == pytest.approx(tg, rel=1e-9)
+    # pp8 @ d0: linear 8·2·74,048 + 2·6,400 (one LM head) = 1,197,568 FLOP = 1.197568 ms (> weights 85 µs);
+    # attention: causal pairs 8·9/2 = 36 per layer × 2 layers × 256 FLOP = 18,432 FLOP = 18.432 µs (> KV 2.048 µs)
+    assert lc.predict_test(dep, "pp", tokens=8) == pytest.approx(1.197568e-3 + 18.432e-6, rel=1e-9)
+    assert weights_s < 160.896e-6
+    # pp8 @ d4: 8 new tokens after 4 cached: pairs Σ_{t=5..12} t = 68 per layer → 2·68·256 = 34,816 FLOP
+    assert lc.predict_test(dep, "pp", tokens=8, depth=4) == pytest.approx(1.197568e-3 + 34.816e-6, rel=1e-9)
+    with pytest.raises(KokubanError):
+        lc.predict_test(dep, "pg", tokens=8)
+
+
+def test_deployment_types():
+    spec = ModelSpec.from_config(TINY)
+    assert lc.llamacpp_deployment(spec, ENTRY, "F16").weights_dtype == "fp16"
+    assert lc.llamacpp_deployment(spec, ENTRY, "Q4_K_M").weights_dtype == "q4_k_m"
+    dep = lc.llamacpp_deployment(spec, ENTRY, "Q4_0")
+    assert (dep.kv_dtype, dep.compute_dtype, dep.accelerator.flops("bf16")) == ("fp16", "fp32", 1e9)
+    with pytest.raises(KokubanError) as err:
+        lc.llamacpp_deployment(spec, ENTRY, "IQ2_XS")
+    assert err.value.field == "gguf_type"
+
+
+def test_llama_config_rounds_mlp_to_k_quant_blocks():
+    cfg, changes = lc.llama_config("llama-2-7b", num_layers=4, hidden_size=1024)
+    # 11008·1024/4096 = 2752 (a multiple of 64) → rounded up to 11·256 = 2816
+    assert cfg["intermediate_size"] == 2816 and cfg["num_hidden_layers"] == 4 and cfg["num_attention_heads"] == 8
+    assert any("2816" in c for c in changes)
+    with pytest.raises(KokubanError):
+        lc.llama_config("qwen3-8b", num_layers=2)
+
+
+def test_parse_llama_bench_json_fixture():
+    tests = lc.parse_llama_bench_json((FIXTURES / "llama-bench.json").read_text())
+    kinds = {(t.kind, t.n_prompt, t.n_gen, t.n_depth) for t in tests}
+    assert ("pp", 16, 0, 0) in kinds and ("tg", 0, 4, 8) in kinds
+    for t in tests:
+        assert len(t.samples_s) == 2 and all(s > 0 for s in t.samples_s)
+        assert t.threads == 2 and t.model_params > 0
+    raw = json.loads((FIXTURES / "llama-bench.json").read_text())
+    assert tests[0].samples_s[0] == raw[0]["samples_ns"][0] * 1e-9
+    rows = lc.rows_from_bench("tiny", "Q4_0", tests)
+    assert {r.regime for r in rows} == {"pp", "tg"}
+    with pytest.raises(KokubanError):
+        lc.parse_llama_bench_json("not json")
+
+
+def test_parse_llama_bench_markdown_fixture():
+    rows = lc.parse_llama_bench_markdown((FIXTURES / "llama-bench.md").read_text())
+    assert {(r["n_prompt"], r["n_gen"], r["n_depth"]) for r in rows} >= {(16, 0, 0), (0, 4, 8)}
+    assert all(r["tokens_per_s"] > 0 and r["tokens_per_s_std"] >= 0 for r in rows)
+    # a hand-made row in llama-bench's layout
+    md = ("| model | size | params | backend | threads | test | t/s |\n"
+          "| --- | ---: | ---: | --- | ---: | ---: | ---: |\n"
+          "| llama 7B Q4_0 | 3.56 GiB | 6.74 B | CPU | 2 | tg128 @ d512 | 12.50 ± 0.25 |\n")
+    (row,) = lc.parse_llama_bench_markdown(md)
+    got = (row["n_prompt"], row["n_gen"], row["n_depth"], row["tokens_per_s"], row["tokens_per_s_std"])
+    assert got == (0, 128, 512, 12.5, 0.25)
+
+
+def test_parse_batched_bench_fixture():
+    for name in ("batched-bench.jsonl", "batched-bench.md"):
+        tests = lc.parse_batched_bench((FIXTURES / name).read_text())
+        assert [t.batch for t in tests] == [1, 2] and all(t.t_pp_s > 0 and t.t_tg_s > 0 for t in tests)
+    rows = lc.rows_from_batched("tiny", "F16", [tests, tests])
+    assert {r.regime for r in rows} == {"batched-pp", "batched-tg"} and all(len(r.samples_s) == 2 for r in rows)
+    with pytest.raises(KokubanError):
+        lc.parse_batched_bench("nothing here")
+
+
+def test_fit_recovers_known_fractions_on_held_out_rows():
+    """Rows 'measured' as kokuban's own prediction at known fractions: the fit on the fitted rows must reproduce
+    the held-out ones (the wiring of split, fit and re-prediction; not a claim about llama.cpp)."""
+    truth = Efficiency(compute=0.2, memory=0.6, step_overhead_s=1e-4)
+    plan = lc.Plan(cases=(lc.Case("a", "llama-2-7b", 2, 256), lc.Case("b", "llama-2-7b", 3, 384, held_out=True)),
+                   types=("Q4_0",), depths=(0, 64, 128), held_out_depths=(64,))
+    record = {"plan": json.loads(json.dumps(lc.asdict(plan))), "cases": {}, "rows": []}
+    for case in plan.cases:
+        cfg, _ = case.config()
+        record["cases"][case.name] = {"config": cfg}
+        dep = lc.llamacpp_deployment(ModelSpec.from_config(cfg), FAST, "Q4_0", truth)
+        for depth in plan.depths:
+            for kind, n in (("pp", 32), ("pp", 128), ("tg", 16)):
+                t = lc.predict_test(dep, kind, tokens=n, depth=depth)
+                record["rows"].append(lc.row_dict(lc.Row(f"{case.name}/{kind}{n}@{depth}", case.name, "Q4_0", kind, n,
+                                                         depth, 1, (t, t * 1.1))))
+    result = lc.analyse(record, FAST)
+    cal = result["per_type"]["Q4_0"]
+    assert cal["holdout_rows"] == 12 and cal["train_rows"] == 6  # case b (9 rows) + case a at depth 64 (3 rows)
+    assert cal["holdout_after"]["median_abs_error"] < 0.01  # Nelder–Mead stops at xatol 1e-3 (logit space)
+    assert cal["after"]["compute"] == pytest.approx(0.2, rel=0.05)
+    assert cal["after"]["memory"] == pytest.approx(0.6, rel=0.05)
+    assert all(np.isfinite(r["predicted_fit_s"]) for r in result["rows"])
+
+
+def _tools():
+    return lc.find_tools(os.environ.get("KOKUBAN_LLAMA_CPP_BIN"))
+
+
+@pytest.mark.skipif(_tools() is None, reason="llama.cpp tools not found (set KOKUBAN_LLAMA_CPP_BIN)")
+def test_end_to_end_tiny(tmp_path):
+    pytest.importorskip("gguf")
+    tools = _tools()
+    cfg, _ = lc.llama_config({**TINY, "hidden_size": 256, "num_attention_heads": 4, "num_key_value_heads": 2,
+                              "intermediate_size": 512, "vocab_size": 1000})
+    f16 = tmp_path / "tiny-F16.gguf"
+    assert lc.write_gguf(cfg, f16) == ModelSpec.from_config(cfg).params_total
+    from kokuban.specs.dtypes import q4_k_m_body_bytes
+
+    for gguf_type, bits in (("Q4_0", 4.5), ("Q8_0", 8.5), ("Q4_K_M", 8 * q4_k_m_body_bytes(2, 256, 128, 512))):
+        out = tmp_path / f"tiny-{gguf_type}.gguf"
+        lc.quantize(tools, f16, out, gguf_type)
+        assert lc.gguf_bytes(out)["body_bits_per_weight"] == pytest.approx(bits, rel=1e-12)
+    tests = lc.parse_llama_bench_json(lc.run_tool(lc.bench_command(tools, tmp_path / "tiny-Q4_0.gguf", prompts=[16],
+                                                                   gens=[4], depths=[0, 8], repeats=2)))
+    assert len(tests) == 4 and all(min(t.samples_s) > 0 for t in tests)
+    plan = lc.Plan(cases=(), batched_prompt=16, batched_gen=4, batched_batches=(1, 2))
+    batched, _ = lc.run_batched(tools, f16, plan)
+    assert [t.batch for t in batched] == [1, 2] and all(t.t_tg_s > 0 for t in batched)
+
+
+def test_merge_records_concatenates_samples():
+    plan = lc.asdict(lc.Plan(cases=(), repeats=3, batched_runs=2))
+    row = lc.row_dict(lc.Row("m/Q4_0/tg16", "m", "Q4_0", "tg", 16, 0, 1, (0.3, 0.2, 0.4)))
+    first = {"date": "d1", "plan": plan, "rows": [row], "runs": [{"command": ["a"]}]}
+    second = {"date": "d2", "plan": {**plan, "repeats": 6}, "runs": [{"command": ["b"]}],
+              "rows": [{**row, "samples_s": [0.1]},
+                       lc.row_dict(lc.Row("m/Q4_0/pp32", "m", "Q4_0", "pp", 32, 0, 1, (1.0,)))]}
+    merged = lc.merge_records(first, second)
+    by_id = {r["id"]: r for r in merged["rows"]}
+    assert by_id["m/Q4_0/tg16"]["samples_s"] == [0.3, 0.2, 0.4, 0.1] and by_id["m/Q4_0/tg16"]["best_s"] == 0.1
+    assert by_id["m/Q4_0/pp32"]["samples_s"] == [1.0]
+    assert [p["repeats"] for p in merged["passes"]] == [3, 6] and len(merged["runs"]) == 2
+
+
+def test_others_cores_by_hand():
+    # the machine was busy 3.0 CPU-s during a 2.0 s run that itself used 2.0 CPU-s: others kept 0.5 cores busy
+    assert lc.others_cores(3.0, 2.0, 2.0) == 0.5
+    assert lc.others_cores(1.9, 2.0, 1.0) == 0.0  # tick rounding never makes it negative
+    assert lc.others_cores(1.0, 0.0, 0.0) == float("inf")  # no wall time: never counted as quiet
+    assert lc.cpu_busy_s() >= 0.0

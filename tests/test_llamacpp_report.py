@@ -1,0 +1,74 @@
+"""The committed llama.cpp report (validation/cpu/llamacpp.*) and the numbers docs/validation.md quotes from it."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CPU = ROOT / "validation" / "cpu"
+REPORT = CPU / "llamacpp-report.json"
+
+
+def _docs_section() -> str:
+    text = (ROOT / "docs" / "validation.md").read_text()
+    start = text.index("## llama.cpp on this CPU")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end > 0 else None]
+
+
+def _pct(cell: str) -> float:
+    return float(cell.strip().strip("*").rstrip("%").strip()) / 100
+
+
+def test_report_files_agree():
+    raw = json.loads((CPU / "llamacpp.json").read_text())
+    rows = list(csv.DictReader(open(CPU / "llamacpp.csv")))
+    assert len(rows) == len(raw["rows"]) > 0
+    assert "0c1e570" in (CPU / "llamacpp.txt").read_text() and raw["date"]
+    for run in raw["runs"] + raw.get("attempts", []):
+        assert run.get("command") or run.get("commands")  # every run keeps its command line
+    assert all(a["others_cores"] <= raw["max_others_cores"] for a in raw["attempts"] if a["kept"])
+
+
+def test_docs_table_matches_committed_report():
+    """Every row of the docs' held-out table: count, median and p90 |error| as the report computed them."""
+    report = json.loads(REPORT.read_text())
+    table = [ln for ln in _docs_section().splitlines() if re.match(r"^\| (F16|Q8_0|Q4_0|Q4_K_M|all types) \|", ln)]
+    assert len(table) >= 8
+    for line in table:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        gguf_type, regime, count, median, p90 = cells[:5]
+        side = report["all_types"] if gguf_type == "all types" else report["per_type"][gguf_type]
+        summary = side["holdout_after"] if regime == "all" else side["holdout_after"]["by_regime"][regime]
+        assert int(count) == summary["count"], line
+        assert _pct(median) == pytest.approx(summary["median_abs_error"], abs=5e-4), line
+        assert _pct(p90) == pytest.approx(summary["p90_abs_error"], abs=5e-4), line
+
+
+def test_docs_prose_numbers_match_committed_report():
+    raw = json.loads((CPU / "llamacpp.json").read_text())
+    report = json.loads(REPORT.read_text())
+    text = " ".join(_docs_section().split())
+    attempts = raw["attempts"]
+    kept = {(a["case"], a["type"], a["test"]) for a in attempts if a["kept"]}
+    never = {(a["case"], a["type"], a["test"]) for a in attempts} - kept
+    assert f"({sum(a['kept'] for a in attempts)} of {len(attempts)} runs kept; {len(never)} tests never" in text
+    rows = list(csv.DictReader(open(CPU / "llamacpp.csv")))
+    spread = max(max(s) / min(s) - 1 for s in ([float(x) for x in r["samples_s"].split()] for r in rows))
+    assert f"spread 0–{100 * spread:.0f} %" in text
+    fractions = {t: report["per_type"][t]["after"]["compute"] for t in ("F16", "Q8_0", "Q4_0", "Q4_K_M")}
+    quoted = (f"compute {fractions['F16']:.2f} F16, {fractions['Q8_0']:.2f} Q8_0, {fractions['Q4_0']:.2f} Q4_0, "
+              f"{fractions['Q4_K_M']:.2f} Q4_K_M")
+    assert quoted in text
+    memory = [report["per_type"][t]["after"]["memory"] for t in fractions]
+    assert f"{min(memory):.2f}–{max(memory):.2f} of the probed read bandwidth" in text
+    bits = [raw["cases"][c]["files"]["Q4_K_M"]["body_bits_per_weight"] for c in
+            ("llama2-h1024-L4", "llama2-h1536-L6", "llama3.2-1b-L4")]
+    assert f"Q4_K_M {bits[0]:.3f}, {bits[1]:.3f} and {bits[2]:.3f} bits" in text
+    train = sorted(report["per_type"][t]["train_rows"] for t in fractions)
+    assert f"The fit sees {train[0]}–{train[-1]} rows" in text
