@@ -18,8 +18,8 @@ from kokuban.usecases.request import DeploymentRequest, NonNegative, Positive
 if TYPE_CHECKING:
     from kokuban.sim.capacity import CandidateCapacity, Capacity, WorkloadShape
     from kokuban.sim.metrics import SLO, SimResult
-    from kokuban.sim.scheduler import SchedulerConfig
     from kokuban.sim.profiles import EngineProfile
+    from kokuban.sim.scheduler import SchedulerConfig
     from kokuban.sim.workload import Workload
     from kokuban.specs.hardware import Efficiency
 
