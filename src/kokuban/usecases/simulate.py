@@ -8,7 +8,7 @@ Requests own every default and check (field names = the CLI's flags with dashes)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 
@@ -129,7 +129,9 @@ def _first(*values: Any) -> Any:
 class SimulateRequest(ServingRequest):
     """`kokuban simulate`: serve a synthetic workload at `rate` requests/s ('inf': all at t = 0), or replay a
     `trace` file (then the synthetic fields are unused). `shared_prefix` tokens of one of `num_prefixes` system
-    prompts start every synthetic prompt. `ttft_slo`/`tpot_slo` (s) add goodput to the result."""
+    prompts start every synthetic prompt. `ttft_slo`/`tpot_slo` (s) add goodput to the result. `router`
+    (round_robin or random, seeded by `seed`) runs each data-parallel rank of an "ep" deployment as a scheduler
+    of its own behind that router (`sim.dataparallel`); None: one scheduler for the whole deployment."""
 
     rate: float | None = None
     trace: str | None = None
@@ -137,6 +139,7 @@ class SimulateRequest(ServingRequest):
     num_prefixes: Count = 1
     ttft_slo: Positive | None = None
     tpot_slo: Positive | None = None
+    router: Literal["round_robin", "random"] | None = None
 
     @field_validator("rate", mode="before")
     @classmethod
@@ -173,10 +176,16 @@ class Simulation:
 
     result: SimResult
     slo: SLO | None
+    ranks: tuple[SimResult, ...] = ()
+    router: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        """The run's summary (`SimResult.summary`): stable keys, SI units."""
-        return self.result.summary(self.slo)
+        """The run's summary (`SimResult.summary`): stable keys, SI units; with a router, also `router` and
+        `ranks` (every rank's own summary)."""
+        out = self.result.summary(self.slo)
+        if self.router is None:
+            return out
+        return out | {"router": self.router, "ranks": [rank.summary(self.slo) for rank in self.ranks]}
 
 
 def run_simulate(request: SimulateRequest, *, progress: bool = False) -> Simulation:
@@ -184,18 +193,24 @@ def run_simulate(request: SimulateRequest, *, progress: bool = False) -> Simulat
     (`gpus=None`) is sized for the longest request. A request that cannot fit the KV cache is an error naming
     the field its length came from (`prompt`, or `trace`)."""
     from kokuban.sim import SLO, simulate
+    from kokuban.sim.dataparallel import simulate_data_parallel
 
     r = request
     wl = r.workload()
     dep = r.deployment(int((wl.prompt_tokens + wl.output_tokens).max()))
+    ranks: tuple[SimResult, ...] = ()
     try:
-        result = simulate(dep, wl, r.scheduler_config(), progress=progress)
+        if r.router is None:
+            result = simulate(dep, wl, r.scheduler_config(), progress=progress)
+        else:
+            dp = simulate_data_parallel(dep, wl, r.scheduler_config(), router=r.router, seed=r.seed)
+            result, ranks = dp.merged, dp.ranks
     except KokubanError as exc:
         if exc.field != "workload":
             raise
         raise KokubanError(exc.reason, field="trace" if r.trace else "prompt", value=r.trace or r.prompt) from None
     slo = SLO(r.ttft_slo, r.tpot_slo) if r.ttft_slo is not None or r.tpot_slo is not None else None
-    return Simulation(result, slo)
+    return Simulation(result, slo, ranks, r.router)
 
 
 class CapacityRequest(ServingRequest):
