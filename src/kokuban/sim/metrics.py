@@ -10,6 +10,8 @@ accelerator; goodput = requests meeting the SLO ÷ duration; busy fraction = Σ 
 batch and KV occupancy are averaged over steps weighted by step time; cost per million tokens =
 deployment USD/s × duration ÷ tokens × 10⁶. Percentiles are NumPy's linear interpolation (as vLLM's).
 A statistic with nothing to measure (TPOT and ITL when every output is one token) is None, never NaN.
+A merged data-parallel record (`ranks` = N > 1) holds every rank's steps: busy fraction = Σ step times ÷ duration
+÷ N and KV occupancy = a step's blocks ÷ one rank's pool are per rank; batch and step counts are per step of a rank.
 """
 
 from __future__ import annotations
