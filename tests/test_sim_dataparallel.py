@@ -11,7 +11,7 @@ from kokuban.cli import main
 from kokuban.errors import KokubanError
 from kokuban.present.jsonout import to_json
 from kokuban.sim import SchedulerConfig, StepModel, simulate, synthetic
-from kokuban.sim.dataparallel import RankStepModel, route, simulate_data_parallel
+from kokuban.sim.dataparallel import RankStepModel, route, simulate_data_parallel, subset
 from kokuban.sim.kvcache import capacity_blocks
 from kokuban.specs.catalog import load_accelerator, load_model
 from kokuban.specs.deployment import Deployment
@@ -108,3 +108,28 @@ def test_cli_router_matches_the_use_case(capsys):
     assert got == json.loads(to_json(want.as_dict()))
     assert got["router"] == "round_robin" and [r["requests"] for r in got["ranks"]] == [20, 20]
     assert sum(r["kv_cache"]["capacity_blocks"] for r in got["ranks"]) == got["kv_cache"]["capacity_blocks"]
+
+
+def test_replicas_are_independent_copies_behind_the_router():
+    dep = Deployment.make(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"))  # TP: one rank per replica
+    wl = synthetic(400, 30.0, "lognormal:800,0.5", "uniform:20,200", seed=6)
+    run = simulate_data_parallel(dep, wl, replicas=2)
+    # round robin over 2 replicas: replica 0 serves requests 0, 2, 4, …, exactly as one deployment would alone
+    alone = simulate(dep, subset(wl, np.arange(0, 400, 2))).summary()
+    assert run.ranks[0].summary() == alone
+    s = run.merged.summary()
+    # the merged run costs two deployments and counts their GPUs
+    assert s["cost"]["usd_per_hour"] == pytest.approx(2 * dep.usd_per_s * 3600, rel=1e-12)
+    assert s["throughput"]["output_tokens_per_s_per_gpu"] == pytest.approx(
+        s["throughput"]["output_tokens_per_s"] / 2, rel=1e-12)
+    assert s["deployment"].startswith("2 replicas of ")
+    with pytest.raises(KokubanError) as err:
+        simulate_data_parallel(dep, wl, replicas=0)
+    assert err.value.field == "replicas"
+
+
+def test_use_case_replicas_default_to_round_robin():
+    sim = run_simulate(SimulateRequest(model="llama-3.1-8b", gpu="h100-sxm", rate=4, requests=30, prompt="200",
+                                       output="10", replicas=3))
+    d = sim.as_dict()
+    assert d["router"] == "round_robin" and [r["requests"] for r in d["ranks"]] == [10, 10, 10]

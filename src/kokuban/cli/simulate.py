@@ -60,6 +60,8 @@ def workload_options(func: Any) -> Any:
 @click.option("--tpot-slo", type=float, default=None, help="TPOT objective, s (goodput).")
 @click.option("--router", type=click.Choice(["round_robin", "random"]), default=None,
               help="Run each data-parallel rank (--layout ep) as its own scheduler behind this router.")
+@click.option("--replicas", type=int, default=1, show_default=True,
+              help="Copies of the deployment behind one router (default router: round_robin).")
 @click.option("--records", type=click.Path(), default=None, help="Write per-request records to this CSV.")
 @click.option("--plots", type=click.Path(), default=None, help="Write latency CDFs, occupancy and step plots here.")
 def simulate(**kw: Any) -> None:

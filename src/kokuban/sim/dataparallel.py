@@ -15,8 +15,10 @@ carried the same load (`RankStepModel`): the experts' GEMMs and all-to-all see N
 attention its own requests; the ranks' lockstep (a rank waiting for the slowest one at each MoE layer) is not
 simulated. Merged: the per-request arrays in the workload's order, every rank's steps and gaps together, the pools
 summed (`RunRecord.ranks` = N: busy fraction and KV occupancy are per rank; batch and step counts over all ranks).
-Routers that read the ranks' state (least outstanding requests, prefix-cache aware) need the ranks stepped
-together: not simulated yet.
+Replicas: `replicas` copies of the deployment behind the same router are replicas × N such ranks (a TP deployment
+has N = 1: each replica is one scheduler, `RankStepModel` with N = 1 is its plain step model); the merged run
+costs `replicas` deployments. Routers that read the ranks' state (least outstanding requests, prefix-cache aware)
+need the ranks stepped together: not simulated yet.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from kokuban.errors import KokubanError
+from kokuban.errors import KokubanError, require_positive
 from kokuban.sim.engine import simulate
 from kokuban.sim.kvcache import capacity_blocks
 from kokuban.sim.metrics import SimResult
@@ -118,20 +120,23 @@ def merge(records: list[RunRecord], idx: list[np.ndarray], n_requests: int) -> R
 
 
 def simulate_data_parallel(dep: Deployment, workload: Workload, scheduler: SchedulerConfig | None = None, *,
-                           router: str = "round_robin", seed: int = 0) -> DataParallelRun:
-    """Serve `workload` on the N = `dep.parallel.data_parallel_ranks` ranks of `dep`, each a scheduler with
-    `scheduler`'s limits and a pool of its own, behind `router` (see the module docstring)."""
+                           router: str = "round_robin", seed: int = 0, replicas: int = 1) -> DataParallelRun:
+    """Serve `workload` on the N = `dep.parallel.data_parallel_ranks` ranks of each of `replicas` copies of `dep`,
+    every rank a scheduler with `scheduler`'s limits and a pool of its own, all behind one `router` (see the module
+    docstring). Rank r belongs to replica r // N. The merged result costs `replicas` deployments."""
     cfg = (scheduler or SchedulerConfig()).resolve(dep.accelerator)
     if cfg.max_concurrency is not None:
         raise KokubanError("a client cap across data-parallel ranks is not simulated yet", field="max_concurrency",
                            value=cfg.max_concurrency)
+    require_positive("replicas", replicas, integer=True)
     n = int(dep.parallel.data_parallel_ranks)
-    ranks = route(len(workload), n, router, seed)
-    idx = [np.flatnonzero(ranks == r) for r in range(n)]
+    total = n * int(replicas)
+    ranks = route(len(workload), total, router, seed)
+    idx = [np.flatnonzero(ranks == r) for r in range(total)]
     empty = [r for r, i in enumerate(idx) if i.size == 0]
     if empty:
-        raise KokubanError(f"the router sent no request to rank {empty[0]} of {n}: send at least {n} requests",
-                           field="requests", value=len(workload))
+        raise KokubanError(f"the router sent no request to rank {empty[0]} of {total}: send at least {total} "
+                           f"requests", field="requests", value=len(workload))
     blocks = cfg.kv_blocks or capacity_blocks(dep, cfg.block_size, n * int(cfg.max_num_seqs)) // n
     context = int((workload.prompt_tokens + workload.output_tokens).max())
     model = RankStepModel(StepModel(dep, n * int(cfg.max_num_batched_tokens), context), n)
@@ -142,6 +147,9 @@ def simulate_data_parallel(dep: Deployment, workload: Workload, scheduler: Sched
         results.append(replace(res, num_gpus=max(dep.num_gpus // n, 1), usd_per_s=per_rank))
     merged = merge(results, idx, len(workload))
     full = SimResult.build(merged, dep, cfg)
+    if replicas > 1:
+        full = replace(full, description=f"{replicas} replicas of {full.description}",
+                       num_gpus=full.num_gpus * replicas, usd_per_s=full.usd_per_s * replicas)
     return DataParallelRun(full, tuple(results), router)
 
 

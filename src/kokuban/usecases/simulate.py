@@ -131,7 +131,8 @@ class SimulateRequest(ServingRequest):
     `trace` file (then the synthetic fields are unused). `shared_prefix` tokens of one of `num_prefixes` system
     prompts start every synthetic prompt. `ttft_slo`/`tpot_slo` (s) add goodput to the result. `router`
     (round_robin or random, seeded by `seed`) runs each data-parallel rank of an "ep" deployment as a scheduler
-    of its own behind that router (`sim.dataparallel`); None: one scheduler for the whole deployment."""
+    of its own behind that router (`sim.dataparallel`); None: one scheduler for the whole deployment. `replicas`
+    copies of the deployment serve behind the same router (round_robin unless `router` says otherwise)."""
 
     rate: float | None = None
     trace: str | None = None
@@ -140,6 +141,7 @@ class SimulateRequest(ServingRequest):
     ttft_slo: Positive | None = None
     tpot_slo: Positive | None = None
     router: Literal["round_robin", "random"] | None = None
+    replicas: Annotated[int, Field(gt=0, le=4096)] = 1
 
     @field_validator("rate", mode="before")
     @classmethod
@@ -199,18 +201,20 @@ def run_simulate(request: SimulateRequest, *, progress: bool = False) -> Simulat
     wl = r.workload()
     dep = r.deployment(int((wl.prompt_tokens + wl.output_tokens).max()))
     ranks: tuple[SimResult, ...] = ()
+    router = r.router or ("round_robin" if r.replicas > 1 else None)  # replicas need a router: round robin
     try:
-        if r.router is None:
+        if router is None:
             result = simulate(dep, wl, r.scheduler_config(), progress=progress)
         else:
-            dp = simulate_data_parallel(dep, wl, r.scheduler_config(), router=r.router, seed=r.seed)
+            dp = simulate_data_parallel(dep, wl, r.scheduler_config(), router=router, seed=r.seed,
+                                        replicas=r.replicas)
             result, ranks = dp.merged, dp.ranks
     except KokubanError as exc:
         if exc.field != "workload":
             raise
         raise KokubanError(exc.reason, field="trace" if r.trace else "prompt", value=r.trace or r.prompt) from None
     slo = SLO(r.ttft_slo, r.tpot_slo) if r.ttft_slo is not None or r.tpot_slo is not None else None
-    return Simulation(result, slo, ranks, r.router)
+    return Simulation(result, slo, ranks, router)
 
 
 class CapacityRequest(ServingRequest):
