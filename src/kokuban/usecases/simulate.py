@@ -94,7 +94,8 @@ class ServingRequest(DeploymentRequest):
         from kokuban.sim.scheduler import SchedulerConfig
 
         p = self.profile()
-        tokens = self.max_num_batched_tokens or p.batched_tokens(self.model_spec().max_context)
+        # a profile's "max_model_len" budget, at most the step tables' MAX_STEP_TOKENS
+        tokens = self.max_num_batched_tokens or p.batched_tokens(min(self.model_spec().max_context, MAX_STEP_TOKENS))
         return SchedulerConfig(policy=_first(self.scheduler, p.policy, "continuous"),
                                max_num_seqs=self.max_num_seqs or p.max_num_seqs, max_num_batched_tokens=tokens,
                                block_size=_first(self.block_size, p.block_size, 16),
