@@ -163,3 +163,14 @@ def test_capacity_takes_the_engine_and_knobs(capsys):
     # vLLM V1's observed 1.9 ms per step (not the shipped 2.7 ms) makes the saturated rate higher
     base = run_capacity(req.model_copy(update={"engine": "kokuban"}))
     assert got["saturation_rate_per_s"] > base.saturation_rate_per_s
+
+
+def test_front_end_time_holds_a_concurrency_slot():
+    # one request in flight (vllm bench --max-concurrency 1), all 6 due at t = 0: the client sends the next one
+    # when it has seen the previous finish, i.e. the engine's finish + 20 ms, which is the finish it records
+    dep, wl = dep8b(), synthetic(6, float("inf"), 300, 10, seed=0)
+    run = simulate(dep, wl, SchedulerConfig(max_concurrency=1, overheads=Overheads(front_end_s=0.02)))
+    assert np.array_equal(run.arrival_s[1:], run.finish_s[:-1])
+    plain = simulate(dep, wl, SchedulerConfig(max_concurrency=1))
+    # each of the 6 requests holds its slot 20 ms longer: the run lasts 6 × 20 ms = 120 ms more
+    assert run.duration_s - plain.duration_s == pytest.approx(6 * 0.02, rel=1e-9)

@@ -47,7 +47,7 @@ from kokuban.sim.decoderun import MAX_RUN_STEPS, MIN_RUN_STEPS, DecodeRun, plan_
 from kokuban.sim.kvcache import BlockPool, capacity_blocks
 from kokuban.sim.metrics import SimResult
 from kokuban.sim.policies import make_policy
-from kokuban.sim.profiles import OverheadStepModel, client_view
+from kokuban.sim.profiles import FrontEndClient, OverheadStepModel, client_view
 from kokuban.sim.record import RunRecord
 from kokuban.sim.scheduler import SchedulerConfig
 from kokuban.sim.steptime import StepModel, StepTimeModel
@@ -85,6 +85,9 @@ def simulate(dep: Deployment, workload: Workload, scheduler: SchedulerConfig | N
     model = step_model or StepModel(dep, B, int((prompt + out).max()))
     if cfg.overheads is not None and cfg.overheads.steps_cost:  # an engine profile's CPU terms (`profiles`)
         model = OverheadStepModel(model, cfg.overheads)
+    if cfg.overheads is not None and cfg.overheads.front_end_s > 0:  # finishes reach the client later
+        client = FrontEndClient(client or client_for(workload.arrival_s, cfg.max_concurrency),
+                                cfg.overheads.front_end_s)
     record = Engine(cfg, model, workload, BlockPool(total_blocks, bs), client).run(progress)
     return SimResult.build(client_view(record, cfg.overheads), dep, cfg)
 

@@ -6,19 +6,22 @@ overheads (`Overheads`) reach a run through two seams:
 
     step time    `OverheadStepModel` wraps any `StepTimeModel`: a step of T scheduled tokens, h of them sampled,
                  lasts  base(T, h, …) + per_seq_s·h + per_token_s·T          (CPU work the GPU waits for)
+    client       `FrontEndClient` wraps the run's client: a finish reaches the client front_end_s later, so a
+                 concurrency-capped client (`vllm bench serve --max-concurrency`) sends its next request then
     metrics      `client_view(record, overheads)`: what a client sees of a run
                  TTFT and E2E  + front_end_s   (first token and finish seen front_end_s later; the run's end too)
                  ITL           tokens streamed in chunks of k = stream_tokens: a client sees one gap per chunk,
                                k steps long; taken as k × each recorded gap with 1/k of its weight (exact for
                                the mean when a chunk's steps are equally long; percentiles approximate)
 
-Scheduling itself is unchanged by the overheads (the front-end delay is added on the client's side: the engine
-sees the arrival when it happens; at high load a real front end also delays when the engine sees it).
+Scheduling is unchanged by the front-end term except through the client (the delay is on the client's side: the
+engine sees each request when it is sent; at high load a real front end also delays when the engine sees it).
 """
 
 from __future__ import annotations
 
 import tomllib
+from collections import deque
 from dataclasses import dataclass, fields, replace
 from functools import cache
 from importlib import resources
@@ -27,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from kokuban.errors import KokubanError
+from kokuban.sim.clients import Client
 from kokuban.sim.record import RunRecord
 from kokuban.sim.steptime import StepTimeModel
 
@@ -141,6 +145,28 @@ class OverheadStepModel:
     def decode_run_s(self, ctx: np.ndarray) -> np.ndarray:
         n = int(ctx.shape[1])  # every request of a decode step is one token and one sampled sequence
         return self.base.decode_run_s(ctx) + self.extra_s(n, n)
+
+
+class FrontEndClient:
+    """A `clients.Client` whose finishes reach the client `front_end_s` after the engine's: `finished(r, t)` is
+    passed on as `finished(r, t + front_end_s)`; everything else is the wrapped client's."""
+
+    def __init__(self, inner: Client, front_end_s: float) -> None:
+        self.inner, self.front_end_s = inner, float(front_end_s)
+        self.closed_loop = inner.closed_loop
+
+    @property
+    def sent_s(self) -> np.ndarray:
+        return self.inner.sent_s
+
+    def next_release_s(self) -> float:
+        return self.inner.next_release_s()
+
+    def release(self, t: float, waiting: deque[int]) -> None:
+        self.inner.release(t, waiting)
+
+    def finished(self, r: int, t: float) -> None:
+        self.inner.finished(r, t + self.front_end_s)
 
 
 def client_view(record: RunRecord, overheads: Overheads | None) -> RunRecord:
