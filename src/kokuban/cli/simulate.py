@@ -25,15 +25,23 @@ def workload_options(func: Any) -> Any:
         click.option("--burstiness", type=float, default=1.0, show_default=True,
                      help="Gamma shape for --arrival gamma (< 1: burstier than Poisson)."),
         click.option("--seed", type=int, default=0, show_default=True),
-        click.option("--scheduler", default="continuous", show_default=True,
-                     help="Scheduling policy: continuous, prefill_first or static."),
+        click.option("--scheduler", default=None,
+                     help="Scheduling policy: continuous, prefill_first or static (default: the engine's)."),
         click.option("--max-num-seqs", type=int, default=None, help="Running requests at most (default: vLLM's)."),
         click.option("--max-num-batched-tokens", type=int, default=None, help="Tokens per step (default: vLLM's)."),
-        click.option("--block-size", type=int, default=16, show_default=True, help="KV block size, tokens."),
-        click.option("--prefix-caching/--no-prefix-caching", default=True, show_default=True, help="Prefix caching."),
+        click.option("--block-size", type=int, default=None, help="KV block size, tokens (default: the engine's; 16)."),
+        click.option("--prefix-caching/--no-prefix-caching", default=None,
+                     help="Prefix caching (default: the engine's; on)."),
         click.option("--batch-timeout", type=float, default=0.0, show_default=True,
                      help="Static batching: max wait, s."),
         click.option("--max-concurrency", type=int, default=None, help="Client cap on requests in flight."),
+        click.option("--engine", default="kokuban", show_default=True,
+                     help="Engine profile: scheduler defaults and overheads (kokuban, vllm-v1, vllm-v0, "
+                          "vllm-v0-multistep, sglang, trtllm; data/engines.toml)."),
+        click.option("--gpu-memory-utilization", type=float, default=0.9, show_default=True,
+                     help="Fraction of each GPU's memory the engine may use (weights, activations, KV cache)."),
+        click.option("--kv-blocks", type=int, default=None,
+                     help="KV blocks of one scheduler, e.g. from the engine's log (default: computed)."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -50,6 +58,10 @@ def workload_options(func: Any) -> Any:
 @click.option("--num-prefixes", type=int, default=1, show_default=True, help="Distinct shared prefixes.")
 @click.option("--ttft-slo", type=float, default=None, help="TTFT objective, s (goodput).")
 @click.option("--tpot-slo", type=float, default=None, help="TPOT objective, s (goodput).")
+@click.option("--router", type=click.Choice(["round_robin", "random"]), default=None,
+              help="Run each data-parallel rank (--layout ep) as its own scheduler behind this router.")
+@click.option("--replicas", type=int, default=1, show_default=True,
+              help="Copies of the deployment behind one router (default router: round_robin).")
 @click.option("--records", type=click.Path(), default=None, help="Write per-request records to this CSV.")
 @click.option("--plots", type=click.Path(), default=None, help="Write latency CDFs, occupancy and step plots here.")
 def simulate(**kw: Any) -> None:

@@ -31,6 +31,7 @@ def simulation(con: Any, sim: Any) -> None:
     con.print(f"busy {s['busy_fraction']:.1%} · mean batch {s['batch']['mean']:.1f} (max {s['batch']['max']}) · "
               f"KV occupancy mean {s['kv_cache']['mean_occupancy']:.1%} peak {s['kv_cache']['peak_occupancy']:.1%} · "
               f"preemptions {s['preemptions']:,} · prefix-cache hits {s['prefix_cache_hit_tokens']:,} tokens")
+    engine(con, s)
     c = s["cost"]
     con.print(f"cost  ${c['usd_per_hour']:.2f}/h → ${c['usd_per_m_output_tokens']:.3g} per M output tokens, "
               f"${c['usd_per_m_total_tokens']:.3g} per M tokens (input + output)")
@@ -39,6 +40,21 @@ def simulation(con: Any, sim: Any) -> None:
         con.print(f"SLO (TTFT ≤ {g['ttft_s']}, TPOT ≤ {g['tpot_s']} s): "
                   f"goodput {g['goodput_requests_per_s']:.3g} req/s, "
                   f"{g['fraction_good']:.1%} of requests; p99s within SLO: {'yes' if g['p99_within_slo'] else 'no'}")
+
+
+def engine(con: Any, s: dict[str, Any]) -> None:
+    """The engine profile's overheads and, behind a router, one line per data-parallel rank (from `as_dict()`)."""
+    sched = s["scheduler"]
+    if sched.get("engine"):
+        o = sched.get("overheads") or {}
+        con.print(f"engine profile {sched['engine']}: front end {secs(o.get('front_end_s', 0.0))} per request, "
+                  f"{secs(o.get('per_seq_s', 0.0))} per sequence per step, "
+                  f"{o.get('stream_tokens', 1)} token(s) per stream chunk")
+    for i, rank in enumerate(s.get("ranks", ())):
+        lat = rank["latency_s"]
+        con.print(f"rank {i} ({s['router']}): {rank['requests']:,} requests · "
+                  f"TTFT mean {secs(lat['ttft']['mean'])} · KV {rank['kv_cache']['capacity_blocks']:,} blocks · "
+                  f"mean batch {rank['batch']['mean']:.1f}")
 
 
 def max_rate(con: Any, cap: Any) -> None:

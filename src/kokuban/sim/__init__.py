@@ -9,7 +9,8 @@ requests when: open loop, a concurrency cap; closed-loop sessions plug in here),
 cache), scheduler (limits and vLLM's defaults), policies/ (one file per scheduling policy), steptime (the
 `StepTimeModel` protocol; `StepModel`, mixed prefill/decode steps from the core), engine (the loop), decoderun
 (event skipping), record (the typed `RunRecord` the engine hands over), metrics (latencies, throughput, cost, from
-the record), capacity (max rate under an SLO, cheapest deployment).
+the record), capacity (max rate under an SLO, cheapest deployment), profiles (engine profiles: scheduler
+defaults and overheads from data/engines.toml), dataparallel (data-parallel ranks as schedulers behind a router).
 """
 
 from kokuban.sim.engine import simulate

@@ -47,6 +47,7 @@ from kokuban.sim.decoderun import MAX_RUN_STEPS, MIN_RUN_STEPS, DecodeRun, plan_
 from kokuban.sim.kvcache import BlockPool, capacity_blocks
 from kokuban.sim.metrics import SimResult
 from kokuban.sim.policies import make_policy
+from kokuban.sim.profiles import FrontEndClient, OverheadStepModel, client_view
 from kokuban.sim.record import RunRecord
 from kokuban.sim.scheduler import SchedulerConfig
 from kokuban.sim.steptime import StepModel, StepTimeModel
@@ -63,8 +64,11 @@ def simulate(dep: Deployment, workload: Workload, scheduler: SchedulerConfig | N
     (default: `StepModel`, the core's roofline for `dep`); `client` who sends the requests when (default: open
     loop, or the scheduler's `max_concurrency` cap; see `clients`). Raises KokubanError for impossible setups
     (a request whose prompt + output does not fit the whole KV cache).
+    `kv_blocks` None takes the scheduler's `kv_blocks`; its `overheads` (an engine profile's) wrap the step model
+    (`profiles.OverheadStepModel`) and give the record a client's view (`profiles.client_view`).
     """
     cfg = (scheduler or SchedulerConfig()).resolve(dep.accelerator)
+    kv_blocks = cfg.kv_blocks if kv_blocks is None else kv_blocks
     bs, S, B = cfg.block_size, int(cfg.max_num_seqs), int(cfg.max_num_batched_tokens)
     total_blocks = capacity_blocks(dep, bs, S) if kv_blocks is None else int(kv_blocks)
     prompt, out = workload.prompt_tokens, workload.output_tokens
@@ -79,8 +83,13 @@ def simulate(dep: Deployment, workload: Workload, scheduler: SchedulerConfig | N
             field="workload", value=int(need_blocks[worst]),
         )
     model = step_model or StepModel(dep, B, int((prompt + out).max()))
+    if cfg.overheads is not None and cfg.overheads.steps_cost:  # an engine profile's CPU terms (`profiles`)
+        model = OverheadStepModel(model, cfg.overheads)
+    if cfg.overheads is not None and cfg.overheads.front_end_s > 0:  # finishes reach the client later
+        client = FrontEndClient(client or client_for(workload.arrival_s, cfg.max_concurrency),
+                                cfg.overheads.front_end_s)
     record = Engine(cfg, model, workload, BlockPool(total_blocks, bs), client).run(progress)
-    return SimResult.build(record, dep, cfg)
+    return SimResult.build(client_view(record, cfg.overheads), dep, cfg)
 
 
 # rows of the running-set state (one row per field, one column per running request, oldest first)

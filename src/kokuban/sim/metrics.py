@@ -10,6 +10,8 @@ accelerator; goodput = requests meeting the SLO ÷ duration; busy fraction = Σ 
 batch and KV occupancy are averaged over steps weighted by step time; cost per million tokens =
 deployment USD/s × duration ÷ tokens × 10⁶. Percentiles are NumPy's linear interpolation (as vLLM's).
 A statistic with nothing to measure (TPOT and ITL when every output is one token) is None, never NaN.
+A merged data-parallel record (`ranks` = N > 1) holds every rank's steps: busy fraction = Σ step times ÷ duration
+÷ N and KV occupancy = a step's blocks ÷ one rank's pool are per rank; batch and step counts are per step of a rank.
 """
 
 from __future__ import annotations
@@ -132,7 +134,7 @@ class SimResult(RunRecord):
         inp, outp = int(self.prompt_tokens.sum()), int(self.output_tokens.sum())
         busy = float(self.step_s.sum())
         w = self.step_s if busy > 0 else np.ones_like(self.step_s)
-        occupancy = self.step_kv_blocks / max(self.kv_capacity_blocks, 1)
+        occupancy = self.step_kv_blocks * self.ranks / max(self.kv_capacity_blocks, 1)  # of one rank's pool
         out: dict[str, Any] = {
             "deployment": self.description,
             "scheduler": self.scheduler,
@@ -151,7 +153,7 @@ class SimResult(RunRecord):
                 "queue": _stats(self.queue_s),
                 "itl": _itl_stats(self.itl_values_s, self.itl_weights),
             },
-            "busy_fraction": busy / dur,
+            "busy_fraction": busy / dur / self.ranks,
             "batch": {"mean": float(np.average(self.step_batch, weights=w)) if w.size else 0.0,
                       "max": int(self.step_batch.max(initial=0))},
             "kv_cache": {

@@ -53,6 +53,7 @@ class RunRecord:
     kv_capacity_blocks: int
     block_size: int
     kv_blocks_free_at_end: int
+    ranks: int = 1  # data-parallel ranks whose steps the per-step arrays hold (`dataparallel.merge`)
 
     @classmethod
     def from_logs(cls, *, itl_same: list[tuple[float, int]], itl_mixed: list[np.ndarray],

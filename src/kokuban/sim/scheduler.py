@@ -18,6 +18,7 @@ from typing import Any
 from kokuban.errors import KokubanError, require_positive
 from kokuban.sim.kvcache import BLOCK_SIZE
 from kokuban.sim.policies import POLICIES
+from kokuban.sim.profiles import Overheads
 from kokuban.specs.hardware import Accelerator
 
 __all__ = ["POLICIES", "SchedulerConfig", "vllm_defaults"]  # POLICIES: the names `policy` takes (sim.policies)
@@ -41,6 +42,10 @@ class SchedulerConfig:
     prefix_caching: bool = True
     batch_timeout_s: float = 0.0  # static batching only
     max_concurrency: int | None = None  # the client's cap on requests in flight (vLLM bench --max-concurrency)
+    # set by an engine profile or a knob; absent from `as_dict` when None (a default run's JSON is unchanged)
+    engine: str | None = None  # the engine profile's name (`sim.profiles`)
+    overheads: Overheads | None = None  # the profile's CPU and client-side terms (`sim.profiles.Overheads`)
+    kv_blocks: int | None = None  # KV blocks of one scheduler, e.g. read from an engine's log (default: computed)
 
     def resolve(self, accelerator: Accelerator) -> SchedulerConfig:
         """Fill defaults from the accelerator and validate."""
@@ -56,10 +61,16 @@ class SchedulerConfig:
         require_positive("block_size", cfg.block_size, integer=True)
         if cfg.max_concurrency is not None:
             require_positive("max_concurrency", cfg.max_concurrency, integer=True)
+        if cfg.kv_blocks is not None:
+            require_positive("kv_blocks", cfg.kv_blocks, integer=True)
         if not cfg.batch_timeout_s >= 0:
             raise KokubanError(f"must be ≥ 0 s, got {cfg.batch_timeout_s!r}", field="batch_timeout_s",
                                value=cfg.batch_timeout_s)
         return cfg
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The fields as plain values; `engine`, `overheads` and `kv_blocks` only when set."""
+        return {k: v for k, v in asdict(self).items() if v is not None or k not in _OPTIONAL}
+
+
+_OPTIONAL = ("engine", "overheads", "kv_blocks")

@@ -124,8 +124,10 @@ class DeploymentRequest(EfficiencyRequest):
 
         return self.gpu if isinstance(self.gpu, Accelerator) else load_accelerator(self.gpu, self.gpu_file)
 
-    def deployment(self, context: int | None = None, *, efficiency: Efficiency | None = None):
-        """The `Deployment` this request names; `context` sizes the automatic GPU count (`gpus=None`)."""
+    def deployment(self, context: int | None = None, *, efficiency: Efficiency | None = None,
+                   memory_utilization: float = 0.9):
+        """The `Deployment` this request names; `context` sizes the automatic GPU count (`gpus=None`);
+        `memory_utilization` is the fraction of each accelerator's memory the engine may use."""
         from kokuban.core.memory import min_gpus_to_fit
         from kokuban.specs.deployment import Deployment
 
@@ -133,7 +135,7 @@ class DeploymentRequest(EfficiencyRequest):
         layout = self.layout or ("ep" if model.is_moe else "tp")
         dep = Deployment.make(model, acc, self.gpus or 1, layout=layout, weights_dtype=self.weights,
                               kv_dtype=self.kv, compute_dtype=self.compute, efficiency=self.efficiency_spec(efficiency),
-                              price_per_hour_usd=self.price_per_hour)
+                              price_per_hour_usd=self.price_per_hour, memory_utilization=memory_utilization)
         if self.gpus is not None:
             return dep
         if context is None:

@@ -8,7 +8,7 @@ Requests own every default and check (field names = the CLI's flags with dashes)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 
@@ -18,8 +18,10 @@ from kokuban.usecases.request import DeploymentRequest, NonNegative, Positive
 if TYPE_CHECKING:
     from kokuban.sim.capacity import CandidateCapacity, Capacity, WorkloadShape
     from kokuban.sim.metrics import SLO, SimResult
+    from kokuban.sim.profiles import EngineProfile
     from kokuban.sim.scheduler import SchedulerConfig
     from kokuban.sim.workload import Workload
+    from kokuban.specs.hardware import Efficiency
 
 Count = Annotated[int, Field(gt=0, le=10**8)]
 #: Tokens per step at most: the step tables hold one entry per token count.
@@ -39,6 +41,11 @@ class ServingRequest(DeploymentRequest):
     Defaults: 1,000 requests of 1,000 prompt and 200 output tokens, Poisson arrivals, seed 0; continuous batching
     with vLLM's limits for the accelerator (`sim.scheduler.vllm_defaults`), 16-token blocks, prefix caching on.
     Length specs: N, uniform:LO,HI, lognormal:MEDIAN,SIGMA or hist:V=W,… (`sim.workload.lengths`).
+    `engine` names a profile (`sim.profiles`, data/engines.toml): its scheduler defaults fill `scheduler`,
+    `max_num_seqs`, `max_num_batched_tokens`, `block_size` and `prefix_caching` when those are None, its step
+    overhead is the default of `step_overhead`, and its other overheads time the run; the default profile,
+    "kokuban", sets nothing. `gpu_memory_utilization` is the fraction of each accelerator's memory the engine
+    may use (vLLM's `--gpu-memory-utilization`); `kv_blocks` replaces the computed KV pool of one scheduler.
     """
 
     requests: Count = 1000
@@ -47,13 +54,16 @@ class ServingRequest(DeploymentRequest):
     arrival: str = "poisson"
     burstiness: Positive = 1.0
     seed: Annotated[int, Field(ge=0, le=2**63 - 1)] = 0
-    scheduler: str = "continuous"
+    scheduler: str | None = None
     max_num_seqs: Annotated[int, Field(gt=0, le=2**20)] | None = None
     max_num_batched_tokens: Annotated[int, Field(gt=0, le=MAX_STEP_TOKENS)] | None = None
-    block_size: Annotated[int, Field(gt=0, le=4096)] = 16
-    prefix_caching: bool = True
+    block_size: Annotated[int, Field(gt=0, le=4096)] | None = None
+    prefix_caching: bool | None = None
     batch_timeout: NonNegative = 0.0
     max_concurrency: Count | None = None
+    engine: str = "kokuban"
+    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 0.9
+    kv_blocks: Annotated[int, Field(gt=0, le=2**40)] | None = None
 
     def check(self) -> None:
         from kokuban.sim.scheduler import POLICIES
@@ -64,18 +74,45 @@ class ServingRequest(DeploymentRequest):
         if self.arrival not in ARRIVALS:
             raise KokubanError(f"'{self.arrival}' is not a known arrival process; allowed: {', '.join(ARRIVALS)}",
                                field="arrival", value=self.arrival)
-        if self.scheduler not in POLICIES:
+        from kokuban.sim.profiles import load_profile
+
+        load_profile(self.engine)
+        if self.scheduler is not None and self.scheduler not in POLICIES:
             raise KokubanError(f"'{self.scheduler}' is not a known scheduler; allowed: {', '.join(POLICIES)}",
                                field="scheduler", value=self.scheduler)
 
+    def profile(self) -> EngineProfile:
+        """The engine profile `engine` names."""
+        from kokuban.sim.profiles import load_profile
+
+        return load_profile(self.engine)
+
     def scheduler_config(self) -> SchedulerConfig:
-        """The `SchedulerConfig` these fields name (limits left None take vLLM's defaults when resolved)."""
+        """The `SchedulerConfig` these fields name: a field left None takes the engine profile's default, then
+        kokuban's (continuous batching, 16-token blocks, prefix caching on; limits: vLLM's when resolved)."""
+        from kokuban.sim.profiles import DEFAULT_ENGINE
         from kokuban.sim.scheduler import SchedulerConfig
 
-        return SchedulerConfig(policy=self.scheduler, max_num_seqs=self.max_num_seqs,
-                               max_num_batched_tokens=self.max_num_batched_tokens, block_size=self.block_size,
-                               prefix_caching=self.prefix_caching, batch_timeout_s=self.batch_timeout,
-                               max_concurrency=self.max_concurrency)
+        p = self.profile()
+        # a profile's "max_model_len" budget, at most the step tables' MAX_STEP_TOKENS
+        tokens = self.max_num_batched_tokens or p.batched_tokens(min(self.model_spec().max_context, MAX_STEP_TOKENS))
+        return SchedulerConfig(policy=_first(self.scheduler, p.policy, "continuous"),
+                               max_num_seqs=self.max_num_seqs or p.max_num_seqs, max_num_batched_tokens=tokens,
+                               block_size=_first(self.block_size, p.block_size, 16),
+                               prefix_caching=_first(self.prefix_caching, p.prefix_caching, True),
+                               batch_timeout_s=self.batch_timeout, max_concurrency=self.max_concurrency,
+                               engine=None if self.engine == DEFAULT_ENGINE else self.engine, overheads=p.overheads,
+                               kv_blocks=self.kv_blocks)
+
+    def deployment(self, context: int | None = None, *, efficiency: Efficiency | None = None):
+        """`DeploymentRequest.deployment` at `gpu_memory_utilization`, the profile's step overhead the default
+        of `step_overhead`."""
+        from kokuban.specs.hardware import Efficiency
+
+        step_s = self.profile().step_overhead_s
+        if efficiency is None and step_s is not None:
+            efficiency = Efficiency().updated(step_overhead_s=step_s)
+        return super().deployment(context, efficiency=efficiency, memory_utilization=self.gpu_memory_utilization)
 
     def shape(self) -> WorkloadShape:
         """The synthetic workload's shape, apart from its rate (`sim.capacity.WorkloadShape`)."""
@@ -85,10 +122,18 @@ class ServingRequest(DeploymentRequest):
                              self.seed)
 
 
+def _first(*values: Any) -> Any:
+    """The first value that is not None."""
+    return next(v for v in values if v is not None)
+
+
 class SimulateRequest(ServingRequest):
     """`kokuban simulate`: serve a synthetic workload at `rate` requests/s ('inf': all at t = 0), or replay a
     `trace` file (then the synthetic fields are unused). `shared_prefix` tokens of one of `num_prefixes` system
-    prompts start every synthetic prompt. `ttft_slo`/`tpot_slo` (s) add goodput to the result."""
+    prompts start every synthetic prompt. `ttft_slo`/`tpot_slo` (s) add goodput to the result. `router`
+    (round_robin or random, seeded by `seed`) runs each data-parallel rank of an "ep" deployment as a scheduler
+    of its own behind that router (`sim.dataparallel`); None: one scheduler for the whole deployment. `replicas`
+    copies of the deployment serve behind the same router (round_robin unless `router` says otherwise)."""
 
     rate: float | None = None
     trace: str | None = None
@@ -96,6 +141,8 @@ class SimulateRequest(ServingRequest):
     num_prefixes: Count = 1
     ttft_slo: Positive | None = None
     tpot_slo: Positive | None = None
+    router: Literal["round_robin", "random"] | None = None
+    replicas: Annotated[int, Field(gt=0, le=4096)] = 1
 
     @field_validator("rate", mode="before")
     @classmethod
@@ -132,10 +179,16 @@ class Simulation:
 
     result: SimResult
     slo: SLO | None
+    ranks: tuple[SimResult, ...] = ()
+    router: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        """The run's summary (`SimResult.summary`): stable keys, SI units."""
-        return self.result.summary(self.slo)
+        """The run's summary (`SimResult.summary`): stable keys, SI units; with a router, also `router` and
+        `ranks` (every rank's own summary)."""
+        out = self.result.summary(self.slo)
+        if self.router is None:
+            return out
+        return out | {"router": self.router, "ranks": [rank.summary(self.slo) for rank in self.ranks]}
 
 
 def run_simulate(request: SimulateRequest, *, progress: bool = False) -> Simulation:
@@ -143,18 +196,26 @@ def run_simulate(request: SimulateRequest, *, progress: bool = False) -> Simulat
     (`gpus=None`) is sized for the longest request. A request that cannot fit the KV cache is an error naming
     the field its length came from (`prompt`, or `trace`)."""
     from kokuban.sim import SLO, simulate
+    from kokuban.sim.dataparallel import simulate_data_parallel
 
     r = request
     wl = r.workload()
     dep = r.deployment(int((wl.prompt_tokens + wl.output_tokens).max()))
+    ranks: tuple[SimResult, ...] = ()
+    router = r.router or ("round_robin" if r.replicas > 1 else None)  # replicas need a router: round robin
     try:
-        result = simulate(dep, wl, r.scheduler_config(), progress=progress)
+        if router is None:
+            result = simulate(dep, wl, r.scheduler_config(), progress=progress)
+        else:
+            dp = simulate_data_parallel(dep, wl, r.scheduler_config(), router=router, seed=r.seed,
+                                        replicas=r.replicas)
+            result, ranks = dp.merged, dp.ranks
     except KokubanError as exc:
         if exc.field != "workload":
             raise
         raise KokubanError(exc.reason, field="trace" if r.trace else "prompt", value=r.trace or r.prompt) from None
     slo = SLO(r.ttft_slo, r.tpot_slo) if r.ttft_slo is not None or r.tpot_slo is not None else None
-    return Simulation(result, slo)
+    return Simulation(result, slo, ranks, router)
 
 
 class CapacityRequest(ServingRequest):

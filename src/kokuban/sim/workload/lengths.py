@@ -4,6 +4,7 @@
     "uniform:LO,HI"          integers, inclusive
     "lognormal:MEDIAN,SIGMA" exp of a normal with mean ln MEDIAN, rounded, at least 1
     "hist:V1=W1,V2=W2,…"     values drawn with probabilities ∝ weights
+    "dataset:NAME"           a public dataset's prompt or output lengths (`datasets`, data/length_datasets.toml)
 
 A new distribution is a class with `parse(args, spec, field)` and `draw(n, rng)` and one entry in `LENGTHS`.
 Errors name `field`: the parameter the spec was given as (`prompt`, `output`).
@@ -17,6 +18,7 @@ from typing import Protocol
 import numpy as np
 
 from kokuban.errors import KokubanError
+from kokuban.sim.workload.datasets import Dataset
 
 
 class LengthDistribution(Protocol):
@@ -101,6 +103,7 @@ class Histogram:
 
 #: Distributions by the name before the colon of a spec ("uniform:10,20"); a bare integer is `Fixed`.
 LENGTHS = {"uniform": Uniform, "lognormal": Lognormal, "hist": Histogram}
+LENGTHS["dataset"] = Dataset  # a public dataset's shipped histogram (`datasets`): "dataset:azure-code"
 
 
 def length_distribution(spec: str | int, field: str = "spec") -> LengthDistribution:

@@ -6,6 +6,8 @@ prompt) and `session_id` (turns of one conversation: each turn's prompt starts w
 and output, so that much of it is a shared prefix). Errors name the file and line.
 
 A new format is a function `(path, text) -> [(line number, row dict), …]` and one entry in `TRACE_FORMATS`.
+Public formats with their own fields (the Azure LLM inference traces' CSV, Mooncake's JSONL) are recognised from
+their first row and rewritten to these fields (`public_traces`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from kokuban.errors import KokubanError
+from kokuban.sim.workload.public_traces import adapt
 from kokuban.sim.workload.workload import Workload
 
 TRACE_REQUIRED = ("arrival_s", "prompt_tokens", "output_tokens")
@@ -79,6 +82,7 @@ def read_trace(path: str | Path) -> Workload:
         raise KokubanError(f"cannot read trace '{path}': {exc.strerror}") from None
     if not rows:
         raise KokubanError(f"trace '{path}' has no requests")
+    rows = adapt(path, rows)  # a public format (Azure CSV, Mooncake JSONL) in kokuban's fields (`public_traces`)
     n = len(rows)
     arr, p, o = np.empty(n), np.empty(n, np.int64), np.empty(n, np.int64)
     key, pre, is_session = np.full(n, -1, np.int64), np.zeros(n, np.int64), np.zeros(n, bool)

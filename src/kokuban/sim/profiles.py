@@ -1,0 +1,179 @@
+"""Engine profiles: the scheduler defaults and overhead terms of the engines people run (data/engines.toml).
+
+A profile is data, never a branch: its scheduler defaults fill the `SchedulerConfig` fields a user left unset
+(the use case does that), its fixed per-step term is the core's `Efficiency.step_overhead_s`, and its other
+overheads (`Overheads`) reach a run through two seams:
+
+    step time    `OverheadStepModel` wraps any `StepTimeModel`: a step of T scheduled tokens, h of them sampled,
+                 lasts  base(T, h, …) + per_seq_s·h + per_token_s·T          (CPU work the GPU waits for)
+    client       `FrontEndClient` wraps the run's client: a finish reaches the client front_end_s later, so a
+                 concurrency-capped client (`vllm bench serve --max-concurrency`) sends its next request then
+    metrics      `client_view(record, overheads)`: what a client sees of a run
+                 TTFT and E2E  + front_end_s   (first token and finish seen front_end_s later; the run's end too)
+                 ITL           tokens streamed in chunks of k = stream_tokens: a client sees one gap per chunk,
+                               k steps long; taken as k × each recorded gap with 1/k of its weight (exact for
+                               the mean when a chunk's steps are equally long; percentiles approximate)
+
+Scheduling is unchanged by the front-end term except through the client (the delay is on the client's side: the
+engine sees each request when it is sent; at high load a real front end also delays when the engine sees it).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections import deque
+from dataclasses import dataclass, fields, replace
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from kokuban.errors import KokubanError
+from kokuban.sim.clients import Client
+from kokuban.sim.record import RunRecord
+from kokuban.sim.steptime import StepTimeModel
+
+BUNDLED = "engines.toml"
+DEFAULT_ENGINE = "kokuban"
+#: `max_num_batched_tokens = "max_model_len"`: vLLM V0's budget without chunked prefill, max(max_model_len, 2048)
+V0_MIN_BATCHED_TOKENS = 2048
+
+
+@dataclass(frozen=True)
+class Overheads:
+    """Per-step CPU terms and per-request client-side terms of an engine (seconds; see the module docstring)."""
+
+    per_seq_s: float = 0.0
+    per_token_s: float = 0.0
+    front_end_s: float = 0.0
+    stream_tokens: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("per_seq_s", "per_token_s", "front_end_s"):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value >= 0):
+                raise KokubanError(f"must be a finite number ≥ 0 s, got {value!r}", field=name, value=value)
+        if not (isinstance(self.stream_tokens, int) and self.stream_tokens >= 1):
+            raise KokubanError(f"must be an integer ≥ 1, got {self.stream_tokens!r}", field="stream_tokens",
+                               value=self.stream_tokens)
+
+    @property
+    def steps_cost(self) -> bool:
+        """Whether the step-time seam has anything to add."""
+        return self.per_seq_s > 0 or self.per_token_s > 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class EngineProfile:
+    """One engine's defaults (None: kokuban's own) and overheads, with the sources from the data file."""
+
+    name: str
+    description: str
+    policy: str | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | str | None = None
+    block_size: int | None = None
+    prefix_caching: bool | None = None
+    preemption: str | None = None
+    step_overhead_s: float | None = None
+    overheads: Overheads | None = None
+    sources: tuple[tuple[str, str], ...] = ()
+
+    def batched_tokens(self, max_model_len: int) -> int | None:
+        """The profile's token budget; "max_model_len" is vLLM V0's max(max_model_len, 2048)."""
+        if self.max_num_batched_tokens == "max_model_len":
+            return max(int(max_model_len), V0_MIN_BATCHED_TOKENS)
+        return self.max_num_batched_tokens  # type: ignore[return-value]
+
+
+_SCHEDULER_KEYS = ("policy", "max_num_seqs", "max_num_batched_tokens", "block_size", "prefix_caching", "preemption",
+                   "step_overhead_s")
+_OVERHEAD_KEYS = ("per_seq_s", "per_token_s", "front_end_s", "stream_tokens")
+
+
+@cache
+def profiles() -> dict[str, EngineProfile]:
+    """Every bundled profile by name (data/engines.toml)."""
+    with (resources.files("kokuban") / "data" / BUNDLED).open("rb") as fh:
+        data = tomllib.load(fh)
+    out = {}
+    for name, row in data["profile"].items():
+        over = {k: row[k] for k in _OVERHEAD_KEYS if k in row}
+        out[name] = EngineProfile(
+            name=name, description=row["description"], **{k: row[k] for k in _SCHEDULER_KEYS if k in row},
+            overheads=Overheads(**over) if over else None,
+            sources=tuple((k.removesuffix("_source"), v) for k, v in row.items() if k.endswith("_source")))
+    return out
+
+
+def load_profile(name: str) -> EngineProfile:
+    """The bundled profile `name`; KokubanError(field="engine") naming the known ones otherwise."""
+    known = profiles()
+    if name not in known:
+        raise KokubanError(f"'{name}' is not a known engine profile; allowed: {', '.join(known)}", field="engine",
+                           value=name)
+    return known[name]
+
+
+class OverheadStepModel:
+    """A `StepTimeModel` with the engine's CPU terms added to every step of `base`:
+    seconds = base.seconds(T, h, …) + per_seq_s·h + per_token_s·T (h sampled sequences, T scheduled tokens)."""
+
+    def __init__(self, base: StepTimeModel, overheads: Overheads) -> None:
+        self.base, self.per_seq_s, self.per_token_s = base, float(overheads.per_seq_s), float(overheads.per_token_s)
+
+    def extra_s(self, tokens: int, heads: int) -> float:
+        """per_seq_s·heads + per_token_s·tokens."""
+        return self.per_seq_s * heads + self.per_token_s * tokens
+
+    def decode_terms(self, ctx: np.ndarray) -> tuple[float, float]:
+        return self.base.decode_terms(ctx)
+
+    def chunk_terms(self, chunk_start: np.ndarray, chunk_end: np.ndarray) -> tuple[float, float]:
+        return self.base.chunk_terms(chunk_start, chunk_end)
+
+    def one_chunk_terms(self, chunk_start: int, chunk_end: int) -> tuple[float, float]:
+        return self.base.one_chunk_terms(chunk_start, chunk_end)
+
+    def seconds(self, tokens: int, heads: int, attn_s: float, kv_s: float) -> float:
+        return self.base.seconds(tokens, heads, attn_s, kv_s) + self.extra_s(tokens, heads)
+
+    def decode_run_s(self, ctx: np.ndarray) -> np.ndarray:
+        n = int(ctx.shape[1])  # every request of a decode step is one token and one sampled sequence
+        return self.base.decode_run_s(ctx) + self.extra_s(n, n)
+
+
+class FrontEndClient:
+    """A `clients.Client` whose finishes reach the client `front_end_s` after the engine's: `finished(r, t)` is
+    passed on as `finished(r, t + front_end_s)`; everything else is the wrapped client's."""
+
+    def __init__(self, inner: Client, front_end_s: float) -> None:
+        self.inner, self.front_end_s = inner, float(front_end_s)
+        self.closed_loop = inner.closed_loop
+
+    @property
+    def sent_s(self) -> np.ndarray:
+        return self.inner.sent_s
+
+    def next_release_s(self) -> float:
+        return self.inner.next_release_s()
+
+    def release(self, t: float, waiting: deque[int]) -> None:
+        self.inner.release(t, waiting)
+
+    def finished(self, r: int, t: float) -> None:
+        self.inner.finished(r, t + self.front_end_s)
+
+
+def client_view(record: RunRecord, overheads: Overheads | None) -> RunRecord:
+    """The run as a client sees it: first token, finish and end `front_end_s` later; inter-token gaps in
+    chunks of `stream_tokens` steps (see the module docstring). No overheads: the record itself."""
+    if overheads is None or (overheads.front_end_s == 0 and overheads.stream_tokens == 1):
+        return record
+    f, k = overheads.front_end_s, overheads.stream_tokens
+    return replace(record, first_token_s=record.first_token_s + f, finish_s=record.finish_s + f,
+                   end_s=record.end_s + f, itl_values_s=record.itl_values_s * k, itl_weights=record.itl_weights / k)
