@@ -13,10 +13,11 @@ Retention between a session's calls (`Retention`, spec strings):
     evict             the default, what the engine's prefix cache does: the context stays cached while nobody
                       needs the blocks, then is evicted least recently used first
     pin:TTL           the context is held (one more user of its cache entry, so the batch cannot use its blocks)
-                      from the call's finish until the next call is sent, or TTL seconds, whichever is first
+                      from the call's finish until the next call is admitted, or TTL seconds, whichever is first
     offload:BW,CAP    as evict, and at each finish the context is copied to a host tier of CAP bytes (least
                       recently used contexts dropped to make room); a next call whose context was evicted from
-                      HBM is reloaded first: its blocks are taken and the call reaches the engine after
+                      HBM is reloaded first: its blocks are taken (held while the copy lasts, then cached like
+                      any context) and the call reaches the engine after
                       reload = b ÷ BW, b = `roofline.kv_bytes_per_request` of the blocks' tokens (the deployment's
                       KV bytes; BW in bytes/s). The copy out is assumed to overlap the gap.
 
@@ -185,7 +186,7 @@ class SessionClient:
 
     def release(self, t: float, waiting: deque[int]) -> None:
         pins = self._pins
-        if pins:  # a hold ends when its call has been admitted (it then uses the blocks itself) or at its TTL
+        if pins:  # a hold ends at its expiry, or when the call that reads it has been admitted
             scheduled = self._scheduled
             for key in [k for k, v in pins.items() if v[1] <= t or (v[3] >= 0 and scheduled[v[3]] == scheduled[v[3]])]:
                 self._unpin(key, t)
@@ -193,7 +194,7 @@ class SessionClient:
         while due and due[0][0] <= t:
             when, r, stage = heapq.heappop(due)
             key = self._key[r]
-            if stage == 1:  # a reload finished: the context is cached again, the call goes in
+            if stage == 1:  # a reload finished (its hold ended above): the context is cached, the call goes in
                 waiting.append(r)
                 continue
             self.sent_s[r] = when
@@ -201,11 +202,10 @@ class SessionClient:
                 pins[key][3] = r
             blocks = self._host.get(key, 0)
             if blocks and self.pool.lookup(key) == 0 and blocks <= self.pool.available:
-                self.pool.restore(key, blocks)  # held by the reload until the call is admitted
-                self._hold(key, t, np.inf, blocks)
-                pins[key][3] = r
-                self._host.move_to_end(key)
                 self.reload_s[r] = reload_seconds(blocks * self.bytes_per_block, self.retention.host_bytes_per_s)
+                self.pool.restore(key, blocks)  # held by the reload while it lasts, then cached like any context
+                self._hold(key, t, when + self.reload_s[r], blocks)
+                self._host.move_to_end(key)
                 heapq.heappush(due, (when + self.reload_s[r], r, 1))
                 continue
             waiting.append(r)
