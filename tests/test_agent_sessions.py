@@ -16,8 +16,14 @@ from kokuban.cli import main
 from kokuban.errors import KokubanError
 from kokuban.present.jsonout import to_json
 from kokuban.sim.scheduler import SchedulerConfig
-from kokuban.sim.sessions import (Retention, max_sessions, parse_retention, plan_sessions, reload_seconds,
-                                  simulate_sessions)
+from kokuban.sim.sessions import (
+    Retention,
+    max_sessions,
+    parse_retention,
+    plan_sessions,
+    reload_seconds,
+    simulate_sessions,
+)
 from kokuban.specs.catalog import load_accelerator, load_model
 from kokuban.specs.deployment import Deployment
 from kokuban.usecases.agent_sim import AgentSimRequest, run_agent_simulate
@@ -29,13 +35,13 @@ SETTINGS = settings(max_examples=30, deadline=None, derandomize=True, database=N
 KV_BYTES_PER_BLOCK = 16 * 8 * 64 * 2 * 2 * 16  # × 16 tokens a block = 524,288 B
 
 
-def run_sessions(scenario: Scenario, n: int, retention: Retention = Retention(), *, seed: int = 0,
+def run_sessions(scenario: Scenario, n: int, retention: Retention | None = None, *, seed: int = 0,
                  kv_blocks: int | None = None, compaction: str = "none", stagger_s: float = 0.0,
                  cfg: SchedulerConfig | None = None):
     calls = build_calls(sample_runs(scenario, n, seed), parse_policy(compaction))
     plan = plan_sessions(calls.run, calls.prompt_tokens, calls.output_tokens, calls.gap_before_s,
                          calls.kv_prefix_tokens, np.arange(n) * stagger_s, 16)
-    return simulate_sessions(DEP, plan, retention, cfg, kv_blocks=kv_blocks)
+    return simulate_sessions(DEP, plan, retention or Retention(), cfg, kv_blocks=kv_blocks)
 
 
 def in_call_order(run, session: int) -> np.ndarray:
@@ -103,10 +109,10 @@ def test_memory_pressure_lowers_hits_and_raises_ttft_and_cost_per_run():
     ample, tight = run_sessions(sc, 24), run_sessions(sc, 24, kv_blocks=700)
     a, t = ample.summary(), tight.summary()
     assert a["cache"]["hit_rate"] == 1.0  # 24 × 5 calls, each hits its whole context
-    assert t["cache"]["hit_rate"] < 0.5  # measured 0.125
+    assert t["cache"]["hit_rate"] < 0.5  # measured 0.008
     assert t["cache"]["cached_token_share"] < a["cache"]["cached_token_share"] / 2
-    assert t["ttft_per_call_s"]["mean"] > 3 * a["ttft_per_call_s"]["mean"]  # measured 0.39 s vs 0.045 s
-    assert t["usd_per_run"]["mean"] > 1.2 * a["usd_per_run"]["mean"]  # recomputed prefill is paid again
+    assert t["ttft_per_call_s"]["mean"] > 3 * a["ttft_per_call_s"]["mean"]  # measured 11.6 s vs 0.135 s
+    assert t["usd_per_run"]["mean"] > 1.2 * a["usd_per_run"]["mean"]  # 6.4×: recomputed prefill paid again
     assert t["run_latency_s"]["mean"] > a["run_latency_s"]["mean"]
     # what the cost per run is made of: busy seconds × USD/s shared by computed tokens, summing to the busy cost
     assert ample.usd_per_run.sum() == pytest.approx(a["busy_s"] * DEP.usd_per_s, rel=1e-12)

@@ -302,8 +302,8 @@ class SessionRun:
             "session": np.arange(n), "calls": calls, "run_latency_s": self.run_latency_s,
             "queue_s_mean": self._per_session(s.queue_s) / calls, "queue_s_total": self._per_session(s.queue_s),
             "ttft_s_mean": self._per_session(s.ttft_s) / calls,
-            "cache_hits": hits.astype(np.int64), "cache_hit_rate": np.where(reusable > 0, hits / np.maximum(reusable, 1),
-                                                                            np.nan),
+            "cache_hits": hits.astype(np.int64),
+            "cache_hit_rate": np.where(reusable > 0, hits / np.maximum(reusable, 1), np.nan),
             "prompt_tokens": self._per_session(s.prompt_tokens).astype(np.int64),
             "cached_tokens": self._per_session(s.cached_tokens).astype(np.int64),
             "reload_s": self._per_session(self.reload_s), "usd": self.usd_per_run,
@@ -331,7 +331,7 @@ class SessionRun:
         }
 
 
-def simulate_sessions(dep: Deployment, plan: SessionPlan, retention: Retention = Retention(),
+def simulate_sessions(dep: Deployment, plan: SessionPlan, retention: Retention | None = None,
                       scheduler: SchedulerConfig | None = None, *, kv_blocks: int | None = None) -> SessionRun:
     """Serve the sessions of `plan` on `dep` under `retention` (the engine with a `SessionClient`)."""
     cfg = scheduler or SchedulerConfig()
@@ -341,6 +341,7 @@ def simulate_sessions(dep: Deployment, plan: SessionPlan, retention: Retention =
     if not cfg.prefix_caching:
         raise KokubanError("sessions reuse their context through the prefix cache: turn it on",
                            field="prefix_caching", value=False)
+    retention = retention or Retention()
     per_block = float(roofline.kv_bytes_per_request(dep, plan.block_size))
     client = SessionClient(plan, retention, per_block)
     sim = simulate(dep, plan.workload, cfg, kv_blocks=kv_blocks, client=client)
