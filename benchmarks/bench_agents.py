@@ -26,8 +26,14 @@ def main() -> None:
     rows = [
         ("api, 100 runs, 1 policy", seconds(lambda: run_agent(AgentRequest(**api, compaction=POLICIES[:1])))),
         ("api, 100 runs, 3 policies", seconds(lambda: run_agent(AgentRequest(**api, compaction=POLICIES)))),
-        ("self-hosted, 100 runs, 1 policy", seconds(lambda: run_agent(AgentRequest(**hosted, compaction=POLICIES[:1])))),
-        ("self-hosted, 100 runs, 3 policies", seconds(lambda: run_agent(AgentRequest(**hosted, compaction=POLICIES)), 3)),
+        (
+            "self-hosted, 100 runs, 1 policy",
+            seconds(lambda: run_agent(AgentRequest(**hosted, compaction=POLICIES[:1]))),
+        ),
+        (
+            "self-hosted, 100 runs, 3 policies",
+            seconds(lambda: run_agent(AgentRequest(**hosted, compaction=POLICIES)), 3),
+        ),
     ]
     print(f"# {platform.processor() or platform.machine()}, Python {platform.python_version()}")
     for name, s in rows:

@@ -12,7 +12,7 @@ import timeit
 from kokuban import load_accelerator, load_model
 from kokuban.core import roofline
 from kokuban.specs.deployment import Deployment
-from kokuban.usecases import estimate
+from kokuban.usecases.estimate import estimate
 
 
 def per_call_us(fn, number: int) -> float:
@@ -28,8 +28,14 @@ def main() -> None:
         ("decode_step (dense, TP=2)", per_call_us(lambda: roofline.decode_step(dep, 32, 8192).step_time_s, 2000)),
         ("decode_step (MoE+MLA, TP=8)", per_call_us(lambda: roofline.decode_step(moe, 32, 8192).step_time_s, 2000)),
         ("prefill (dense)", per_call_us(lambda: roofline.prefill(dep, 4, 4096).step_time_s, 2000)),
-        ("estimate() blackboard, no generation", per_call_us(lambda: estimate("llama-3.1-70b", "h200", gpus=2, batch=32), 300)),
-        ("estimate() as_dict()", per_call_us(lambda: estimate("llama-3.1-70b", "h200", gpus=2, batch=32).as_dict(), 300)),
+        (
+            "estimate() blackboard, no generation",
+            per_call_us(lambda: estimate("llama-3.1-70b", "h200", gpus=2, batch=32), 300),
+        ),
+        (
+            "estimate() as_dict()",
+            per_call_us(lambda: estimate("llama-3.1-70b", "h200", gpus=2, batch=32).as_dict(), 300),
+        ),
     ]
     print(f"python {platform.python_version()} on {platform.machine()} ({platform.processor() or 'cpu'})")
     for name, us in rows:

@@ -22,7 +22,14 @@ SONNET = "anthropic/claude-sonnet-4.5"
 
 def small(**over):
     """N = 3, S0 = 1000, o = 100, r = 400, gaps 10 s: prompts 1000, 1500, 2000."""
-    fields = {"steps": "3", "system_tokens": 1000, "output_tokens": "100", "tool_tokens": "400", "gap_s": "10", "price": SONNET}
+    fields = {
+        "steps": "3",
+        "system_tokens": 1000,
+        "output_tokens": "100",
+        "tool_tokens": "400",
+        "gap_s": "10",
+        "price": SONNET,
+    }
     return run_agent(AgentRequest(**(fields | over)))
 
 
@@ -133,10 +140,21 @@ def test_cheapest_policy_is_named_and_the_window_forces_compaction():
     ({"preset": "swe-bench"}, "trace", "one scenario source"),
 ])
 def test_bad_scenarios_are_one_line_errors_naming_the_field(fields, field, words):
-    base = {"steps": "3", "system_tokens": 1000, "output_tokens": "100", "tool_tokens": "400", "gap_s": "10", "price": SONNET}
+    base = {
+        "steps": "3",
+        "system_tokens": 1000,
+        "output_tokens": "100",
+        "tool_tokens": "400",
+        "gap_s": "10",
+        "price": SONNET,
+    }
     if "preset" in fields:
         base |= {"trace": "example"}
-        base = {k: v for k, v in base.items() if k not in ("steps", "system_tokens", "output_tokens", "tool_tokens", "gap_s")}
+        base = {
+            k: v
+            for k, v in base.items()
+            if k not in ("steps", "system_tokens", "output_tokens", "tool_tokens", "gap_s")
+        }
     with pytest.raises(KokubanError) as exc:
         run_agent(AgentRequest(**(base | fields)))
     assert exc.value.field == field and words in str(exc.value) and "\n" not in str(exc.value)
@@ -168,13 +186,27 @@ def test_self_hosted_cli_json_is_the_use_case_result(capsys):
             "--output-tokens", "50", "--tool-tokens", "300", "--gap-s", "5", "--json"]
     assert main(args) == 0
     got = json.loads(capsys.readouterr().out)
-    want = json.loads(to_json(run_agent(AgentRequest(model="llama-3.1-8b", gpu="h100-sxm", steps="4", system_tokens=2000,
-                                                     output_tokens="50", tool_tokens="300", gap_s="5")).as_dict()))
+    want = json.loads(
+        to_json(
+            run_agent(
+                AgentRequest(
+                    model="llama-3.1-8b",
+                    gpu="h100-sxm",
+                    steps="4",
+                    system_tokens=2000,
+                    output_tokens="50",
+                    tool_tokens="300",
+                    gap_s="5",
+                )
+            ).as_dict()
+        )
+    )
     assert got == want
 
 
 def test_trace_is_priced_as_measured():
-    # example session a: prompts 20,000, 23,100, 26,900, 31,200, 33,000; the 420 s gap before step 3 expires a 300 s cache
+    # example session a: prompts 20,000, 23,100, 26,900, 31,200, 33,000; the 420 s gap before step 3 expires a
+    # 300 s cache
     res = run_agent(AgentRequest(trace="example", price=SONNET))
     df = res.steps_frame()
     assert df["prompt_tokens"].tolist() == [20_000, 23_100, 26_900, 31_200, 33_000]
@@ -196,7 +228,9 @@ def test_distributions_parse_and_sample_deterministically():
     assert a.tolist() == b.tolist()
     assert parse_dist("uniform:2,4", "gap_s").mean == 3.0
     # a draw never falls below the minimum the spec was checked against (a run has at least one step)
-    assert parse_dist("lognormal:1,3", "steps", integer=True, minimum=1).sample(np.random.default_rng(0), 1000).min() == 1
+    assert (
+        parse_dist("lognormal:1,3", "steps", integer=True, minimum=1).sample(np.random.default_rng(0), 1000).min() == 1
+    )
     with pytest.raises(KokubanError, match="not known"):
         parse_dist("zipf:1", "gap_s")
 

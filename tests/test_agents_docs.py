@@ -45,7 +45,9 @@ def test_prose_numbers():
     # 20,000 + 83·(523 + 2,699) = 287,426; S0 + o + r = 23,222
     assert 20_000 + 83 * (523 + 2_699) == 287_426 and "287,426" in DOC
     assert 20_000 + 523 + 2_699 == 23_222 and "23,222" in DOC
-    res = run_agent(AgentRequest(preset="tracelab-session", runs=20, compaction=POL, price="anthropic/claude-sonnet-4.5"))
+    res = run_agent(
+        AgentRequest(preset="tracelab-session", runs=20, compaction=POL, price="anthropic/claude-sonnet-4.5")
+    )
     assert 35 < 3.6849 / 0.0997 < 45 and 35 < 3.6849 / 0.0879 < 45 and "about 40×" in DOC  # self-hosted vs Sonnet
     assert 0.0997 / 0.2031 <= 0.5 and 0.0879 / 0.2143 <= 0.5 and "by half or more" in DOC  # caching on gpt-oss-120b
     assert f"{res.policy_summary(res.chosen)['cache_read_share']:.1%}" == "94.1%" and "94.1 %" in DOC
@@ -62,8 +64,9 @@ def test_step_one_on_the_api_by_hand():
 
 
 def test_step_one_self_hosted_by_hand():
-    df = run_agent(AgentRequest(preset="tracelab-session", runs=20, compaction=POL, model="gpt-oss-120b", gpu="h100-sxm")
-                   ).steps_frame()
+    df = run_agent(
+        AgentRequest(preset="tracelab-session", runs=20, compaction=POL, model="gpt-oss-120b", gpu="h100-sxm")
+    ).steps_frame()
     s = df.iloc[1]
     u = 2.99 / 3600
     assert s.cached_tokens == 20_523 and s.kv_bytes_held == 761_278_464 and s.slots == 16
@@ -79,5 +82,7 @@ def test_step_one_self_hosted_by_hand():
         (0.00018805, 0.0000088209, 0.00028337))
     assert s.survival == "offload" and round(s.usd, 8) == pytest.approx(0.00042542)
     assert round(s.gpu_seconds, 5) == pytest.approx(0.50344)
-    assert np.round([s.break_even_keep_drop_s, s.break_even_offload_drop_s], 2).tolist() == pytest.approx([5.46, 140.29])
+    assert np.round([s.break_even_keep_drop_s, s.break_even_offload_drop_s], 2).tolist() == pytest.approx(
+        [5.46, 140.29]
+    )
     assert round(s.break_even_keep_offload_s, 3) == 0.031

@@ -118,8 +118,10 @@ def test_cli_bad_config_exit_2_one_line(tmp_path, capsys):
     path = write_config(tmp_path, TINY | {"num_attention_heads": 0})
     assert main(["estimate", str(path), "--gpu", "h100-sxm", "--json"]) == 2
     out, err = capsys.readouterr()
-    assert out == "" and err.count("\n") == 1
+    assert err.count("\n") == 1
     assert err.startswith(f"error: MODEL: config '{path}': field 'num_attention_heads'")
+    # asked for --json, the refusal is JSON on stdout too (the same message), so a script can read it
+    assert json.loads(out)["error"]["message"] == err.removeprefix("error: ").rstrip("\n")
 
 
 # ---- accelerator files ------------------------------------------------------------------------------------

@@ -38,18 +38,30 @@ def test_batch_max_cli(capsys):
     assert code == 0 and d["decode"]["batch"] == d["memory"]["max_batch"]
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["estimate", "llama-3.1-70b", "--gpu", "h201"], "did you mean"),
-    (["estimate", "lama-3.1-70b", "--gpu", "h200"], "did you mean llama-3.1-70b"),
-    (["estimate", "llama-3.1-70b", "--gpu", "h200", "--batch", "abc"], "'abc' is not a positive integer or 'max'"),
-    (["estimate", "llama-3.1-70b", "--gpu", "h200", "--batch", "-1"], "--batch: input should be greater than 0 or 'max', got -1"),
-    (["estimate", "llama-3.1-70b", "--gpu", "h200", "--context", "200000"], "--context: 200000 exceeds llama-3.1-70b's maximum context of 131072 tokens"),
-    (["estimate", "llama-3.1-405b", "--gpu", "h100-sxm"], "would fit"),
-    (["estimate", "/nonexistent/config.json", "--gpu", "h200"], "cannot read config"),
-    (["estimate", "llama-3.1-8b"], "Missing option '--gpu'"),
-    (["estimate", "coarse:total=7e9", "--gpu", "h200"], "coarse model needs active, kv"),
-    (["estimate", "llama-3.1-8b", "--gpu", "custom:bf16=1e15,mem=80e9"], "missing the field 'memory_bandwidth_bytes_per_s'"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["estimate", "llama-3.1-70b", "--gpu", "h201"], "did you mean"),
+        (["estimate", "lama-3.1-70b", "--gpu", "h200"], "did you mean llama-3.1-70b"),
+        (["estimate", "llama-3.1-70b", "--gpu", "h200", "--batch", "abc"], "'abc' is not a positive integer or 'max'"),
+        (
+            ["estimate", "llama-3.1-70b", "--gpu", "h200", "--batch", "-1"],
+            "--batch: input should be greater than 0 or 'max', got -1",
+        ),
+        (
+            ["estimate", "llama-3.1-70b", "--gpu", "h200", "--context", "200000"],
+            "--context: 200000 exceeds llama-3.1-70b's maximum context of 131072 tokens",
+        ),
+        (["estimate", "llama-3.1-405b", "--gpu", "h100-sxm"], "would fit"),
+        (["estimate", "/nonexistent/config.json", "--gpu", "h200"], "cannot read config"),
+        (["estimate", "llama-3.1-8b"], "Missing option '--gpu'"),
+        (["estimate", "coarse:total=7e9", "--gpu", "h200"], "coarse model needs active, kv"),
+        (
+            ["estimate", "llama-3.1-8b", "--gpu", "custom:bf16=1e15,mem=80e9"],
+            "missing the field 'memory_bandwidth_bytes_per_s'",
+        ),
+    ],
+)
 def test_errors_are_one_line_exit_2(capsys, args, needle):
     code, _, err = run(capsys, *args)
     assert code == 2
@@ -98,8 +110,27 @@ def test_models_and_gpus_lists(capsys):
 
 def test_accelerator_catalog_sources_and_dense_flops():
     cat = accelerator_catalog()
-    for required in ("a100-40gb", "a100-80gb", "h100-sxm", "h100-pcie", "h200", "h20", "b200", "gb200", "mi300x",
-                     "mi325x", "mi355x", "gaudi3", "tpu-v5e", "tpu-v5p", "tpu-v6e", "l4", "l40s", "rtx-4090", "rtx-5090"):
+    for required in (
+        "a100-40gb",
+        "a100-80gb",
+        "h100-sxm",
+        "h100-pcie",
+        "h200",
+        "h20",
+        "b200",
+        "gb200",
+        "mi300x",
+        "mi325x",
+        "mi355x",
+        "gaudi3",
+        "tpu-v5e",
+        "tpu-v5p",
+        "tpu-v6e",
+        "l4",
+        "l40s",
+        "rtx-4090",
+        "rtx-5090",
+    ):
         acc = cat[required]
         assert acc.sources and acc.retrieved, required
     # dense, not 2:4-sparse: H100 SXM bf16 is 989.4 TFLOP/s (the datasheet's 1,979 is with sparsity)

@@ -42,7 +42,9 @@ def test_compute_bound_batch_by_hand():
     # fp8 weights multiplied in bf16 (A100-style de-quantisation): half the bytes, same FLOP/s → 110.75
     assert compute_bound_batch(989.4e12 * 0.6, 3.35e12 * 0.8, 1.0) == pytest.approx(110.75, rel=1e-4)
     # an MoE step that reads 4× the params a token multiplies through: 4 × 221.507 = 886.03
-    assert compute_bound_batch(989.4e12 * 0.6, 3.35e12 * 0.8, 2.0, read_per_active=4.0) == pytest.approx(886.03, rel=1e-5)
+    assert compute_bound_batch(989.4e12 * 0.6, 3.35e12 * 0.8, 2.0, read_per_active=4.0) == pytest.approx(
+        886.03, rel=1e-5
+    )
 
 
 def test_compute_bound_batch_rejects_nonsense():
@@ -122,7 +124,9 @@ def test_parts_add_up_and_shared_part_falls_as_one_over_b(b, ctx):
     curve = batch_curve(d, ctx, max_batch=min(400, int(memory.max_batch(d, ctx))))
     assume(b <= len(curve))
     row = curve.iloc[b - 1]
-    assert row["usd_per_m_output_shared"] + row["usd_per_m_output_per_request"] == pytest.approx(row["usd_per_m_output"], rel=1e-12)
+    assert row["usd_per_m_output_shared"] + row["usd_per_m_output_per_request"] == pytest.approx(
+        row["usd_per_m_output"], rel=1e-12
+    )
     # weight read per token × B is the whole step's weight read: the same at every batch (dense model)
     w1 = float(roofline.decode_step(d, 1, ctx).weights_s)
     assert row["weights_s_per_token"] * row["batch"] == pytest.approx(w1, rel=1e-12)
@@ -159,7 +163,9 @@ def test_input_output_ratio():
     d = dep()
     io = input_output(d, 1, 4096)
     pre, dec = roofline.prefill(d, 1, 4096), roofline.decode_step(d, 1, 4096)
-    assert io.output_to_input_ratio == pytest.approx(float(cost.usd_per_m_output(d, dec) / cost.usd_per_m_input(d, pre)))
+    assert io.output_to_input_ratio == pytest.approx(
+        float(cost.usd_per_m_output(d, dec) / cost.usd_per_m_input(d, pre))
+    )
     # by hand: decode at batch 1 reads 2·7.505e9 B of weights (the embedding is a lookup) + 536.9 MB of KV
     # at 2.68e12 B/s = 5.601 + 0.200 = 5.801 ms per token. Prefill of 4096 tokens is compute-bound:
     # the LM head (128256·4096 = 0.5253e9) runs for the last position only, so per token

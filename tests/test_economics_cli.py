@@ -20,7 +20,10 @@ def run_json(capsys, args):
 
 def test_batch_json_csv_plot(capsys, tmp_path):
     csv, png = tmp_path / "b.csv", tmp_path / "b.png"
-    out = run_json(capsys, ["batch", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "1024", "--csv", str(csv), "--plot", str(png)])
+    out = run_json(
+        capsys,
+        ["batch", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "1024", "--csv", str(csv), "--plot", str(png)],
+    )
     assert ROW_KEYS <= set(out["rows"][0])
     assert [r["batch"] for r in out["rows"]] == list(range(1, out["summary"]["max_batch_fits"] + 1))
     assert out["summary"]["crossover_batch"] is None and out["summary"]["input_output"]["output_to_input_ratio"] > 1
@@ -44,16 +47,33 @@ def test_batch_readable(capsys):
 def test_io_lanes_frontier_context(capsys, tmp_path):
     io = run_json(capsys, ["io", "llama-3.1-8b", "--gpu", "h100-sxm", "--batch", "8", "--context", "2048"])
     assert io["prefill_bound"] == "compute" and io["output_to_input_ratio"] > 1
-    lanes = run_json(capsys, ["lanes", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "5", "--tpot", "0.012", "--ttft", "2",
-                              "--plot", str(tmp_path / "l.svg")])
+    lanes = run_json(
+        capsys,
+        [
+            "lanes",
+            "llama-3.1-8b",
+            "--gpu",
+            "h100-sxm",
+            "--rate",
+            "5",
+            "--tpot",
+            "0.012",
+            "--ttft",
+            "2",
+            "--plot",
+            str(tmp_path / "l.svg"),
+        ],
+    )
     assert ROW_KEYS <= set(lanes["rows"][0]) and lanes["summary"]["lanes"]["price_multiplier"] > 1
     assert (tmp_path / "l.svg").read_text().lstrip().startswith("<?xml")
     fr = run_json(capsys, ["frontier", "llama-3.1-8b", "--gpu", "h100-sxm", "--counts", "1,2", "--slo-tps", "100",
                            "--plot", str(tmp_path / "f.png")])
     assert fr["summary"]["cheapest_meeting_slo"]["tokens_per_s_per_user"] >= 100
     assert ROW_KEYS <= set(fr["rows"][0]) and (tmp_path / "f.png").exists()
-    cx = run_json(capsys, ["context", "llama-3.1-8b", "--gpu", "h100-sxm", "--points", "8", "--plot", str(tmp_path / "c.png"),
-                          *TEXTBOOK])
+    cx = run_json(
+        capsys,
+        ["context", "llama-3.1-8b", "--gpu", "h100-sxm", "--points", "8", "--plot", str(tmp_path / "c.png"), *TEXTBOOK],
+    )
     assert cx["summary"]["bandwidth_wall_context"] == 517 and ROW_KEYS <= set(cx["rows"][0])
 
 
@@ -62,23 +82,61 @@ def test_context_beyond_max_warns(capsys):
     assert "warning: context up to 200000 is beyond llama-3.1-8b's maximum of 131072" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("args,msg", [
-    (["batch", "llama-3.1-8b", "--gpu", "h100-sxm", "--max-batch", "5000"], "does not fit: the largest batch that fits"),
-    (["batch", "llama-3.1-8b", "--gpu", "h100-sxm", "--plot", "x.jpg"], "--plot: plot file 'x.jpg' must end in one of .png"),
-    (["lanes", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "5", "--tpot", "0.001"], "--tpot: no batch meets 0.001 s per output token"),
-    (["frontier", "llama-3.1-8b", "--gpu", "h100-sxm", "--slo-tps", "5000"], "no configuration reaches 5000 tokens/s per user"),
-    (["frontier", "llama-3.1-8b", "--gpu", "h100-sxm", "--counts", "1,x"], "--counts: must be a comma-separated list of positive integers, got '1,x'"),
-    (["frontier", "llama-3.1-8b", "--gpu", "h100-sxm", "--counts", "0,2"], "--counts: must list positive integers, got '0,2'"),
-    (["frontier", "llama-3.1-8b", "--gpu", "h100-sxm", "--layouts", "tp,pp"], "--layouts: must list tp and/or ep, got 'tp,pp'"),
-    (["batch", "llama-3.1-8b", "--gpu", "h100-sxm", "--max-batch", "8", "--batch", "9"],
-     "--batch: 9 is outside the curve's range 1–8"),
-    (["batch", "llama-3.1-8b", "--gpu", "h100-sxm", "--min-batch", "0"], "--min-batch: input should be greater than 0"),
-    (["lanes", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "0"], "--rate: input should be greater than 0, got 0.0"),
-    (["lanes", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "5", "--output", "1"], "--output: must be at least 2 tokens"),
-    (["io", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "200000"], "--context: 200000 exceeds llama-3.1-8b's maximum"),
-    (["context", "llama-3.1-8b", "--gpu", "h100-sxm", "--from", "9000", "--to", "100"], "empty context range"),
-    (["io", "llama-3.1-8b", "--gpu", "h10"], "unknown gpu 'h10'"),
-])
+@pytest.mark.parametrize(
+    "args,msg",
+    [
+        (
+            ["batch", "llama-3.1-8b", "--gpu", "h100-sxm", "--max-batch", "5000"],
+            "does not fit: the largest batch that fits",
+        ),
+        (
+            ["batch", "llama-3.1-8b", "--gpu", "h100-sxm", "--plot", "x.jpg"],
+            "--plot: plot file 'x.jpg' must end in one of .png",
+        ),
+        (
+            ["lanes", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "5", "--tpot", "0.001"],
+            "--tpot: no batch meets 0.001 s per output token",
+        ),
+        (
+            ["frontier", "llama-3.1-8b", "--gpu", "h100-sxm", "--slo-tps", "5000"],
+            "no configuration reaches 5000 tokens/s per user",
+        ),
+        (
+            ["frontier", "llama-3.1-8b", "--gpu", "h100-sxm", "--counts", "1,x"],
+            "--counts: must be a comma-separated list of positive integers, got '1,x'",
+        ),
+        (
+            ["frontier", "llama-3.1-8b", "--gpu", "h100-sxm", "--counts", "0,2"],
+            "--counts: must list positive integers, got '0,2'",
+        ),
+        (
+            ["frontier", "llama-3.1-8b", "--gpu", "h100-sxm", "--layouts", "tp,pp"],
+            "--layouts: must list tp and/or ep, got 'tp,pp'",
+        ),
+        (
+            ["batch", "llama-3.1-8b", "--gpu", "h100-sxm", "--max-batch", "8", "--batch", "9"],
+            "--batch: 9 is outside the curve's range 1–8",
+        ),
+        (
+            ["batch", "llama-3.1-8b", "--gpu", "h100-sxm", "--min-batch", "0"],
+            "--min-batch: input should be greater than 0",
+        ),
+        (
+            ["lanes", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "0"],
+            "--rate: input should be greater than 0, got 0.0",
+        ),
+        (
+            ["lanes", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "5", "--output", "1"],
+            "--output: must be at least 2 tokens",
+        ),
+        (
+            ["io", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "200000"],
+            "--context: 200000 exceeds llama-3.1-8b's maximum",
+        ),
+        (["context", "llama-3.1-8b", "--gpu", "h100-sxm", "--from", "9000", "--to", "100"], "empty context range"),
+        (["io", "llama-3.1-8b", "--gpu", "h10"], "unknown gpu 'h10'"),
+    ],
+)
 def test_errors_are_one_line(capsys, args, msg):
     assert main(args) == 2
     err = capsys.readouterr().err

@@ -66,7 +66,10 @@ def test_cheapest_meeting_slo(sweep):
     ok = table[table["tokens_per_s_per_user"] >= 50]
     assert best["tokens_per_s_per_user"] >= 50
     assert best["usd_per_m_output"] == pytest.approx(ok["usd_per_m_output"].min())
-    with pytest.raises(KokubanError, match=r"no configuration reaches 1000 tokens/s per user: the fastest, 8× h200 TP8 fp8 at batch 1, gives \d+"):
+    with pytest.raises(
+        KokubanError,
+        match=r"no configuration reaches 1000 tokens/s per user: the fastest, 8× h200 TP8 fp8 at batch 1, gives \d+",
+    ):
         cheapest_meeting(table, min_tokens_per_s_per_user=1000)
     with pytest.raises(KokubanError, match="max_ttft_s: no configuration meets a first-token target of 1e-06 s"):
         cheapest_meeting(table, max_ttft_s=1e-6)
@@ -88,7 +91,11 @@ def test_context_rows_equal_core():
         e = estimate("llama-3.1-8b", "h100-sxm", batch="max", context=ctx, efficiency=L8.efficiency).as_dict()
         assert row["usd_per_m_output"] == pytest.approx(e["cost"]["usd_per_m_output"], rel=1e-12)
         assert row["usd_per_m_input"] == pytest.approx(
-            estimate("llama-3.1-8b", "h100-sxm", batch=1, context=ctx, efficiency=L8.efficiency).as_dict()["cost"]["usd_per_m_input"], rel=1e-12)
+            estimate("llama-3.1-8b", "h100-sxm", batch=1, context=ctx, efficiency=L8.efficiency).as_dict()["cost"][
+                "usd_per_m_input"
+            ],
+            rel=1e-12,
+        )
         # KV per request by hand: 32 layers × 2048 elements × 2 bytes = 131,072 B per token
         assert row["kv_bytes_per_request"] == 131_072 * ctx
 

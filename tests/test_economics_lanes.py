@@ -51,9 +51,16 @@ def test_fast_lane_is_the_largest_batch_the_targets_allow():
 
 def test_unmeetable_targets_name_the_constraint_and_the_shortfall():
     # batch 1 reads 15.01 GB of weights per token at 2.68e12 B/s: ≥ 5.6 ms, so 1 ms is impossible
-    with pytest.raises(KokubanError, match=r"tpot_target_s: no batch meets 0.001 s per output token: a lone request already takes 0.005\d* s"):
+    with pytest.raises(
+        KokubanError,
+        match=r"tpot_target_s: no batch meets 0.001 s per output token: a lone request already takes 0.005\d* s",
+    ):
         lane_prices(DEP, 10.0, 1000, 100, tpot_target_s=0.001)
-    with pytest.raises(KokubanError, match=r"ttft_target_s: no batch meets a first-token time of 0.001 s: the prefill of one 1000-token prompt alone"):
+    with pytest.raises(
+        KokubanError,
+        match=r"ttft_target_s: no batch meets a first-token time of 0.001 s: the prefill of one 1000-token prompt "
+               "alone",
+    ):
         lane_prices(DEP, 10.0, 1000, 100, ttft_target_s=0.001)
     with pytest.raises(KokubanError, match="give a latency target"):
         lane_prices(DEP, 10.0, 1000, 100)

@@ -68,7 +68,9 @@ def test_reported_cost_is_the_cost_modules_on_the_same_step(point):
     # `kokuban io`: both prices are the cost module's, on the decode step and on the prefill of B prompts of L tokens
     io = input_output(dep, b, ctx)
     assert io.usd_per_m_output == pytest.approx(float(cost.usd_per_m_output(dep, step)), rel=1e-12)
-    assert io.usd_per_m_input == pytest.approx(float(cost.usd_per_m_input(dep, roofline.prefill(dep, b, ctx))), rel=1e-12)
+    assert io.usd_per_m_input == pytest.approx(
+        float(cost.usd_per_m_input(dep, roofline.prefill(dep, b, ctx))), rel=1e-12
+    )
 
 
 @SETTINGS
@@ -77,7 +79,9 @@ def test_curve_shared_and_per_request_parts_sum_to_the_total(point):
     dep, b, ctx = point
     curve = batch_curve(dep, ctx, min_batch=b, max_batch=min(b + 3, int(memory.max_batch(dep, ctx))))
     total = curve["usd_per_m_output"].to_numpy()
-    np.testing.assert_allclose(curve["usd_per_m_output_shared"] + curve["usd_per_m_output_per_request"], total, rtol=1e-9)
+    np.testing.assert_allclose(
+        curve["usd_per_m_output_shared"] + curve["usd_per_m_output_per_request"], total, rtol=1e-9
+    )
     step = roofline.decode_step(dep, curve["batch"].to_numpy(), ctx)
     np.testing.assert_allclose(total, cost.usd_per_m_output(dep, step), rtol=1e-12)
     # every part is a cost: never negative, never NaN

@@ -49,8 +49,22 @@ def test_batch_contract(capsys):
 
 
 def test_io_contract(capsys):
-    args = ["io", "deepseek-v3", "--gpu", "h200", "--gpus", "8", "--layout", "ep", "--batch", "256", "--context", "4096",
-            "--prompt", "2000"]
+    args = [
+        "io",
+        "deepseek-v3",
+        "--gpu",
+        "h200",
+        "--gpus",
+        "8",
+        "--layout",
+        "ep",
+        "--batch",
+        "256",
+        "--context",
+        "4096",
+        "--prompt",
+        "2000",
+    ]
     request = IORequest(model="deepseek-v3", gpu="h200", gpus=8, layout="ep", batch=256, context=4096, prompt=2000)
     assert cli_json(capsys, args) == as_json(run_io(request))
 
@@ -79,7 +93,9 @@ def test_frontier_contract(capsys):
 def test_context_contract(capsys):
     args = ["context", "deepseek-v3", "--gpu", "h200", "--gpus", "8", "--layout", "ep", "--to", "262144",
             "--threshold", "128000", "--points", "12"]
-    request = ContextRequest(model="deepseek-v3", gpu="h200", gpus=8, layout="ep", end=262144, threshold=128000, points=12)
+    request = ContextRequest(
+        model="deepseek-v3", gpu="h200", gpus=8, layout="ep", end=262144, threshold=128000, points=12
+    )
     result = run_context(request)
     assert cli_json(capsys, args) == as_json(result)
     # the warning travels with the result (not in the JSON, whose rows say beyond_max_context)
@@ -114,7 +130,9 @@ def test_frontier_request_parses_lists_and_takes_python_objects():
     assert objs.model_spec() is spec and objs.accelerators() == [acc]
     # the efficiency set: the request's overrides on the shipped calibrated one
     assert objs.efficiency_spec() == Efficiency()
-    assert FrontierRequest(model=spec, gpu=(acc,), compute_eff=0.6).efficiency_spec() == Efficiency().updated(compute=0.6)
+    assert FrontierRequest(model=spec, gpu=(acc,), compute_eff=0.6).efficiency_spec() == Efficiency().updated(
+        compute=0.6
+    )
 
 
 @pytest.mark.parametrize("cls,fields,field,needle", [

@@ -18,7 +18,11 @@ def test_layout_table_by_hand():
     assert (tp.dense_shards, tp.data_parallel_ranks, tp.expert_shards) == (8, 1, 8)
     assert (ep.dense_shards, ep.data_parallel_ranks, ep.expert_shards) == (1, 8, 8)
     # GQA with 8 KV heads splits min(8, 8) = 8 ways under TP 8, min(4, 8) = 4 under TP 4; MLA cannot split
-    assert tp.kv_shards(8, True) == 8 and Layout("tp", 4).kv_shards(8, True) == 4 and Layout("tp", 16).kv_shards(8, True) == 8
+    assert (
+        tp.kv_shards(8, True) == 8
+        and Layout("tp", 4).kv_shards(8, True) == 4
+        and Layout("tp", 16).kv_shards(8, True) == 8
+    )
     assert tp.kv_shards(1, False) == 1 and ep.kv_shards(8, True) == 1
     # a step's KV traffic: spread over the 8 DP ranks under EP, over the KV shards under TP
     assert ep.kv_read_ways(1, False) == 8 and tp.kv_read_ways(8, True) == 8 and tp.kv_read_ways(1, False) == 1
@@ -72,7 +76,9 @@ def test_time_and_capacity_count_the_same_bytes():
     assert plan.kv_bytes_per_request == float(kbytes.kv_bytes_per_request(dep, 4096))
     step = roofline.decode_step(dep, 64, 4096)
     bw = dep.accelerator.memory_bandwidth_bytes_per_s
-    assert float(step.weights_s) == pytest.approx(float(kbytes.weight_bytes_read_per_gpu(dep, 64)) / (bw * dep.efficiency.memory))
+    assert float(step.weights_s) == pytest.approx(
+        float(kbytes.weight_bytes_read_per_gpu(dep, 64)) / (bw * dep.efficiency.memory)
+    )
     kv_bw = bw * dep.efficiency.kv_memory_fraction
     assert float(step.kv_s) == pytest.approx(64 * plan.kv_bytes_per_request / 8 / kv_bw)
     assert np.isfinite(float(step.step_time_s))

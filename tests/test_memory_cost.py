@@ -37,7 +37,9 @@ def test_does_not_fit_says_what_would():
 
 
 def test_usd_per_million_output_by_hand():
-    est = estimate("llama-3.1-70b", "h200", gpus=2, batch=16, context=2048, weights="fp8", price_per_hour=3.0, efficiency=EFF)
+    est = estimate(
+        "llama-3.1-70b", "h200", gpus=2, batch=16, context=2048, weights="fp8", price_per_hour=3.0, efficiency=EFF
+    )
     step = float(est.decode.step_time_s)
     # 2 GPUs × $3/h = $6/h = 1/600 $/s; per token: step ÷ 16; per million: × 1e6
     assert est.as_dict()["cost"]["usd_per_m_output"] == pytest.approx(6 / 3600 * step / 16 * 1e6)
@@ -86,11 +88,28 @@ def test_batch_max_takes_largest_that_fits():
 def test_json_keys_required_by_the_issue():
     d = estimate("qwen3-30b-a3b", "h100-sxm", batch=8, prompt=512, output=128).as_dict()
     for path in [
-        "model.params_total", "model.params_active", "model.kv_bytes_per_token", "memory.weights_bytes", "memory.kv_bytes",
-        "memory.fits", "memory.max_batch", "decode.step_time_s", "decode.tokens_per_s", "decode.tokens_per_s_per_user",
-        "decode.bound", "decode.breakdown.compute_s", "decode.breakdown.weights_s", "decode.breakdown.kv_s",
-        "decode.breakdown.comm_s", "prefill.time_s", "prefill.tokens_per_s", "cost.usd_per_m_input",
-        "cost.usd_per_m_output", "generation.ttft_s", "generation.total_time_s", "generation.output_tokens_per_s",
+        "model.params_total",
+        "model.params_active",
+        "model.kv_bytes_per_token",
+        "memory.weights_bytes",
+        "memory.kv_bytes",
+        "memory.fits",
+        "memory.max_batch",
+        "decode.step_time_s",
+        "decode.tokens_per_s",
+        "decode.tokens_per_s_per_user",
+        "decode.bound",
+        "decode.breakdown.compute_s",
+        "decode.breakdown.weights_s",
+        "decode.breakdown.kv_s",
+        "decode.breakdown.comm_s",
+        "prefill.time_s",
+        "prefill.tokens_per_s",
+        "cost.usd_per_m_input",
+        "cost.usd_per_m_output",
+        "generation.ttft_s",
+        "generation.total_time_s",
+        "generation.output_tokens_per_s",
     ]:
         node = d
         for key in path.split("."):

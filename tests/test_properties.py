@@ -12,7 +12,16 @@ from kokuban.core import memory, roofline
 from kokuban.specs.catalog import load_accelerator, load_model
 from kokuban.specs.deployment import Deployment
 
-MODELS = ["llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3", "gpt-oss-120b", "gemma-3-27b", "phi-3-mini"]
+MODELS = [
+    "llama-3.1-8b",
+    "llama-3.1-70b",
+    "mixtral-8x7b",
+    "qwen3-30b-a3b",
+    "deepseek-v3",
+    "gpt-oss-120b",
+    "gemma-3-27b",
+    "phi-3-mini",
+]
 GPUS = ["h100-sxm", "h200", "mi300x", "b200", "l40s"]
 
 deployments = st.builds(
@@ -116,12 +125,21 @@ def test_step_lies_between_one_max_and_the_sum(dep, b, c):
 
 
 @SETTINGS
-@given(deployments, batches, contexts, st.floats(0.05, 1.0), st.floats(0.05, 1.0), st.floats(0.0, 1.0), st.floats(0.0, 1.0))
+@given(
+    deployments, batches, contexts, st.floats(0.05, 1.0), st.floats(0.05, 1.0), st.floats(0.0, 1.0), st.floats(0.0, 1.0)
+)
 def test_lower_fractions_never_make_a_step_faster(dep, b, c, kv1, kv2, ov1, ov2):
     # a slower KV read or less compute/memory overlap can only lengthen a step
     def step(kv: float, ov: float) -> float:
-        d = Deployment.make(dep.model, dep.accelerator, dep.num_gpus, layout=dep.layout, weights_dtype=dep.weights_dtype,
-                            kv_dtype=dep.kv_dtype, efficiency=dep.efficiency.updated(kv_memory=kv, overlap=ov))
+        d = Deployment.make(
+            dep.model,
+            dep.accelerator,
+            dep.num_gpus,
+            layout=dep.layout,
+            weights_dtype=dep.weights_dtype,
+            kv_dtype=dep.kv_dtype,
+            efficiency=dep.efficiency.updated(kv_memory=kv, overlap=ov),
+        )
         return float(roofline.decode_step(d, b, c).step_time_s)
 
     (kv_lo, kv_hi), (ov_lo, ov_hi) = sorted((kv1, kv2)), sorted((ov1, ov2))

@@ -63,7 +63,10 @@ def test_cli_words_fields_as_its_flags(capsys):
         (["estimate", "llama-3.1-8b", "--gpu", "h100-sxm", "--batch", "0"], "error: --batch: "),
         (["estimate", "llama-3.1-8b", "--gpu", "h100-sxm", "--price-per-hour", "nan"], "error: --price-per-hour: "),
         (["estimate", "llama-3.1-8b", "--gpu", "h100-sxm", "--compute-eff", "2"], "error: --compute-eff: "),
-        (["batch", "llama-3.1-8b", "--gpu", "h100-sxm", "--max-batch", "100000"], "error: --max-batch: 100000 does not fit"),
+        (
+            ["batch", "llama-3.1-8b", "--gpu", "h100-sxm", "--max-batch", "100000"],
+            "error: --max-batch: 100000 does not fit",
+        ),
         (["context", "llama-3.1-8b", "--gpu", "h100-sxm", "--from", "9000", "--to", "8000"], "error: --from: "),
     ]
     for args, start in cases:
@@ -76,3 +79,39 @@ def test_cli_words_fields_as_its_flags(capsys):
 def test_python_api_names_fields_not_flags():
     with pytest.raises(KokubanError, match=r"^batch: does not fit: llama-3.1-8b batch 999999 at context 4096"):
         run_estimate(EstimateRequest(model="llama-3.1-8b", gpu="h100-sxm", batch=999_999))
+
+
+def test_an_efficiency_file_is_a_starting_set_the_flags_override(tmp_path, capsys):
+    saved = tmp_path / "eff.toml"
+    saved.write_text("compute = 0.5\nmemory = 0.7\n")
+    req = EstimateRequest(model="llama-3.1-8b", gpu="h100-sxm", efficiency_file=str(saved), memory_eff=0.9)
+    eff = req.efficiency_spec()
+    # the file's compute, the flag's memory (flags override the file), the shipped value for the rest
+    assert (eff.compute, eff.memory, eff.interconnect) == (0.5, 0.9, 0.27)
+    # `kokuban calibrate --json` output is an efficiency file: its fitted set sits under "after"
+    cal = tmp_path / "cal.json"
+    cal.write_text('{"source": "published", "after": {"compute": 0.61, "overlap": 0.5}}')
+    assert assert_fields(EstimateRequest(model="llama-3.1-8b", gpu="h100-sxm", efficiency_file=str(cal)))
+    bad = tmp_path / "bad.toml"
+    bad.write_text("compute = 0.5\nbogus = 1\n")
+    assert main(["estimate", "llama-3.1-8b", "--gpu", "h100-sxm", "--efficiency-file", str(bad)]) == 2
+    assert capsys.readouterr().err.startswith("error: --efficiency-file: efficiency file")
+    assert main(["estimate", "llama-3.1-8b", "--gpu", "h100-sxm", "--efficiency-file", str(tmp_path / "no.json")]) == 2
+    assert capsys.readouterr().err.startswith("error: --efficiency-file: cannot read efficiency file")
+
+
+def assert_fields(req: EstimateRequest) -> bool:
+    eff = req.efficiency_spec()
+    return (eff.compute, eff.overlap, eff.memory) == (0.61, 0.5, 0.84)
+
+
+def test_a_refusal_asked_for_as_json_is_json(capsys):
+    import json
+
+    assert main(["estimate", "llama-3.1-70b", "--gpu", "h200", "--json"]) == 2
+    out, err = capsys.readouterr()
+    data = json.loads(out)
+    # 70.6e9 params × 2 B = 141 GB of bf16 weights > 0.9 × 150.7 GB usable on one H200: the refusal says what fits
+    assert data["error"]["field"] == "batch" and data["error"]["flag"] == "--batch"
+    assert "2× h200 would fit batch 1" in data["error"]["reason"] and data["kokuban_version"]
+    assert err == f"error: {data['error']['message']}\n"

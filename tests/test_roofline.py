@@ -51,7 +51,9 @@ def test_qwen3_moe_weight_read_grows_with_batch_compute_per_token_stays():
     assert float(b256.weight_bytes / b1.weight_bytes) > 5  # several-fold
     # compute per token (linear part) does not change: 2 × matmul params each
     m = d.model
-    lin1 = float(b1.flops) - float(b1.batch) * m.attn_flops_per_ctx_token_per_layer_decode * float(m.attended_tokens(1024))
+    lin1 = float(b1.flops) - float(b1.batch) * m.attn_flops_per_ctx_token_per_layer_decode * float(
+        m.attended_tokens(1024)
+    )
     lin256 = float(b256.flops) - 256 * m.attn_flops_per_ctx_token_per_layer_decode * float(m.attended_tokens(1024))
     assert lin1 == pytest.approx(lin256 / 256)
 
@@ -152,7 +154,9 @@ def test_vectorised_equals_scalar():
 
 
 def test_overhead_bound():
-    d = Deployment.make(load_model("llama-3.2-1b"), load_accelerator("h200"), efficiency=EFF.updated(step_overhead_s=0.01))
+    d = Deployment.make(
+        load_model("llama-3.2-1b"), load_accelerator("h200"), efficiency=EFF.updated(step_overhead_s=0.01)
+    )
     s = roofline.decode_step(d, 1, 100)
     assert s.bound == "overhead"
     assert float(s.step_time_s) == pytest.approx(float(np.maximum(s.compute_s, s.memory_s)) + 0.01)
@@ -166,7 +170,9 @@ def test_prefill_with_cached_prefix_by_hand():
     pairs = 32 * (3000 * 3001 - 1000 * 1001) / 2
     assert float(rest.tokens) == 2 * 2000
     lm_head = 128256 * 4096  # logits for the last position of each prompt only
-    assert float(rest.flops) == pytest.approx(2 * (2000 * (m.flops_per_token - 2 * lm_head) + 2 * lm_head + pairs * 2 * 32 * 256))
+    assert float(rest.flops) == pytest.approx(
+        2 * (2000 * (m.flops_per_token - 2 * lm_head) + 2 * lm_head + pairs * 2 * 32 * 256)
+    )
     assert float(rest.kv_bytes) == float(full.kv_bytes)  # new KV written + cached KV read once = kv(3000)
     assert float(rest.step_time_s) < float(full.step_time_s)
     with pytest.raises(KokubanError, match="cached tokens"):
@@ -204,7 +210,9 @@ def test_weight_multiplies_and_attention_run_one_after_the_other():
 def test_kv_memory_fraction_reads_the_cache_only():
     slow_kv = Efficiency.textbook().updated(kv_memory=0.4)
     base = roofline.decode_step(dep("llama-3.1-8b", "h100-sxm"), 8, 4096)
-    slow = roofline.decode_step(Deployment.make(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"), efficiency=slow_kv), 8, 4096)
+    slow = roofline.decode_step(
+        Deployment.make(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"), efficiency=slow_kv), 8, 4096
+    )
     assert float(slow.kv_s) == pytest.approx(2 * float(base.kv_s))  # 0.8 → 0.4 of the bandwidth
     assert float(slow.weights_s) == float(base.weights_s)
     with pytest.raises(KokubanError, match="kv_memory"):

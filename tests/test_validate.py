@@ -126,7 +126,9 @@ def test_measure_interleaves_rounds_over_one_kv_pool(monkeypatch):
     model = v.TorchTransformer(TINY, device="cpu", dtype="fp32", seed=1)
     pool = model.cache_pool([(2, 8), (1, 16)])
     s = model.shape
-    assert pool.numel() == 2 * s.layers * 2 * s.kv_heads * 8 * s.head_dim  # the larger of 2·8 and 1·16 positions (equal)
+    assert (
+        pool.numel() == 2 * s.layers * 2 * s.kv_heads * 8 * s.head_dim
+    )  # the larger of 2·8 and 1·16 positions (equal)
     cache = model.new_cache(2, 8, random=False, pool=pool)
     assert cache[0][0].shape == (2, s.kv_heads, 8, s.head_dim) and cache[0][0].data_ptr() == pool.data_ptr()
     order = []
@@ -184,19 +186,24 @@ def test_run_validation_cli_json_and_calibrate(tmp_path, capsys):
 
     ids = ["decode-b1-t8", "prefill-b1-t4"]
     seed = next(s for s in range(100) if holdout_mask(ids, 0.5, s).sum() == 1)
-    cal = calibrate_validation(str(out / "validate.csv"), ("memory",), start=Efficiency.textbook(), holdout_fraction=0.5,
-                               seed=seed)
+    cal = calibrate_validation(
+        str(out / "validate.csv"), ("memory",), start=Efficiency.textbook(), holdout_fraction=0.5, seed=seed
+    )
     assert cal.train_rows == 1 and cal.holdout_rows == 1 and 0 < cal.after.memory <= 1
     # per-row results: the held-out flags are the split's, and the after-predictions give the held-out summary
     assert [r["held_out"] for r in cal.rows] == list(holdout_mask(ids, 0.5, seed))
     held = next(r for r in cal.rows if r["held_out"])
-    assert cal.holdout_after["median_abs_error"] == pytest.approx(abs(held["predicted_after"] - held["measured"]) / held["measured"])
+    assert cal.holdout_after["median_abs_error"] == pytest.approx(
+        abs(held["predicted_after"] - held["measured"]) / held["measured"]
+    )
     # a structured split: the decode row (context 8) held out, the prefill (context 0) fitted on
     by_context = calibrate_validation(str(out / "validate.csv"), ("memory",), start=Efficiency.textbook(),
                                       hold_out=("context", [8]))
     assert [r["held_out"] for r in by_context.rows] == [True, False]
     with pytest.raises(KokubanError, match="0 training"):
-        calibrate_validation(str(out / "validate.csv"), ("memory",), start=Efficiency.textbook(), hold_out=("batch", [1]))
+        calibrate_validation(
+            str(out / "validate.csv"), ("memory",), start=Efficiency.textbook(), hold_out=("batch", [1])
+        )
     png = tmp_path / "cal.png"
     assert main(["calibrate", "--source", "validate-csv", "--csv", str(out / "validate.csv"), "--params", "memory",
                  "--holdout", "0.5", "--seed", str(seed), "--plot", str(png), "--json"]) == 0

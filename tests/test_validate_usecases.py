@@ -67,7 +67,9 @@ def fixed_probe(monkeypatch):
         "best_bytes_per_s": 2e10, "median_bytes_per_s": 1.8e10, "buffer_bytes": 2.0**29, "runs": 7.0})
     monkeypatch.setattr(probe_module, "measure_matmul", lambda device, dtype, budget_s: {
         "best_flops": 1e11, "median_flops": 9e10, "n": 1024.0, "runs": 5.0})
-    monkeypatch.setattr(probe_module, "_dt", SimpleNamespace(date=SimpleNamespace(today=lambda: datetime.date(2026, 12, 3))))
+    monkeypatch.setattr(
+        probe_module, "_dt", SimpleNamespace(date=SimpleNamespace(today=lambda: datetime.date(2026, 12, 3)))
+    )
 
 
 @pytest.fixture
@@ -76,7 +78,9 @@ def fixed_timer(monkeypatch):
     pytest.importorskip("torch")
     from kokuban.validation import harness
 
-    monkeypatch.setattr(harness, "time_calls", lambda fn, *, warmup, repeats, sync, budget_s=None: np.full(repeats, 1e-3))
+    monkeypatch.setattr(
+        harness, "time_calls", lambda fn, *, warmup, repeats, sync, budget_s=None: np.full(repeats, 1e-3)
+    )
     monkeypatch.setattr(harness.os, "getloadavg", lambda: (0.5, 0.5, 0.5))
 
 
@@ -93,8 +97,25 @@ TINY_GRID = {"layers": 0, "batches": "1,4", "contexts": "8,32", "prompts": "4", 
 
 
 def tiny_flags(t) -> list[str]:
-    return ["validate", "--model", t.cfg, "--gpu-file", t.gpu, "--layers", "0", "--batches", "1,4", "--contexts", "8,32",
-            "--prompts", "4", "--warmup", "0", "--repeats", "2"]
+    return [
+        "validate",
+        "--model",
+        t.cfg,
+        "--gpu-file",
+        t.gpu,
+        "--layers",
+        "0",
+        "--batches",
+        "1,4",
+        "--contexts",
+        "8,32",
+        "--prompts",
+        "4",
+        "--warmup",
+        "0",
+        "--repeats",
+        "2",
+    ]
 
 
 # ---- contract: --json == the use case's as_dict() -----------------------------------------------------
@@ -113,7 +134,9 @@ def test_validate_json_is_the_use_case(capsys, fixed_timer, tiny):
     result = run_validate(ValidateRequest(model=tiny.cfg, gpu_file=tiny.gpu, **TINY_GRID))
     assert data == as_json(result)
     # 2 batches × 2 contexts of decode + 1 prefill, each timed twice at 1 ms
-    assert len(data["rows"]) == 5 and all(r["measured_s"] == 1e-3 and r["repeats_s"] == [1e-3, 1e-3] for r in data["rows"])
+    assert len(data["rows"]) == 5 and all(
+        r["measured_s"] == 1e-3 and r["repeats_s"] == [1e-3, 1e-3] for r in data["rows"]
+    )
     assert json.loads((out_dir / "validate.json").read_text()) == data  # the file is the same JSON
 
 
@@ -164,9 +187,15 @@ def test_the_wing_has_no_efficiency_default_to_disagree_with():
     from kokuban.validation.calibrate import calibrate, calibrate_published, calibrate_validation, fit_efficiency
     from kokuban.validation.harness import deployment_for, deployment_from_setup, run_validation
 
-    for fn, name in ((run_validation, "efficiency"), (deployment_for, "efficiency"), (deployment_from_setup, "efficiency"),
-                     (calibrate, "start"), (calibrate_published, "start"), (calibrate_validation, "start"),
-                     (fit_efficiency, "start")):
+    for fn, name in (
+        (run_validation, "efficiency"),
+        (deployment_for, "efficiency"),
+        (deployment_from_setup, "efficiency"),
+        (calibrate, "start"),
+        (calibrate_published, "start"),
+        (calibrate_validation, "start"),
+        (fit_efficiency, "start"),
+    ):
         assert inspect.signature(fn).parameters[name].default is inspect.Parameter.empty, fn.__name__
 
 
@@ -215,7 +244,10 @@ def test_requests_name_fields_not_flags():
     assert err.value.field == "csv_path" and "--" not in str(err.value)
     # text forms a face hands in, parsed at the request
     assert ValidateRequest(batches="1, 2,4", prompts="").batches == (1, 2, 4)
-    assert CalibrateRequest(source="validate-csv", csv_path="x", hold_out="context=128,4096").hold_out == ("context", (128, 4096))
+    assert CalibrateRequest(source="validate-csv", csv_path="x", hold_out="context=128,4096").hold_out == (
+        "context",
+        (128, 4096),
+    )
     assert CalibrateRequest(source="published", params="compute, memory").fitted_params() == ("compute", "memory")
 
 

@@ -54,7 +54,9 @@ L70_MATMUL = L70_BODY + L70_VOCAB  # active − input embedding (a lookup): 69,5
 L70_KV_PER_TOKEN = 80 * 2 * 8 * 128 * 2  # layers × (K and V) × KV heads × head dim × bf16 bytes = 327,680
 MIX_EXPERT = 3 * 4096 * 14336  # 176,160,768
 MIX_ROUTED = 32 * 8 * MIX_EXPERT  # 45,097,156,608
-MIX_ALWAYS = 32 * (2 * 4096 * 4096 + 2 * 4096 * 1024 + 4096 * 8 + 2 * 4096) + 4096 + 32000 * 4096  # attn, router, norms, head
+MIX_ALWAYS = (
+    32 * (2 * 4096 * 4096 + 2 * 4096 * 1024 + 4096 * 8 + 2 * 4096) + 4096 + 32000 * 4096
+)  # attn, router, norms, head
 MIX_EMBED = 32000 * 4096
 
 
@@ -89,7 +91,10 @@ def test_bytes_per_element_of_the_sub_byte_formats():
     fp4 = (4 + 8 / 32) / 8  # MXFP4: 4 bits + one E8M0 (8-bit) scale per 32 = 4.25 bits
     assert (int4, fp4) == (0.515625, 0.53125)
     assert (dtypes.BYTES_PER_ELEMENT["int4"], dtypes.BYTES_PER_ELEMENT["fp4"]) == (int4, fp4)
-    says(README, f"int4 {int4:.3f} (4 bits + one fp16 scale per 128), fp4 {fp4:.3f} (MXFP4: 4 bits + one E8M0 scale per 32)")
+    says(
+        README,
+        f"int4 {int4:.3f} (4 bits + one fp16 scale per 128), fp4 {fp4:.3f} (MXFP4: 4 bits + one E8M0 scale per 32)",
+    )
     says(dtypes.__doc__, "4 + 16/128 = 4.125 bits = 0.515625 bytes", "4 + 8/32 = 4.25 bits = 0.53125 bytes")
 
 
@@ -163,7 +168,9 @@ def test_crossover_fp8_with_a_16_bit_lm_head_is_237():
     read_bytes, active = L8_BODY * 1 + L8_VOCAB * 2, L8_BODY + L8_VOCAB
     hand = H100_FP8 * 0.6 / (H100_BW * 0.8) * (1 / 2) * (read_bytes / 1 / active)
     assert f"{hand:.1f}" == "237.0"
-    dep = Deployment.make(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"), weights_dtype="fp8", efficiency=TEXTBOOK)
+    dep = Deployment.make(
+        load_model("llama-3.1-8b"), load_accelerator("h100-sxm"), weights_dtype="fp8", efficiency=TEXTBOOK
+    )
     assert blackboard_crossover_batch(dep) == pytest.approx(hand, rel=1e-9)
     says(ECONOMICS, "blackboard 237.0")
 
@@ -180,7 +187,9 @@ def test_crossover_mixtral_scales_by_expert_touching():
     assert blackboard_crossover_batch(dep) == pytest.approx(hand, rel=1e-6)
     assert crossover_batch(dep, 1) == 810  # the curve: 809.2 rounded up
     says(README, "×3.65 for Mixtral's expert touching")
-    says(ECONOMICS, "221.5 × 46.57e9 ÷ 12.75e9 = 809", "810 for Mixtral TP2 at context 1", "and 810 for Mixtral 8x7B TP2")
+    says(
+        ECONOMICS, "221.5 × 46.57e9 ÷ 12.75e9 = 809", "810 for Mixtral TP2 at context 1", "and 810 for Mixtral 8x7B TP2"
+    )
 
 
 def test_bandwidth_wall_llama_8b_h100_textbook_is_517():
@@ -233,20 +242,38 @@ def test_readme_worked_example_by_hand():
     total = ttft + (out - 1) * (weights_s + 2.7e-3) + kv_sum
 
     hand = {
-        "multiply TFLOP": (mult_flops / 1e12, "4.45"), "multiply ms": (mult_s * 1e3, "3.04"),
-        "weight GB": (weight_bytes / 1e9, "70.6"), "weights ms": (weights_s * 1e3, "17.5"),
-        "weights µs/token": (weights_s / b * 1e6, "547"), "attention GFLOP": (attn_flops / 1e9, "210"),
-        "attention µs": (attn_s * 1e6, "286"), "KV GB": (kv_bytes / 1e9, "26.2"), "KV ms": (kv_s * 1e3, "6.5"),
-        "KV µs/token": (kv_s / b * 1e6, "203"), "step ms": (step * 1e3, "26.7"), "µs/token": (step / b * 1e6, "834"),
-        "tokens/s": (b / step, "1.2e+03"), "per user": (1 / step, "37.5"), "ttft s": (ttft, "6.22"),
-        "prefill compute s": (pre_lin + pre_attn, "6.21"), "KV write ms": (pre_kv * 1e3, "5.2"),
-        "$/M out": (per_m * step, "0.832"), "$/M in": (usd_s * ttft / (b * prompt) * 1e6, "0.0968"),
-        "compute $": (per_m * (mult_s * lin + attn_s * att), "0.0892"), "weights $": (per_m * weights_s * lin, "0.465"),
-        "KV $": (per_m * kv_s * att, "0.194"), "overhead $": (per_m * 2.7e-3, "0.0841"),
-        "ratio": (step / b / (ttft / (b * prompt)), "8.59"), "total s": (total, "19.2"),
-        "out tok/s": (b * out / total, "833"), "$/request": (usd_s * total / b, "0.000599"),
-        "weights GB": (weights_mem / 1e9, "72.7"), "KV mem GB": (kv_mem / 1e9, "26.2"), "act GB": (act_mem / 1e9, "1.49"),
-        "used GB": ((weights_mem + kv_mem + act_mem) / 1e9, "100"), "usable GB": (usable / 1e9, "136"),
+        "multiply TFLOP": (mult_flops / 1e12, "4.45"),
+        "multiply ms": (mult_s * 1e3, "3.04"),
+        "weight GB": (weight_bytes / 1e9, "70.6"),
+        "weights ms": (weights_s * 1e3, "17.5"),
+        "weights µs/token": (weights_s / b * 1e6, "547"),
+        "attention GFLOP": (attn_flops / 1e9, "210"),
+        "attention µs": (attn_s * 1e6, "286"),
+        "KV GB": (kv_bytes / 1e9, "26.2"),
+        "KV ms": (kv_s * 1e3, "6.5"),
+        "KV µs/token": (kv_s / b * 1e6, "203"),
+        "step ms": (step * 1e3, "26.7"),
+        "µs/token": (step / b * 1e6, "834"),
+        "tokens/s": (b / step, "1.2e+03"),
+        "per user": (1 / step, "37.5"),
+        "ttft s": (ttft, "6.22"),
+        "prefill compute s": (pre_lin + pre_attn, "6.21"),
+        "KV write ms": (pre_kv * 1e3, "5.2"),
+        "$/M out": (per_m * step, "0.832"),
+        "$/M in": (usd_s * ttft / (b * prompt) * 1e6, "0.0968"),
+        "compute $": (per_m * (mult_s * lin + attn_s * att), "0.0892"),
+        "weights $": (per_m * weights_s * lin, "0.465"),
+        "KV $": (per_m * kv_s * att, "0.194"),
+        "overhead $": (per_m * 2.7e-3, "0.0841"),
+        "ratio": (step / b / (ttft / (b * prompt)), "8.59"),
+        "total s": (total, "19.2"),
+        "out tok/s": (b * out / total, "833"),
+        "$/request": (usd_s * total / b, "0.000599"),
+        "weights GB": (weights_mem / 1e9, "72.7"),
+        "KV mem GB": (kv_mem / 1e9, "26.2"),
+        "act GB": (act_mem / 1e9, "1.49"),
+        "used GB": ((weights_mem + kv_mem + act_mem) / 1e9, "100"),
+        "usable GB": (usable / 1e9, "136"),
     }
     for name, (value, text) in hand.items():
         assert f"{value:.3g}" == text, name
@@ -366,8 +393,12 @@ def test_readme_accuracy_figures():
         held = holdout_mask([r["id"] for r in rows])
         return err, held, result["summary"]["by_regime"]
 
-    pct = lambda x: f"{100 * x:.1f} %"
-    whole = lambda x: f"{100 * x:.0f} %"
+    def pct(x):
+        return f"{100 * x:.1f} %"
+
+    def whole(x):
+        return f"{100 * x:.0f} %"
+
     for eff, label in ((Efficiency.textbook(), "textbook fractions (0.6 / 0.8 / 0.75 / 0 s)"),
                        (Efficiency(), "shipped calibrated defaults (0.74 / 0.84 / 0.27 / 2.7 ms)")):
         err, held, _ = errors(eff)
@@ -400,7 +431,12 @@ def test_deepseek_day_reproduced_from_the_published_throughputs(capsys):
     cost = nodes * 8 * 2.0 * 24  # 8 H800 per node at $2 per GPU-hour
     revenue = (608e9 - 342e9) * 0.55 / 1e6 + 342e9 * 0.14 / 1e6 + 168e9 * 2.19 / 1e6  # R1: miss, hit, output
     margin = (revenue - cost) / cost
-    assert (f"{nodes:.2f}", f"${cost:,.0f}", f"${revenue:,.0f}", f"{margin:.0%}") == ("226.86", "$87,116", "$562,100", "545%")
+    assert (f"{nodes:.2f}", f"${cost:,.0f}", f"${revenue:,.0f}", f"{margin:.0%}") == (
+        "226.86",
+        "$87,116",
+        "$562,100",
+        "545%",
+    )
     day = fleet_day(capsys, "h800", "--prefill-tps", "73.7e3", "--decode-tps", "14.8e3")
     assert day["average_nodes"] == pytest.approx(nodes, rel=1e-12)
     assert day["cost_usd_per_day"] == pytest.approx(cost, rel=1e-12)
@@ -415,13 +451,18 @@ def test_deepseek_day_bracketed_by_the_roofline(capsys):
     """The roofline's own throughputs under the two all-to-all assumptions (prose = code; the decode of a 61-layer
     MLA/MoE model on 144 GPUs is not a hand calculation)."""
     textbook = TEXTBOOK_FLAGS
-    pct = lambda day: f"{day['profit_over_cost']:.0%}".replace("%", " %")
+    def pct(day):
+        return f"{day['profit_over_cost']:.0%}".replace("%", " %")
+
     defaults = [fleet_day(capsys, g) for g in ("h800", "h800-nodelimited")]
     book = [fleet_day(capsys, g, *textbook) for g in ("h800", "h800-nodelimited")]
     link = [fleet_day(capsys, g, "--link-eff", "0.75") for g in ("h800", "h800-nodelimited")]
-    says(README, f"brackets it ({pct(book[0])}–{pct(book[1])} under two stated all-to-all assumptions with the textbook "
-                 f"efficiencies, {pct(link[0])}–{pct(link[1])} with the shipped defaults but the link fraction at 0.75",
-         f"communication-bound at {pct(defaults[0])}–{pct(defaults[1])}")
+    says(
+        README,
+        f"brackets it ({pct(book[0])}–{pct(book[1])} under two stated all-to-all assumptions with the textbook "
+        f"efficiencies, {pct(link[0])}–{pct(link[1])} with the shipped defaults but the link fraction at 0.75",
+        f"communication-bound at {pct(defaults[0])}–{pct(defaults[1])}",
+    )
     table = " | ".join(f"{d['average_nodes']:.0f}" for d in (*defaults, *book))
     money = " | ".join(f"${d['cost_usd_per_day']:,.0f}" for d in (*defaults, *book))
     margins = " | ".join(pct(d) for d in (*defaults, *book))
@@ -492,7 +533,8 @@ def test_validation_doc_accuracy_tables_are_the_commands_output(capsys, monkeypa
 
 # ---- the README's formula table, each row evaluated by hand once -------------------------------------
 def test_formula_table_rows_by_hand():
-    # attention FLOPs per attended token per layer: 2 · heads · (d_qk + d_v); MLA decode (absorbed): 2 · heads · (2·r_kv + d_rope)
+    # attention FLOPs per attended token per layer: 2 · heads · (d_qk + d_v);
+    # MLA decode (absorbed): 2 · heads · (2·r_kv + d_rope)
     l70, ds = load_model("llama-3.1-70b"), load_model("deepseek-v3")
     assert l70.attn_flops_per_ctx_token_per_layer_decode == 2 * 64 * (128 + 128) == 32_768
     assert ds.attn_flops_per_ctx_token_per_layer_prefill == 2 * 128 * ((128 + 64) + 128) == 81_920

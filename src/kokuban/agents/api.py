@@ -45,8 +45,13 @@ class CacheRules:
     notes: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        return {"retention": self.retention, "ttl_s": None if math.isinf(self.ttl_s) else self.ttl_s,
-                "write_usd_per_m": self.write_usd_per_m, "read_usd_per_m": self.read_usd_per_m, "notes": list(self.notes)}
+        return {
+            "retention": self.retention,
+            "ttl_s": None if math.isinf(self.ttl_s) else self.ttl_s,
+            "write_usd_per_m": self.write_usd_per_m,
+            "read_usd_per_m": self.read_usd_per_m,
+            "notes": list(self.notes),
+        }
 
 
 def cache_rules(row: PriceRow, retention: str = "standard", ttl_s: float | None = None) -> CacheRules:
@@ -58,8 +63,12 @@ def cache_rules(row: PriceRow, retention: str = "standard", ttl_s: float | None 
     rules, notes = row.rules, []
     if row.cached_input_usd_per_m is None:
         if ttl_s is not None:
-            raise KokubanError(f"{row.key} has no prompt cache on its sheet, so a TTL means nothing; drop it, or price a "
-                               "row with cached_input_usd_per_m", field="cache_ttl_s", value=ttl_s)
+            raise KokubanError(
+                f"{row.key} has no prompt cache on its sheet, so a TTL means nothing; drop it, or price a "
+                "row with cached_input_usd_per_m",
+                field="cache_ttl_s",
+                value=ttl_s,
+            )
         if retention == "extended":
             raise KokubanError(f"{row.key} has no prompt cache on its sheet; use cache_retention none or standard",
                                field="cache_retention", value=retention)
@@ -73,8 +82,11 @@ def cache_rules(row: PriceRow, retention: str = "standard", ttl_s: float | None 
     ttl = rules.cache_ttl_s
     if retention == "extended":
         if rules.extended_cache_ttl_s is None:
-            raise KokubanError(f"{row.key} sells no extended cache retention on its sheet; use cache_retention standard",
-                               field="cache_retention", value=retention)
+            raise KokubanError(
+                f"{row.key} sells no extended cache retention on its sheet; use cache_retention standard",
+                field="cache_retention",
+                value=retention,
+            )
         ttl, write = rules.extended_cache_ttl_s, rules.extended_cache_write_usd_per_m
     if ttl_s is not None:
         ttl = ttl_s
@@ -115,7 +127,9 @@ def api_costs(calls: Calls, row: PriceRow, cache: CacheRules, *, lane: str = "st
     if lane != "standard":
         mult = getattr(row, f"{lane}_multiplier")
         if mult is None:
-            raise KokubanError(f"{row.key} has no {lane} lane on its sheet; use lane standard", field="lane", value=lane)
+            raise KokubanError(
+                f"{row.key} has no {lane} lane on its sheet; use lane standard", field="lane", value=lane
+            )
     prompt, out = calls.prompt_tokens, calls.output_tokens
     caching = cache.retention != "none"
     expired = caching & ~calls.first & (calls.gap_before_s > cache.ttl_s)
@@ -130,6 +144,15 @@ def api_costs(calls: Calls, row: PriceRow, cache: CacheRules, *, lane: str = "st
     usd_written = factor * usd_for_tokens(written, cache.write_usd_per_m * scale)
     usd_read = factor * usd_for_tokens(read, cache.read_usd_per_m * scale)
     usd_output = factor * usd_for_tokens(out, out_price)
-    return {"input_written_tokens": written, "input_read_tokens": read, "output_tokens": out, "cache_expired": expired,
-            "long_context_tier": long, "off_peak": peak_off, "usd_input_written": usd_written, "usd_input_read": usd_read,
-            "usd_output": usd_output, "usd": usd_written + usd_read + usd_output}
+    return {
+        "input_written_tokens": written,
+        "input_read_tokens": read,
+        "output_tokens": out,
+        "cache_expired": expired,
+        "long_context_tier": long,
+        "off_peak": peak_off,
+        "usd_input_written": usd_written,
+        "usd_input_read": usd_read,
+        "usd_output": usd_output,
+        "usd": usd_written + usd_read + usd_output,
+    }

@@ -138,7 +138,9 @@ def calls_of_run(raw: RawRun, policy: Policy = Policy(), *, run: int = 0, child:
             continue
         context = prev_prompt + prev_out + int(raw.tool_tokens[i - 1])
         api, kv = prev_prompt, prev_prompt + prev_out
-        due = (policy.kind == "every" and i % policy.m == 0) or (policy.kind == "threshold" and context > policy.threshold)
+        due = (policy.kind == "every" and i % policy.m == 0) or (
+            policy.kind == "threshold" and context > policy.threshold
+        )
         if due and s0 + policy.keep_tokens < context:
             add(i, True, context, policy.keep_tokens, gap, api, kv, -1)
             prev_prompt, prev_out = context, policy.keep_tokens

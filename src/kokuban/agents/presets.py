@@ -40,7 +40,9 @@ def preset(name: str) -> Scenario:
     known = presets()
     if name not in known:
         err = unknown_name("preset", name, known, field="preset")
-        raise KokubanError(err.reason.replace("`kokuban presets`", "`kokuban agent presets`"), field="preset", value=name)
+        raise KokubanError(
+            err.reason.replace("`kokuban presets`", "`kokuban agent presets`"), field="preset", value=name
+        )
     return known[name]
 
 
@@ -50,7 +52,9 @@ def read_scenario(path: str | Path) -> Scenario:
         with Path(path).open("rb") as fh:
             data = tomllib.load(fh)
     except OSError as exc:
-        raise KokubanError(f"cannot read scenario '{path}': {exc.strerror}", field="scenario", value=str(path)) from None
+        raise KokubanError(
+            f"cannot read scenario '{path}': {exc.strerror}", field="scenario", value=str(path)
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         raise KokubanError(f"scenario '{path}' is not valid TOML: {exc}", field="scenario", value=str(path)) from None
     entry = data["preset"][0] if isinstance(data.get("preset"), list) and data["preset"] else data

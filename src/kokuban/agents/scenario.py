@@ -88,7 +88,9 @@ def parse_dist(spec: str | float, field: str, *, integer: bool = False, minimum:
         try:
             value = float(kind)
         except ValueError:
-            raise KokubanError(f"'{text}' is not a number or a distribution; {allowed}", field=field, value=text) from None
+            raise KokubanError(
+                f"'{text}' is not a number or a distribution; {allowed}", field=field, value=text
+            ) from None
         if not math.isfinite(value) or value < minimum:
             raise KokubanError(f"must be ≥ {minimum:g}, got {text}", field=field, value=text)
         return Dist("fixed", (float(round(value)) if integer else value,), text, integer, float(minimum))
@@ -143,15 +145,20 @@ class Scenario:
             tool_tokens=parse_dist(tool_tokens, "tool_tokens", integer=True, minimum=0),
             gap_s=parse_dist(gap_s, "gap_s", minimum=0),
             subagents=subagents,
-            subagent_steps=None if subagent_steps is None else parse_dist(subagent_steps, "subagent_steps", integer=True,
-                                                                           minimum=1),
-            name=name, source=source, assumptions=assumptions,
+            subagent_steps=None
+            if subagent_steps is None
+            else parse_dist(subagent_steps, "subagent_steps", integer=True, minimum=1),
+            name=name,
+            source=source,
+            assumptions=assumptions,
         )
 
     @property
     def is_fixed(self) -> bool:
         """Every size and gap fixed: one run says everything (no sampling needed)."""
-        dists = (self.steps, self.output_tokens, self.tool_tokens, self.gap_s) + ((self.subagent_steps,) if self.subagent_steps else ())
+        dists = (self.steps, self.output_tokens, self.tool_tokens, self.gap_s) + (
+            (self.subagent_steps,) if self.subagent_steps else ()
+        )
         return all(d.is_fixed for d in dists)
 
     def as_dict(self) -> dict[str, Any]:
@@ -203,7 +210,12 @@ def _int_field(row: dict[str, Any], key: str, where: str, *, optional: bool = Fa
     value = row.get(key)
     if value is None and optional:
         return 0
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer() or value < minimum:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not float(value).is_integer()
+        or value < minimum
+    ):
         raise KokubanError(f"{where}: {key} must be a whole number ≥ {minimum}, got {value!r}", field="trace")
     return int(value)
 
@@ -233,7 +245,14 @@ def read_trace(path: str | Path) -> list[list[RawRun]]:
         if cached > inp:
             raise KokubanError(f"{where}: cached_input_tokens {cached} exceeds input_tokens {inp}", field="trace")
         sessions.setdefault(str(row.get("session", "")), []).append(
-            (_int_field(row, "step", where), inp, cached, _int_field(row, "output_tokens", where, minimum=1), float(gap)))
+            (
+                _int_field(row, "step", where),
+                inp,
+                cached,
+                _int_field(row, "output_tokens", where, minimum=1),
+                float(gap),
+            )
+        )
     if not sessions:
         raise KokubanError(f"trace '{path}' holds no steps", field="trace", value=str(path))
     out = []

@@ -72,7 +72,11 @@ def selfhost_costs(calls: Calls, dep: Deployment, *, batch: int, survival_policy
         survival.offload_usd(u, g, slots, kv_b, host_usd_per_byte_s, host_bytes_per_s),
         survival.drop_usd(u, recompute_s),
     ])
-    choice = np.argmin(options, axis=0) if survival_policy == "best" else np.full(len(calls), survival.OPTIONS.index(survival_policy))
+    choice = (
+        np.argmin(options, axis=0)
+        if survival_policy == "best"
+        else np.full(len(calls), survival.OPTIONS.index(survival_policy))
+    )
     choice = np.where(held > 0, choice, survival.OPTIONS.index("drop"))  # nothing to keep: a first call, or no prefix
     kept = choice != survival.OPTIONS.index("drop")
     prefill_s = np.where(kept, cached_s, full_s)

@@ -40,7 +40,9 @@ def offload_usd(usd_per_s: float, gap_s: Any, slots: Any, kv_bytes: Any, host_us
                 host_bytes_per_s: float) -> np.ndarray:
     """Offload to host: h · b · g + u · (2b/ℓ) / B."""
     b = np.asarray(kv_bytes, dtype=np.float64)
-    return host_usd_per_byte_s * b * np.asarray(gap_s, dtype=np.float64) + usd_per_s * (2 * b / host_bytes_per_s) / slots
+    return (
+        host_usd_per_byte_s * b * np.asarray(gap_s, dtype=np.float64) + usd_per_s * (2 * b / host_bytes_per_s) / slots
+    )
 
 
 def drop_usd(usd_per_s: float, recompute_s: Any) -> np.ndarray:

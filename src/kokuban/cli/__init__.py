@@ -88,7 +88,14 @@ def main(argv: list[str] | None = None) -> int:
             cli.main(args=args or ["--help"], prog_name="kokuban", standalone_mode=False)
     except KokubanError as exc:
         command = _command_for(args)
-        click.echo(f"error: {exc.worded(lambda field: flag_for(field, command))}", err=True)
+        message = exc.worded(lambda field: flag_for(field, command))
+        click.echo(f"error: {message}", err=True)
+        if "--json" in args:  # a script asked for JSON: it gets the refusal as JSON too (and exit code 2)
+            from kokuban.present.jsonout import to_json
+
+            flag = flag_for(exc.field, command) if exc.field else None
+            click.echo(to_json({"error": exc.as_dict() | {"flag": flag, "message": message},
+                                "kokuban_version": __version__}))
         return 2
     except click.ClickException as exc:
         click.echo(f"error: {exc.format_message()}", err=True)

@@ -18,8 +18,18 @@ def scenario_options(func: Callable[..., Any]) -> Callable[..., Any]:
     spec = "a number or uniform:LO,HI, lognormal:MEDIAN,SIGMA, exp:MEAN"
     options = [
         click.option("--preset", default=None, help="A bundled scenario (`kokuban agent presets`)."),
-        click.option("--scenario-file", type=click.Path(dir_okay=False), default=None, help="A TOML scenario file (the preset keys)."),
-        click.option("--trace", default=None, help="A JSONL trace of real steps (session, step, input_tokens, cached_input_tokens, output_tokens, gap_s), or 'example'."),
+        click.option(
+            "--scenario-file",
+            type=click.Path(dir_okay=False),
+            default=None,
+            help="A TOML scenario file (the preset keys).",
+        ),
+        click.option(
+            "--trace",
+            default=None,
+            help="A JSONL trace of real steps (session, step, input_tokens, cached_input_tokens, output_tokens, "
+                 "gap_s), or 'example'.",
+        ),
         click.option("--steps", default=None, help=f"Steps per run: {spec}."),
         click.option("--system-tokens", type=int, default=None, help="System prompt + tool definitions (tokens)."),
         click.option("--output-tokens", default=None, help=f"Output tokens per step: {spec}."),
@@ -29,9 +39,20 @@ def scenario_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--subagent-steps", default=None, help="Steps of each child run (default: --steps)."),
         click.option("--runs", type=int, default=None, help="Sampled runs (default 100; 1 when every size is fixed)."),
         click.option("--seed", type=int, default=None, help="Sampling seed (default 0)."),
-        click.option("--compaction", multiple=True, default=None,
-                     help="Policy to price (repeatable; the first is shown step by step): none (default), every:M,K, threshold:T,K, or auto."),
-        click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None, help="Write the figure (.png, .svg or .pdf)."),
+        click.option(
+            "--compaction",
+            multiple=True,
+            default=None,
+            help="Policy to price (repeatable; the first is shown step by step): none (default), every:M,K, "
+                 "threshold:T,K, or auto.",
+        ),
+        click.option(
+            "--plot",
+            "plot_path",
+            type=click.Path(dir_okay=False),
+            default=None,
+            help="Write the figure (.png, .svg or .pdf).",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -69,11 +90,23 @@ def agent() -> None:
 @agent.command("api")
 @click.argument("price")
 @scenario_options
-@click.option("--price-file", multiple=True, type=click.Path(dir_okay=False), help="Extra price file(s) in the bundled schema.")
-@click.option("--cache-retention", type=click.Choice(["none", "standard", "extended"]), default=None,
-              help="standard (default): the sheet's cache; none: no prompt cache; extended: the sheet's longer TTL at its write price (Anthropic 1h).")
+@click.option(
+    "--price-file", multiple=True, type=click.Path(dir_okay=False), help="Extra price file(s) in the bundled schema."
+)
+@click.option(
+    "--cache-retention",
+    type=click.Choice(["none", "standard", "extended"]),
+    default=None,
+    help="standard (default): the sheet's cache; none: no prompt cache; extended: the sheet's longer TTL at its write "
+         "price (Anthropic 1h).",
+)
 @click.option("--cache-ttl-s", type=float, default=None, help="Cache lifetime in seconds (default: the sheet's).")
-@click.option("--lane", type=click.Choice(["standard", "batch", "flex", "priority"]), default=None, help="Price lane (default standard).")
+@click.option(
+    "--lane",
+    type=click.Choice(["standard", "batch", "flex", "priority"]),
+    default=None,
+    help="Price lane (default standard).",
+)
 @click.option("--start-utc-hour", type=float, default=None, help="UTC hour the run starts (applies off-peak prices).")
 @click.option("--weekend", is_flag=True, help="The run starts on a weekend day.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (SI units, stable keys).")
@@ -86,8 +119,13 @@ def agent_api(**kw: Any) -> None:
 @deployment_options
 @scenario_options
 @click.option("--batch", type=int, default=None, help="Sessions decoded together (default 32).")
-@click.option("--survival", type=click.Choice(["keep", "offload", "drop", "best"]), default=None,
-              help="How the KV survives each gap: keep resident, offload to host, drop and recompute, or best (default: the cheapest).")
+@click.option(
+    "--survival",
+    type=click.Choice(["keep", "offload", "drop", "best"]),
+    default=None,
+    help="How the KV survives each gap: keep resident, offload to host, drop and recompute, or best (default: the "
+         "cheapest).",
+)
 @click.option("--host-link-bytes-per-s", type=float, default=None,
               help="GPU-host bytes/s one way (default 5.12e+10: PCIe Gen5 x16 × 0.8).")
 @click.option("--host-usd-per-gb-hour", type=float, default=None,
@@ -146,8 +184,11 @@ def agent_presets(as_json: bool) -> None:
 
     out = console()
     for r in rows:
-        out.print(f"[bold]{r['name']}[/bold]: steps {r['steps']}, system {r['system_tokens']:,}, output {r['output_tokens']}, "
-                  f"tool {r['tool_tokens']}, gap {r['gap_s']} s\n  source: {r['source']}\n  assumed: {r['assumptions']}")
+        out.print(
+            f"[bold]{r['name']}[/bold]: steps {r['steps']}, system {r['system_tokens']:,}, output "
+            f"{r['output_tokens']}, "
+            f"tool {r['tool_tokens']}, gap {r['gap_s']} s\n  source: {r['source']}\n  assumed: {r['assumptions']}"
+        )
 
 
 commands = [agent]

@@ -16,8 +16,12 @@ from kokuban.present.format import console, gb, si
 @click.command()
 @deployment_options
 @click.option("--batch", type=BatchType(), default=1, show_default=True, help="Requests decoded together, or 'max'.")
-@click.option("--context", type=int, default=None, help="Tokens each request attends to (default 4096, or prompt+output).")
-@click.option("--prompt", type=int, default=None, help="Prompt tokens per request (with --output: time a whole generation).")
+@click.option(
+    "--context", type=int, default=None, help="Tokens each request attends to (default 4096, or prompt+output)."
+)
+@click.option(
+    "--prompt", type=int, default=None, help="Prompt tokens per request (with --output: time a whole generation)."
+)
 @click.option("--output", type=int, default=None, help="Output tokens per request.")
 def estimate(**kw: Any) -> None:
     """Time and price one configuration: the blackboard."""
@@ -46,7 +50,17 @@ def models(as_json: bool) -> None:
     from rich.table import Table
 
     table = Table(title="kokuban models (config.json from the Hugging Face Hub)")
-    for col in ("id", "params total", "active", "KV/token (bf16)", "max ctx", "attention", "experts", "dtype", "verified"):
+    for col in (
+        "id",
+        "params total",
+        "active",
+        "KV/token (bf16)",
+        "max ctx",
+        "attention",
+        "experts",
+        "dtype",
+        "verified",
+    ):
         table.add_column(col, justify="left" if col in ("id", "attention", "dtype") else "right")
     for r in rows:
         table.add_row(

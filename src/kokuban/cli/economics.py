@@ -16,10 +16,20 @@ from kokuban.cli.options import BatchType, deployment_options, efficiency_option
 
 
 def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    for option in reversed([
-        click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None, help="Write the rows as CSV."),
-        click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None, help="Write a figure (.png, .svg or .pdf)."),
-    ]):
+    for option in reversed(
+        [
+            click.option(
+                "--csv", "csv_path", type=click.Path(dir_okay=False), default=None, help="Write the rows as CSV."
+            ),
+            click.option(
+                "--plot",
+                "plot_path",
+                type=click.Path(dir_okay=False),
+                default=None,
+                help="Write a figure (.png, .svg or .pdf).",
+            ),
+        ]
+    ):
         func = option(func)
     return func
 
@@ -47,10 +57,18 @@ def _check_plot(kw: dict[str, Any]) -> None:
 # ---- kokuban batch -------------------------------------------------------------------------------------
 @click.command()
 @deployment_options
-@click.option("--context", type=int, default=None, help="Tokens each request attends to (default 4096 or the model's maximum).")
+@click.option(
+    "--context", type=int, default=None, help="Tokens each request attends to (default 4096 or the model's maximum)."
+)
 @click.option("--min-batch", type=int, default=1, show_default=True)
 @click.option("--max-batch", type=int, default=None, help="Largest batch (default: the largest that fits).")
-@click.option("--batch", type=BatchType(), default="max", show_default=True, help="Operating point to mark and to price input vs output.")
+@click.option(
+    "--batch",
+    type=BatchType(),
+    default="max",
+    show_default=True,
+    help="Operating point to mark and to price input vs output.",
+)
 @output_options
 def batch(**kw: Any) -> None:
     """Cost per output token and tokens/s for every batch that fits: the three parts, the crossover."""
@@ -65,7 +83,13 @@ def batch(**kw: Any) -> None:
 # ---- kokuban io ----------------------------------------------------------------------------------------
 @click.command()
 @deployment_options
-@click.option("--batch", type=BatchType(), default=1, show_default=True, help="Requests decoded (and prefilled) together, or 'max'.")
+@click.option(
+    "--batch",
+    type=BatchType(),
+    default=1,
+    show_default=True,
+    help="Requests decoded (and prefilled) together, or 'max'.",
+)
 @click.option("--context", type=int, default=None, help="Decode context (default 4096 or the model's maximum).")
 @click.option("--prompt", type=int, default=None, help="Prompt tokens per request (default: the context).")
 def io(**kw: Any) -> None:
@@ -87,8 +111,12 @@ def io(**kw: Any) -> None:
 @click.option("--prompt", type=int, default=1000, show_default=True, help="Prompt tokens per request.")
 @click.option("--output", type=int, default=500, show_default=True, help="Output tokens per request.")
 @click.option("--tpot", type=float, default=None, help="Fast-lane target: seconds per output token.")
-@click.option("--ttft", type=float, default=None, help="Fast-lane target: seconds to the first token (queueing + prefill).")
-@click.option("--slow-window", type=float, default=3600.0, show_default=True, help="Slow lane: seconds a batch may wait to fill.")
+@click.option(
+    "--ttft", type=float, default=None, help="Fast-lane target: seconds to the first token (queueing + prefill)."
+)
+@click.option(
+    "--slow-window", type=float, default=3600.0, show_default=True, help="Slow lane: seconds a batch may wait to fill."
+)
 @output_options
 def lanes(**kw: Any) -> None:
     """Fast and slow lanes: trains depart every W seconds or when full; the price of speed."""
@@ -106,7 +134,9 @@ def lanes(**kw: Any) -> None:
 @click.option("--gpu", "gpu", multiple=True, required=True, help="Accelerator id; repeat to compare types.")
 @click.option("--counts", default="1,2,4,8", show_default=True, help="Accelerator counts to try.")
 @click.option("--layouts", default="tp,ep", show_default=True, help="Layouts to try (ep only for MoE models).")
-@click.option("--weights", "weights", multiple=True, help="Weights dtype; repeat to compare (default: the checkpoint's).")
+@click.option(
+    "--weights", "weights", multiple=True, help="Weights dtype; repeat to compare (default: the checkpoint's)."
+)
 @click.option("--kv", default=None, help="KV-cache dtype (default bf16).")
 @click.option("--context", type=int, default=None, help="Decode context (default 4096 or the model's maximum).")
 @click.option("--prompt", type=int, default=None, help="Prompt tokens for TTFT (default: the context).")
@@ -131,9 +161,16 @@ def frontier(**kw: Any) -> None:
 @click.command()
 @deployment_options
 @click.option("--from", "start", type=int, default=1024, show_default=True, help="Shortest context (tokens).")
-@click.option("--to", "end", type=int, default=None, help="Longest context (default: the model's maximum; beyond it warns).")
+@click.option(
+    "--to", "end", type=int, default=None, help="Longest context (default: the model's maximum; beyond it warns)."
+)
 @click.option("--points", type=int, default=40, show_default=True, help="Contexts in the sweep (geometric).")
-@click.option("--threshold", type=int, default=None, help="Pricing tier threshold (default 200k, or a quarter of --to if shorter).")
+@click.option(
+    "--threshold",
+    type=int,
+    default=None,
+    help="Pricing tier threshold (default 200k, or a quarter of --to if shorter).",
+)
 @output_options
 def context(**kw: Any) -> None:
     """The long-context wall: KV per request, batch that fits, cost per token, walls and surcharge."""

@@ -45,14 +45,38 @@ def deployment_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """The options every deployment-building command shares (model argument, accelerator, precisions…)."""
     options = [
         click.argument("model"),
-        click.option("--gpu", required=True, help="Accelerator id (`kokuban gpus`), an id in --gpu-file, or custom:bf16=…,bw=…,mem=…"),
+        click.option(
+            "--gpu",
+            required=True,
+            help="Accelerator id (`kokuban gpus`), an id in --gpu-file, or custom:bf16=…,bw=…,mem=…",
+        ),
         click.option("--gpus", default=1, type=int, show_default=True, help="Number of accelerators."),
-        click.option("--layout", type=click.Choice(["tp", "ep"]), default="tp", show_default=True, help="tp: tensor parallel; ep: DP attention + expert parallel (MoE)."),
-        click.option("--weights", default=None, help="Weights dtype (default: the checkpoint's): bf16 fp16 fp8 int8 int4 fp4."),
+        click.option(
+            "--layout",
+            type=click.Choice(["tp", "ep"]),
+            default="tp",
+            show_default=True,
+            help="tp: tensor parallel; ep: DP attention + expert parallel (MoE).",
+        ),
+        click.option(
+            "--weights", default=None, help="Weights dtype (default: the checkpoint's): bf16 fp16 fp8 int8 int4 fp4."
+        ),
         click.option("--kv", default=None, help="KV-cache dtype (default bf16)."),
-        click.option("--compute", default=None, help="Matmul dtype (default: what the accelerator runs the weights in)."),
-        click.option("--price-per-hour", type=float, default=None, help="USD per accelerator-hour (default: catalog's typical price)."),
-        click.option("--gpu-file", type=click.Path(), default=None, help="TOML/JSON file of extra accelerators in the catalog schema."),
+        click.option(
+            "--compute", default=None, help="Matmul dtype (default: what the accelerator runs the weights in)."
+        ),
+        click.option(
+            "--price-per-hour",
+            type=float,
+            default=None,
+            help="USD per accelerator-hour (default: catalog's typical price).",
+        ),
+        click.option(
+            "--gpu-file",
+            type=click.Path(),
+            default=None,
+            help="TOML/JSON file of extra accelerators in the catalog schema.",
+        ),
         *efficiency_option_list(),
         click.option("--json", "as_json", is_flag=True, help="Print JSON (SI units, stable keys)."),
     ]
@@ -68,12 +92,50 @@ def efficiency_option_list(base: Any = None, note: str = "calibrated") -> list[C
     e = base or Efficiency()
     kv = "--memory-eff's" if e.kv_memory is None else f"{e.kv_memory:g}"
     return [
-        click.option("--compute-eff", type=float, default=None, help=f"Achievable fraction of peak FLOP/s (default {e.compute:g}, {note})."),
-        click.option("--memory-eff", type=float, default=None, help=f"Achievable fraction of memory bandwidth for weight reads (default {e.memory:g}, {note})."),
-        click.option("--kv-eff", type=float, default=None, help=f"Achievable fraction of memory bandwidth for KV-cache reads (default {kv}, {note})."),
-        click.option("--link-eff", type=float, default=None, help=f"Achievable fraction of interconnect bandwidth (default {e.interconnect:g}, {note})."),
-        click.option("--overlap", type=float, default=None, help=f"Fraction of the shorter of a kernel's compute and memory times hidden under the longer (default {e.overlap:g}, {note}; 1 = roofline)."),
-        click.option("--step-overhead", type=float, default=None, help=f"Fixed seconds per step (default {e.step_overhead_s:g}, {note})."),
+        click.option(
+            "--efficiency-file",
+            type=click.Path(),
+            default=None,
+            help="JSON/TOML of efficiency fields to start from (e.g. `kokuban calibrate --json` output); "
+            "the flags below override it.",
+        ),
+        click.option(
+            "--compute-eff",
+            type=float,
+            default=None,
+            help=f"Achievable fraction of peak FLOP/s (default {e.compute:g}, {note}).",
+        ),
+        click.option(
+            "--memory-eff",
+            type=float,
+            default=None,
+            help=f"Achievable fraction of memory bandwidth for weight reads (default {e.memory:g}, {note}).",
+        ),
+        click.option(
+            "--kv-eff",
+            type=float,
+            default=None,
+            help=f"Achievable fraction of memory bandwidth for KV-cache reads (default {kv}, {note}).",
+        ),
+        click.option(
+            "--link-eff",
+            type=float,
+            default=None,
+            help=f"Achievable fraction of interconnect bandwidth (default {e.interconnect:g}, {note}).",
+        ),
+        click.option(
+            "--overlap",
+            type=float,
+            default=None,
+            help="Fraction of the shorter of a kernel's compute and memory times hidden under the longer (default "
+                 f"{e.overlap:g}, {note}; 1 = roofline).",
+        ),
+        click.option(
+            "--step-overhead",
+            type=float,
+            default=None,
+            help=f"Fixed seconds per step (default {e.step_overhead_s:g}, {note}).",
+        ),
     ]
 
 

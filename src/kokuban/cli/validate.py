@@ -20,7 +20,9 @@ from kokuban.specs.hardware import Efficiency
 def textbook_efficiency_options(func: Any) -> Any:
     """The efficiency flags, their help naming the textbook fractions validate and calibrate start from
     (`usecases.validation.TextbookEfficiencyRequest`, not imported here to keep start-up light)."""
-    for option in reversed(efficiency_option_list(Efficiency.textbook(), "textbook; `accuracy` uses the calibrated ones")):
+    for option in reversed(
+        efficiency_option_list(Efficiency.textbook(), "textbook; `accuracy` uses the calibrated ones")
+    ):
         func = option(func)
     return func
 
@@ -34,7 +36,12 @@ def _progress(as_json: bool) -> bool:
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
 @click.option("--seconds", type=float, default=3.0, show_default=True, help="Rough time budget of the measurements.")
 @click.option("--id", "entry_id", default=None, help="Accelerator id to write (default probed-DEVICE).")
-@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write the entry (TOML, or JSON if .json); use with --gpu-file.")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the entry (TOML, or JSON if .json); use with --gpu-file.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the accelerator entry as JSON.")
 def probe(**kw: Any) -> None:
     """Measure this machine's memory bandwidth and matmul FLOP/s; print an accelerator entry."""
@@ -52,24 +59,45 @@ def probe(**kw: Any) -> None:
 
 # ---- validate --------------------------------------------------------------------------------------------
 @click.command()
-@click.option("--model", default="llama-3.2-1b", show_default=True, help="Catalog id or config.json (llama/mistral/qwen2/qwen3).")
+@click.option(
+    "--model", default="llama-3.2-1b", show_default=True, help="Catalog id or config.json (llama/mistral/qwen2/qwen3)."
+)
 @click.option("--layers", type=int, default=4, show_default=True, help="Keep this many layers (0 = all).")
-@click.option("--hidden", type=int, default=None, help="Scale the hidden size down to this (heads and MLP scale with it).")
+@click.option(
+    "--hidden", type=int, default=None, help="Scale the hidden size down to this (heads and MLP scale with it)."
+)
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="cpu", show_default=True)
-@click.option("--dtype", type=click.Choice(["fp32", "bf16", "fp16"]), default=None, help="Default: fp32 on CPU, bf16 on GPU.")
+@click.option(
+    "--dtype", type=click.Choice(["fp32", "bf16", "fp16"]), default=None, help="Default: fp32 on CPU, bf16 on GPU."
+)
 @click.option("--linear", type=click.Choice(["auto", "matmul", "onednn"]), default="auto", show_default=True,
               help="Linear layers: dense matmul, or oneDNN inner product (auto: oneDNN for fp32 on CPU).")
 @click.option("--batches", default="1,2,4,8,16,32,64", show_default=True)
 @click.option("--contexts", default="128,1024,4096", show_default=True)
-@click.option("--prompts", default="16,64,256", show_default=True, help="Prefill prompt lengths (batch --prefill-batch).")
+@click.option(
+    "--prompts", default="16,64,256", show_default=True, help="Prefill prompt lengths (batch --prefill-batch)."
+)
 @click.option("--prefill-batch", type=int, default=1, show_default=True)
 @click.option("--warmup", type=int, default=1, show_default=True, help="Untimed calls before each timed one.")
-@click.option("--repeats", type=int, default=5, show_default=True, help="Rounds over the whole grid; one timed call per point in each.")
-@click.option("--max-kv-gb", type=float, default=None, help="Skip points whose KV cache exceeds this (default 25 % of memory).")
+@click.option(
+    "--repeats",
+    type=int,
+    default=5,
+    show_default=True,
+    help="Rounds over the whole grid; one timed call per point in each.",
+)
+@click.option(
+    "--max-kv-gb", type=float, default=None, help="Skip points whose KV cache exceeds this (default 25 % of memory)."
+)
 @click.option("--gpu", default=None, help="Accelerator id in --gpu-file to predict with (default: probe now).")
 @click.option("--gpu-file", type=click.Path(exists=True), default=None, help="A `kokuban probe --out` file.")
 @click.option("--probe-seconds", type=float, default=3.0, show_default=True)
-@click.option("--out-dir", type=click.Path(file_okay=False), default=None, help="Write validate.csv, validate.json, validate.png here.")
+@click.option(
+    "--out-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Write validate.csv, validate.json, validate.png here.",
+)
 @textbook_efficiency_options
 @click.option("--json", "as_json", is_flag=True, help="Print rows and summary as JSON.")
 def validate(**kw: Any) -> None:
@@ -108,9 +136,15 @@ def accuracy(**kw: Any) -> None:
 @click.option("--csv", "csv_path", type=click.Path(exists=True, dir_okay=False), default=None,
               help="validate.csv (with validate.json beside it), for --source validate-csv.")
 @click.option("--phase", type=click.Choice(["decode", "prefill"]), default=None, help="Fit only these validate rows.")
-@click.option("--params", default=None, help="Comma-separated Efficiency fields to fit (default: compute,memory,"
-              "interconnect,step_overhead_s for published; compute,memory,kv_memory,overlap,step_overhead_s for validate).")
-@click.option("--holdout", type=float, default=1 / 3, show_default=True, help="Fraction of rows held out (by hash of id).")
+@click.option(
+    "--params",
+    default=None,
+    help="Comma-separated Efficiency fields to fit (default: compute,memory,"
+    "interconnect,step_overhead_s for published; compute,memory,kv_memory,overlap,step_overhead_s for validate).",
+)
+@click.option(
+    "--holdout", type=float, default=1 / 3, show_default=True, help="Fraction of rows held out (by hash of id)."
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Salt of the held-out split.")
 @click.option("--hold-out", "hold_out", default=None, metavar="FIELD=V1,V2",
               help="validate-csv only: hold out the rows whose batch, context or prompt_tokens is one of these "

@@ -45,21 +45,25 @@ def weight_bytes_per_gpu(dep: Deployment) -> float:
 
 
 def routed_weight_bytes_read(dep: Deployment, tokens: Any) -> np.ndarray:
-    """Routed-expert bytes a forward pass over `tokens` tokens reads: moe_layers·E_touched(tokens)·params_per_expert·b_w."""
+    """Routed-expert bytes a forward pass over `tokens` tokens reads:
+    moe_layers·E_touched(tokens)·params_per_expert·b_w."""
     m = dep.model
     touched = expected_experts_touched(m.num_experts, m.top_k, tokens)
     return m.moe_layers * touched * m.params_per_expert * dep.weight_bytes_per_param
 
 
-def weight_bytes_read(dep: Deployment, tokens: Any) -> np.ndarray:
-    """Weight bytes the whole deployment reads for one forward pass over `tokens` tokens.
-
-    = (always-read params − LM head)·b_w + LM head·2 + routed_weight_bytes_read(tokens)
-    The input embedding is a lookup of `tokens` rows and is not counted.
-    """
+def dense_weight_bytes_read(dep: Deployment) -> float:
+    """Always-read bytes of one forward pass: (always-read params − LM head)·b_w + LM head·2 (16-bit).
+    The input embedding is a lookup of `tokens` rows and is not counted."""
     m = dep.model
-    dense = (m.params_dense_read - m.params_lm_head) * dep.weight_bytes_per_param + m.params_lm_head * dep.embedding_bytes_per_param
-    return dense + routed_weight_bytes_read(dep, tokens)
+    lm_head = m.params_lm_head * dep.embedding_bytes_per_param
+    return (m.params_dense_read - m.params_lm_head) * dep.weight_bytes_per_param + lm_head
+
+
+def weight_bytes_read(dep: Deployment, tokens: Any) -> np.ndarray:
+    """Weight bytes the whole deployment reads for one forward pass over `tokens` tokens:
+    dense_weight_bytes_read + routed_weight_bytes_read(tokens)."""
+    return dense_weight_bytes_read(dep) + routed_weight_bytes_read(dep, tokens)
 
 
 def weight_bytes_read_per_gpu(dep: Deployment, tokens: Any) -> np.ndarray:
@@ -69,7 +73,7 @@ def weight_bytes_read_per_gpu(dep: Deployment, tokens: Any) -> np.ndarray:
     experts, and everything under TP, are split N ways.
     """
     routed = routed_weight_bytes_read(dep, tokens)
-    return (weight_bytes_read(dep, tokens) - routed) / dep.dense_shards + routed / dep.parallel.expert_shards
+    return dense_weight_bytes_read(dep) / dep.dense_shards + routed / dep.parallel.expert_shards
 
 
 def kv_bytes_per_request(dep: Deployment, context: Any) -> np.ndarray:

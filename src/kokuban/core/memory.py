@@ -112,7 +112,8 @@ def no_fit_message(dep: Deployment, mp: MemoryPlan) -> str:
     text = (
         f"does not fit: {dep.model.name} batch {mp.batch} at context {mp.context} needs {need / gb:.1f} GB per GPU "
         f"(weights {mp.weights_bytes / gb:.1f} + KV {mp.kv_bytes_per_gpu / gb:.1f} + activations "
-        f"{mp.activation_bytes / gb:.1f}) but {dep.num_gpus}× {dep.accelerator.id} offers {mp.usable_bytes / gb:.1f} GB usable"
+        f"{mp.activation_bytes / gb:.1f}) but {dep.num_gpus}× {dep.accelerator.id} offers {mp.usable_bytes / gb:.1f} "
+        "GB usable"
     )
     if mp.max_batch >= 1:
         text += f"; the largest batch that fits is {mp.max_batch}"

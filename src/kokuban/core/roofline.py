@@ -207,17 +207,30 @@ def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_pe
     linear_flops = body_flops + logits * 2 * m.params_lm_head
     attn_flops = np.asarray(attended, dtype=np.float64) * attn_flops_per_pair
     attn_compute_s = attn_flops / acc.flops(attention_dtype(dep)) / (n * eff.compute)
-    compute_s = body_flops / acc.flops(dep.compute_dtype) / (n * eff.compute) + logits * lm_head_time_s(dep) + attn_compute_s
+    compute_s = (
+        body_flops / acc.flops(dep.compute_dtype) / (n * eff.compute) + logits * lm_head_time_s(dep) + attn_compute_s
+    )
     read = weight_bytes_read(dep, tokens)
     weights_s = weight_bytes_read_per_gpu(dep, tokens) / (acc.memory_bandwidth_bytes_per_s * eff.memory)
     kv_bw = acc.memory_bandwidth_bytes_per_s * eff.kv_memory_fraction
     kv_s = np.asarray(kv_bytes, dtype=np.float64) / dep.kv_read_ways / kv_bw
     comm_s, comm_bytes = comm_time_s(dep, tokens)
     return Step(
-        tokens=tokens, batch=batch, flops=linear_flops + attn_flops, weight_bytes=read, kv_bytes=kv_bytes,
-        comm_bytes=comm_bytes, experts_touched=expected_experts_touched(m.num_experts, m.top_k, tokens),
-        compute_s=compute_s, attn_compute_s=attn_compute_s, weights_s=weights_s, kv_s=kv_s, comm_s=comm_s,
-        overhead_s=np.full_like(weights_s, eff.step_overhead_s), comm_overlapped=dep.overlap_comm, attn_flops=attn_flops,
+        tokens=tokens,
+        batch=batch,
+        flops=linear_flops + attn_flops,
+        weight_bytes=read,
+        kv_bytes=kv_bytes,
+        comm_bytes=comm_bytes,
+        experts_touched=expected_experts_touched(m.num_experts, m.top_k, tokens),
+        compute_s=compute_s,
+        attn_compute_s=attn_compute_s,
+        weights_s=weights_s,
+        kv_s=kv_s,
+        comm_s=comm_s,
+        overhead_s=np.full_like(weights_s, eff.step_overhead_s),
+        comm_overlapped=dep.overlap_comm,
+        attn_flops=attn_flops,
         overlap=eff.overlap,
     )
 

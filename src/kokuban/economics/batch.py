@@ -48,10 +48,18 @@ def decode_columns(dep: Deployment, batch: Any, context: Any) -> dict[str, np.nd
     step = roofline.decode_step(dep, b, ctx)
     t = np.asarray(step.step_time_s, dtype=np.float64)
     cols = {
-        "batch": b, "context": ctx, "bound": np.asarray(step.bound), "step_time_s": t,
-        "compute_s_per_token": step.compute_s / b, "weights_s_per_token": step.weights_s / b,
-        "kv_s_per_token": step.kv_s / b, "comm_s_per_token": step.comm_s / b, "overhead_s_per_token": step.overhead_s / b,
-        "tokens_per_s_per_user": 1.0 / t, "tokens_per_s": b / t, "tokens_per_s_per_gpu": b / t / dep.num_gpus,
+        "batch": b,
+        "context": ctx,
+        "bound": np.asarray(step.bound),
+        "step_time_s": t,
+        "compute_s_per_token": step.compute_s / b,
+        "weights_s_per_token": step.weights_s / b,
+        "kv_s_per_token": step.kv_s / b,
+        "comm_s_per_token": step.comm_s / b,
+        "overhead_s_per_token": step.overhead_s / b,
+        "tokens_per_s_per_user": 1.0 / t,
+        "tokens_per_s": b / t,
+        "tokens_per_s_per_gpu": b / t / dep.num_gpus,
         "usd_per_m_output": np.asarray(cost.usd_per_m_output(dep, step), dtype=np.float64),
     }
     for part, value in cost.decode_split_usd_per_m(dep, step).items():
@@ -183,9 +191,13 @@ def batch_curve(dep: Deployment, context: int, max_batch: int | None = None, min
     require_positive("min_batch", min_batch, integer=True)
     require_positive("max_batch", hi, integer=True)
     if hi > fit:
-        raise KokubanError(f"{hi} does not fit: the largest batch that fits at context {context} is {fit}", field="max_batch", value=hi)
+        raise KokubanError(
+            f"{hi} does not fit: the largest batch that fits at context {context} is {fit}", field="max_batch", value=hi
+        )
     if min_batch > hi:
-        raise KokubanError(f"empty batch range: {min_batch} > the largest batch {hi}", field="min_batch", value=min_batch)
+        raise KokubanError(
+            f"empty batch range: {min_batch} > the largest batch {hi}", field="min_batch", value=min_batch
+        )
     df = decode_frame(dep, np.arange(min_batch, hi + 1), context)
     # communication: the collectives' fixed latency (the core's comm time at 0 tokens) is per step,
     # so shared; the bytes grow with the batch, so per request
@@ -234,8 +246,12 @@ def batch_summary(dep: Deployment, curve: pd.DataFrame) -> BatchSummary:
     else:
         reason = f"compute-bound from batch {cross}; weight reads are amortised below that"
     return BatchSummary(
-        context=context, max_batch_fits=fit, crossover_batch=cross, crossover_within_fit=cross is not None and cross <= fit,
-        blackboard_crossover_batch=blackboard_crossover_batch(dep), cheapest_batch=int(cheapest["batch"]),
+        context=context,
+        max_batch_fits=fit,
+        crossover_batch=cross,
+        crossover_within_fit=cross is not None and cross <= fit,
+        blackboard_crossover_batch=blackboard_crossover_batch(dep),
+        cheapest_batch=int(cheapest["batch"]),
         usd_per_m_output_cheapest=float(cheapest["usd_per_m_output"]),
         usd_per_m_output_batch_1=float(cost.usd_per_m_output(dep, one)),
         cost_ratio_max_to_min=float(cost.cost_ratio(usd.max(), usd.min(), per_token_s.max(), per_token_s.min())),
@@ -278,7 +294,11 @@ def input_output(dep: Deployment, batch: int, context: int, prompt_tokens: int |
     require_positive("prompt_tokens", prompt, integer=True)
     fit = _fit_or_raise(dep, max(context, prompt))
     if batch > fit:
-        raise KokubanError(f"{batch} does not fit: the largest batch that fits at context {max(context, prompt)} is {fit}", field="batch", value=batch)
+        raise KokubanError(
+            f"{batch} does not fit: the largest batch that fits at context {max(context, prompt)} is {fit}",
+            field="batch",
+            value=batch,
+        )
     dec, pre = roofline.decode_step(dep, batch, context), roofline.prefill(dep, batch, prompt)
     usd_in, usd_out = float(cost.usd_per_m_input(dep, pre)), float(cost.usd_per_m_output(dep, dec))
     star = blackboard_crossover_batch(dep)
@@ -290,8 +310,16 @@ def input_output(dep: Deployment, batch: int, context: int, prompt_tokens: int |
         f"and each also reads its own {kv_gb:.3g} GB KV cache ({dec.bound}-bound)."
     )
     return InputOutput(
-        batch=int(batch), context=int(context), prompt_tokens=int(prompt), usd_per_m_input=usd_in, usd_per_m_output=usd_out,
-        output_to_input_ratio=ratio, prefill_bound=str(pre.bound), decode_bound=str(dec.bound),
-        tokens_per_weight_read_prefill=int(batch * prompt), tokens_per_weight_read_decode=int(batch),
-        blackboard_crossover_batch=star, sentence=sentence,
+        batch=int(batch),
+        context=int(context),
+        prompt_tokens=int(prompt),
+        usd_per_m_input=usd_in,
+        usd_per_m_output=usd_out,
+        output_to_input_ratio=ratio,
+        prefill_bound=str(pre.bound),
+        decode_bound=str(dec.bound),
+        tokens_per_weight_read_prefill=int(batch * prompt),
+        tokens_per_weight_read_decode=int(batch),
+        blackboard_crossover_batch=star,
+        sentence=sentence,
     )

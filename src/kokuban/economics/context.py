@@ -78,8 +78,8 @@ def capacity_wall(dep: Deployment, end: int) -> int | None:
 
 
 def bandwidth_wall(dep: Deployment, end: int) -> int | None:
-    """First context at which a request's own attention (its KV read) outlasts its multiply compute, k(L) > c(L): from here
-    decode is memory-bound at every batch and each token pays ∝ L for KV no batch can share."""
+    """First context at which a request's own attention (its KV read) outlasts its multiply compute, k(L) > c(L):
+    from here decode is memory-bound at every batch and each token pays ∝ L for KV no batch can share."""
     def binds(L: int) -> bool:
         s = roofline.decode_step(dep, 1, L)
         return float(s.attention_s) > float(s.linear_compute_s)
@@ -114,7 +114,6 @@ def context_wall(dep: Deployment, start: int = DEFAULT_START, end: int | None = 
                       "those rows extrapolate the model", BeyondMaxContextWarning, stacklevel=2)
     fit = memory.max_batch(dep, grid)
     if fit[0] < 1:
-    
         raise KokubanError(memory.no_fit_message(dep, memory.plan(dep, 1, int(grid[0]))))
     grid, fit = grid[fit >= 1], fit[fit >= 1]
     cols = decode_columns(dep, fit, grid)
@@ -166,7 +165,9 @@ def context_summary(dep: Deployment, table: pd.DataFrame, threshold: int | None 
     sur_in = float(last["surcharge_input"]) if has_threshold else None
     parts = []
     for name, wall in (("HBM capacity", cap), ("HBM bandwidth", bw)):
-        parts.append(f"{name} is the wall from {wall:,} tokens" if wall else f"{name} is not the wall up to {end:,} tokens")
+        parts.append(
+            f"{name} is the wall from {wall:,} tokens" if wall else f"{name} is not the wall up to {end:,} tokens"
+        )
     if has_threshold:
         parts.append(f"above {threshold:,} tokens a provider needs ×{sur_out:.2f} on output and ×{sur_in:.2f} on input "
                      f"at {int(last['context']):,} tokens to keep its margin")

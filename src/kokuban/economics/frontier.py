@@ -41,10 +41,20 @@ class Skipped:
     reason: str
 
 
-def frontier_sweep(model: ModelSpec, accelerators: Iterable[Accelerator], context: int, *, counts: Iterable[int] = DEFAULT_COUNTS,
-                   layouts: Iterable[str] = ("tp", "ep"), weights: Iterable[str | None] = (None,), prompt: int | None = None,
-                   efficiency: Efficiency | None = None, price_per_hour: float | None = None, kv: str | None = None,
-                   points: int = 48) -> tuple[pd.DataFrame, list[Skipped]]:
+def frontier_sweep(
+    model: ModelSpec,
+    accelerators: Iterable[Accelerator],
+    context: int,
+    *,
+    counts: Iterable[int] = DEFAULT_COUNTS,
+    layouts: Iterable[str] = ("tp", "ep"),
+    weights: Iterable[str | None] = (None,),
+    prompt: int | None = None,
+    efficiency: Efficiency | None = None,
+    price_per_hour: float | None = None,
+    kv: str | None = None,
+    points: int = 48,
+) -> tuple[pd.DataFrame, list[Skipped]]:
     """All configurations that fit at `context`, each at a grid of batches up to the largest that fits.
 
     Columns: gpu, gpus, layout, weights, config, the `decode_columns`, `ttft_s` (prefill of one
@@ -111,9 +121,12 @@ def cheapest_meeting(table: pd.DataFrame, *, min_tokens_per_s_per_user: float | 
         if best < min_tokens_per_s_per_user:
             row = table.loc[table["tokens_per_s_per_user"].idxmax()]
             raise KokubanError(
-                f"no configuration reaches {min_tokens_per_s_per_user:g} tokens/s per user: the fastest, {row['config']} at "
+                f"no configuration reaches {min_tokens_per_s_per_user:g} tokens/s per user: the fastest, "
+                f"{row['config']} at "
                 f"batch {row['batch']}, gives {best:.4g} ({1 - best / min_tokens_per_s_per_user:.0%} short)",
-                field="min_tokens_per_s_per_user", value=min_tokens_per_s_per_user)
+                field="min_tokens_per_s_per_user",
+                value=min_tokens_per_s_per_user,
+            )
         ok &= table["tokens_per_s_per_user"] >= min_tokens_per_s_per_user
     if max_ttft_s is not None:
         require_positive("max_ttft_s", max_ttft_s)

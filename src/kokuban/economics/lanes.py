@@ -36,7 +36,9 @@ def _check(dep: Deployment, rate: float, prompt: int, output: int) -> int:
     require_positive("prompt", prompt, integer=True)
     require_positive("output", output, integer=True)
     if output < 2:
-        raise KokubanError(f"must be at least 2 tokens to have a time per output token, got {output}", field="output", value=output)
+        raise KokubanError(
+            f"must be at least 2 tokens to have a time per output token, got {output}", field="output", value=output
+        )
     dep.model.require_context(prompt + output, field="output")
     return _fit_or_raise(dep, prompt + output)
 
@@ -98,7 +100,9 @@ def lane_prices(dep: Deployment, rate_per_s: float, prompt: int, output: int, *,
     meets the targets; the slow lane is the row at `slow_window_s`. Raises, naming the binding target
     and the shortfall, when not even a lone request meets them."""
     if tpot_target_s is None and ttft_target_s is None:
-        raise KokubanError("give a latency target: seconds per output token and/or seconds to first token", field="tpot_target_s")
+        raise KokubanError(
+            "give a latency target: seconds per output token and/or seconds to first token", field="tpot_target_s"
+        )
     for name, v in (("tpot_target_s", tpot_target_s), ("ttft_target_s", ttft_target_s)):
         if v is not None:
             require_positive(name, v)
@@ -112,9 +116,12 @@ def lane_prices(dep: Deployment, rate_per_s: float, prompt: int, output: int, *,
     if not ok_tpot.iloc[0]:
         over = first["tpot_s"] - tpot_target_s
         raise KokubanError(
-            f"no batch meets {tpot_target_s:g} s per output token: a lone request already takes {first['tpot_s']:.4g} s "
+            f"no batch meets {tpot_target_s:g} s per output token: a lone request already takes {first['tpot_s']:.4g} "
+            "s "
             f"({first['bound']}-bound), {over:.3g} s ({over / tpot_target_s:.0%}) over; use more or faster GPUs",
-            field="tpot_target_s", value=tpot_target_s)
+            field="tpot_target_s",
+            value=tpot_target_s,
+        )
     if not ok_ttft.iloc[0]:
         over = first["ttft_s"] - ttft_target_s
         raise KokubanError(
@@ -137,16 +144,27 @@ def lane_prices(dep: Deployment, rate_per_s: float, prompt: int, output: int, *,
     mult = fast["usd_per_m_output_all_in"] / slow["usd_per_m_output_all_in"]
     sentence = (
         f"At {rate_per_s:g} requests/s the fast lane departs every {fast['departure_interval_s']:.3g} s with batch "
-        f"{fast['batch']} (bound by {binding}) at ${fast['usd_per_m_output_all_in']:.3g}/M output tokens; the slow lane "
+        f"{fast['batch']} (bound by {binding}) at ${fast['usd_per_m_output_all_in']:.3g}/M output tokens; the slow "
+        "lane "
         f"rides batch {slow['batch']} at ${slow['usd_per_m_output_all_in']:.3g}/M: speed costs ×{mult:.2f}."
     )
     return LanePrices(
-        rate_per_s=rate_per_s, prompt_tokens=prompt, output_tokens=output, tpot_target_s=tpot_target_s,
-        ttft_target_s=ttft_target_s, fast=fast, slow=slow, fast_binding=binding, price_multiplier=mult, sentence=sentence,
+        rate_per_s=rate_per_s,
+        prompt_tokens=prompt,
+        output_tokens=output,
+        tpot_target_s=tpot_target_s,
+        ttft_target_s=ttft_target_s,
+        fast=fast,
+        slow=slow,
+        fast_binding=binding,
+        price_multiplier=mult,
+        sentence=sentence,
     )
 
 
-def default_windows(rate_per_s: float, fit: int, slow_window_s: float = DEFAULT_SLOW_WINDOW_S, points: int = 60) -> np.ndarray:
+def default_windows(
+    rate_per_s: float, fit: int, slow_window_s: float = DEFAULT_SLOW_WINDOW_S, points: int = 60
+) -> np.ndarray:
     """W = 0 and `points` windows from one arrival (1/λ) to past a full train or the slow window."""
     hi = max(slow_window_s, 2 * fit / rate_per_s)
     return np.concatenate([[0.0], np.geomspace(1 / rate_per_s, hi, points)])

@@ -28,11 +28,16 @@ def agent_tables(console: Any, result: Any, max_rows: int = 24) -> None:
         console.print(f"cache: {cache['retention']}, TTL {ttl}, write ${cache['write_usd_per_m']:g}/M, "
                       f"read ${cache['read_usd_per_m']:g}/M; lane {terms['lane']}")
     else:
-        console.print(f"{_usd(terms['usd_per_hour'])}/h, decode batch {terms['decode_batch']}, survival {terms['survival']}, "
-                      f"host link {si(terms['host_link_bytes_per_s'], 'B/s')}, host memory ${terms['host_usd_per_gb_hour']:.4g}/GB-h")
+        console.print(
+            f"{_usd(terms['usd_per_hour'])}/h, decode batch {terms['decode_batch']}, survival {terms['survival']}, "
+            f"host link {si(terms['host_link_bytes_per_s'], 'B/s')}, host memory "
+            f"${terms['host_usd_per_gb_hour']:.4g}/GB-h"
+        )
     table = Table(title="cost of a run, by compaction policy")
     cols = ["policy", "mean", "p50", "p90", "calls", "summaries", "input", "output"]
-    cols += ["written", "read", "read share", "expiries"] if api else ["cached", "recomputed", "GPU-s", "keep/offload/drop"]
+    cols += (
+        ["written", "read", "read share", "expiries"] if api else ["cached", "recomputed", "GPU-s", "keep/offload/drop"]
+    )
     for c in cols:
         table.add_column(c, justify="left" if c == "policy" else "right", no_wrap=c == "policy")
     for p in result.policies:
@@ -70,17 +75,29 @@ def agent_tables(console: Any, result: Any, max_rows: int = 24) -> None:
             cells += [f"{row.input_written_tokens:,}", f"{row.input_read_tokens:,}", "yes" if row.cache_expired else "",
                       "yes" if row.long_context_tier else "", _usd(row.usd), _usd(row.cumulative_usd)]
         else:
-            cells += [f"{row.cached_tokens:,}", row.survival, _usd(row.keep_usd), _usd(row.offload_usd), _usd(row.drop_usd),
-                      secs(row.prefill_s), secs(row.decode_s), _usd(row.usd), _usd(row.cumulative_usd)]
+            cells += [
+                f"{row.cached_tokens:,}",
+                row.survival,
+                _usd(row.keep_usd),
+                _usd(row.offload_usd),
+                _usd(row.drop_usd),
+                secs(row.prefill_s),
+                secs(row.decode_s),
+                _usd(row.usd),
+                _usd(row.cumulative_usd),
+            ]
         steps.add_row(*cells)
     console.print(steps)
     if not api:
         held = df[df["cached_tokens"] + df["recomputed_tokens"] > 0]
         if len(held):
             last = held.iloc[-1]
-            console.print(f"break-even gaps at the last held context ({int(last.cached_tokens + last.recomputed_tokens):,} tokens): "
-                          f"keep = drop at {secs(last.break_even_keep_drop_s)}, keep = offload at "
-                          f"{secs(last.break_even_keep_offload_s)}, offload = drop at {secs(last.break_even_offload_drop_s)}")
+            console.print(
+                f"break-even gaps at the last held context ({int(last.cached_tokens + last.recomputed_tokens):,} "
+                "tokens): "
+                f"keep = drop at {secs(last.break_even_keep_drop_s)}, keep = offload at "
+                f"{secs(last.break_even_keep_offload_s)}, offload = drop at {secs(last.break_even_offload_drop_s)}"
+            )
     for note in result.notes:
         console.print(f"note: {note}")
 

@@ -26,7 +26,8 @@ def blackboard(con: Console, est: Estimate) -> None:
     )
     con.print(
         f"precision: weights {prec['weights']}, KV {prec['kv']}, compute {prec['compute']}; "
-        f"peak {si(hw['peak_flops'], 'FLOP/s')} × {eff['compute']}, HBM {si(hw['memory_bandwidth_bytes_per_s'], 'B/s')} × {eff['memory']}"
+        f"peak {si(hw['peak_flops'], 'FLOP/s')} × {eff['compute']}, HBM "
+        f"{si(hw['memory_bandwidth_bytes_per_s'], 'B/s')} × {eff['memory']}"
     )
     for note in m["notes"]:
         con.print(f"  · {note}")
@@ -42,14 +43,31 @@ def blackboard(con: Console, est: Estimate) -> None:
     experts = f", {dec['experts_touched_per_layer']:.1f} experts/layer" if m["num_experts"] else ""
     lin_c = br["multiply_compute_s"]
     t.add_row("multiply compute", si(dec["multiply_flops"], "FLOP"), secs(lin_c), per_tok(lin_c))
-    t.add_row("weight read (shared)", si(dec["weight_bytes_read"], "B") + experts, secs(br["weights_s"]), per_tok(br["weights_s"]))
-    t.add_row("attention compute", si(dec["attention_flops"], "FLOP"), secs(br["attention_compute_s"]), per_tok(br["attention_compute_s"]))
+    t.add_row(
+        "weight read (shared)",
+        si(dec["weight_bytes_read"], "B") + experts,
+        secs(br["weights_s"]),
+        per_tok(br["weights_s"]),
+    )
+    t.add_row(
+        "attention compute",
+        si(dec["attention_flops"], "FLOP"),
+        secs(br["attention_compute_s"]),
+        per_tok(br["attention_compute_s"]),
+    )
     t.add_row("KV read (per request)", si(dec["kv_bytes_read"], "B"), secs(br["kv_s"]), per_tok(br["kv_s"]))
-    t.add_row("communication", si(dec["comm_bytes_per_gpu"], "B") if dec["comm_bytes_per_gpu"] else "-", secs(br["comm_s"]), per_tok(br["comm_s"]))
+    t.add_row(
+        "communication",
+        si(dec["comm_bytes_per_gpu"], "B") if dec["comm_bytes_per_gpu"] else "-",
+        secs(br["comm_s"]),
+        per_tok(br["comm_s"]),
+    )
     if br["overhead_s"]:
         t.add_row("fixed overhead", "", secs(br["overhead_s"]), per_tok(br["overhead_s"]))
     kernel = "max" if eff["overlap"] == 1 else f"max+{1 - eff['overlap']:.2g}·min"
-    formula = f"step = {kernel}(multiply, weights) + {kernel}(attention, KV) + comm" + (" + overhead" if br["overhead_s"] else "")
+    formula = f"step = {kernel}(multiply, weights) + {kernel}(attention, KV) + comm" + (
+        " + overhead" if br["overhead_s"] else ""
+    )
     t.add_row(f"[bold]{formula}[/bold]", f"bound: [bold]{dec['bound']}[/bold]",
               f"[bold]{secs(dec['step_time_s'])}[/bold]", secs(dec["step_time_s"] / dec["batch"]))
     con.print(t)
@@ -79,7 +97,8 @@ def blackboard(con: Console, est: Estimate) -> None:
     if "generation" in d:
         g = d["generation"]
         con.print(
-            f"generation: {g['batch']}× ({g['prompt_tokens']:,} in → {g['output_tokens']:,} out): TTFT {secs(g['ttft_s'])}, "
+            f"generation: {g['batch']}× ({g['prompt_tokens']:,} in → {g['output_tokens']:,} out): TTFT "
+            f"{secs(g['ttft_s'])}, "
             f"total {secs(g['total_time_s'])}, {g['output_tokens_per_s']:,.1f} output tokens/s in all, "
             f"${g['usd_per_request']:.4g} per request"
         )

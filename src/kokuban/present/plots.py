@@ -81,8 +81,14 @@ def plot_batch_curve(df: pd.DataFrame, summary: dict[str, Any], path: str | Path
         row = df.loc[df["batch"] == operating_batch].iloc[0]
         ax.plot([operating_batch], [row["usd_per_m_output"]], "o", color="black", ms=8, mfc="gold", zorder=5,
                 label="operating point")
-        ax.annotate(f"batch {operating_batch}: ${row['usd_per_m_output']:.3g}/M", (operating_batch, row["usd_per_m_output"]),
-                    xytext=(-10, 12), textcoords="offset points", ha="right", fontsize=9)
+        ax.annotate(
+            f"batch {operating_batch}: ${row['usd_per_m_output']:.3g}/M",
+            (operating_batch, row["usd_per_m_output"]),
+            xytext=(-10, 12),
+            textcoords="offset points",
+            ha="right",
+            fontsize=9,
+        )
         ax2.plot([operating_batch], [row["tokens_per_s"]], "o", color="black", ms=7, mfc="gold", zorder=5)
     ax2.grid(alpha=0.3)
     ax.grid(alpha=0.3, which="both")
@@ -118,7 +124,10 @@ def plot_lanes(table: pd.DataFrame, prices: dict[str, Any] | None, path: str | P
             ax.annotate(f"{lane} lane: batch {r['batch']}, ${r['usd_per_m_output_all_in']:.3g}/M",
                         (x, r["usd_per_m_output_all_in"]), xytext=(8, 8) if lane == "fast" else (-8, 10),
                         ha="left" if lane == "fast" else "right", textcoords="offset points", fontsize=9)
-        for key, color, name in (("ttft_target_s", "#C44E52", "TTFT target"), ("tpot_target_s", "#4C72B0", "TPOT target")):
+        for key, color, name in (
+            ("ttft_target_s", "#C44E52", "TTFT target"),
+            ("tpot_target_s", "#4C72B0", "TPOT target"),
+        ):
             if prices.get(key):
                 ax2.axhline(prices[key], color=color, lw=0.8, alpha=0.6, label=f"{name} ({prices[key]:g} s)")
         title += f"\nfast lane costs ×{prices['price_multiplier']:.2f} the slow lane"
@@ -169,8 +178,12 @@ def plot_context(df: pd.DataFrame, summary: dict[str, Any], path: str | Path, ti
     ax.set_yscale("log")
     ax.set_ylabel("cost per million tokens (USD)")
     ax.yaxis.set_major_formatter(USD)
-    marks = (("capacity_wall_context", "HBM capacity wall", "#DD8452"), ("bandwidth_wall_context", "HBM bandwidth wall", "#55A868"),
-             ("threshold", "pricing threshold", "#8172B3"), ("max_context", "model's maximum context", "gray"))
+    marks = (
+        ("capacity_wall_context", "HBM capacity wall", "#DD8452"),
+        ("bandwidth_wall_context", "HBM bandwidth wall", "#55A868"),
+        ("threshold", "pricing threshold", "#8172B3"),
+        ("max_context", "model's maximum context", "gray"),
+    )
     lo, hi = ctx.min(), ctx.max()
     for key, label, color in marks:
         x = summary.get(key)
@@ -181,8 +194,11 @@ def plot_context(df: pd.DataFrame, summary: dict[str, Any], path: str | Path, ti
             ax.text(0.01, 0.97 - 0.06 * (key[0] == "b"), f"{label} already at {x:,} tokens", transform=ax.transAxes,
                     color=color, fontsize=9, va="top")
     if summary.get("surcharge_output_at_end"):
-        ax.set_title(f"{title}\nabove {summary['threshold']:,} tokens: ×{summary['surcharge_output_at_end']:.2f} output, "
-                     f"×{summary['surcharge_input_at_end']:.2f} input keeps the margin at {int(hi):,}", fontsize=11)
+        ax.set_title(
+            f"{title}\nabove {summary['threshold']:,} tokens: ×{summary['surcharge_output_at_end']:.2f} output, "
+            f"×{summary['surcharge_input_at_end']:.2f} input keeps the margin at {int(hi):,}",
+            fontsize=11,
+        )
     else:
         ax.set_title(title, fontsize=11)
     ax.legend(fontsize=8, loc="lower right")

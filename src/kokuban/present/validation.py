@@ -182,7 +182,9 @@ def print_calibration(console: Any, cal: Any) -> None:
 
     from kokuban.validation.calibrate import param_value
 
-    table = Table(title=f"calibration on {cal.train_rows} rows, judged on {cal.holdout_rows} held-out rows ({cal.source})")
+    table = Table(
+        title=f"calibration on {cal.train_rows} rows, judged on {cal.holdout_rows} held-out rows ({cal.source})"
+    )
     for col in ("parameter", "before", "after"):
         table.add_column(col, justify="left" if col == "parameter" else "right")
     for p in cal.params:
@@ -227,8 +229,10 @@ def plot_calibration(cal: Any, path: str | Path) -> None:
     axes[0].set_ylabel("kokuban predicted")
     axes[0].legend(fontsize=8, loc="upper left")
     fitted = ", ".join(f"{p} {param_value(cal.after, p):.3g}" for p in cal.params)
-    fig.suptitle(f"kokuban calibrate ({cal.source}): {cal.train_rows} rows fitted, {cal.holdout_rows} held out; {fitted}",
-                 fontsize=9)
+    fig.suptitle(
+        f"kokuban calibrate ({cal.source}): {cal.train_rows} rows fitted, {cal.holdout_rows} held out; {fitted}",
+        fontsize=9,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -164,8 +164,11 @@ def validate_entry(entry: dict[str, Any], where: str) -> PriceRow:
             raise bad(key, f"is {entry[key]!r}; it must be > 0")
     e = entry.get
     if e("cached_input_usd_per_m") is not None and e("cached_input_usd_per_m") > e("input_usd_per_m"):
-        raise bad("cached_input_usd_per_m", f"{e('cached_input_usd_per_m')} exceeds input_usd_per_m {e('input_usd_per_m')}; "
-                  "cached input must cost at most uncached input")
+        raise bad(
+            "cached_input_usd_per_m",
+            f"{e('cached_input_usd_per_m')} exceeds input_usd_per_m {e('input_usd_per_m')}; "
+            "cached input must cost at most uncached input",
+        )
     if e("cache_write_usd_per_m") is not None and e("cached_input_usd_per_m") is not None \
             and e("cache_write_usd_per_m") < e("cached_input_usd_per_m"):
         raise bad("cache_write_usd_per_m", f"{e('cache_write_usd_per_m')} is below cached_input_usd_per_m "
@@ -175,7 +178,10 @@ def validate_entry(entry: dict[str, Any], where: str) -> PriceRow:
         raise bad("long_context_threshold_tokens", "is missing but a long-context price is given")
     if e("long_context_threshold_tokens") is not None and not has_long:
         raise bad("long_input_usd_per_m", "is missing but long_context_threshold_tokens is given")
-    for long_key, std_key in (("long_input_usd_per_m", "input_usd_per_m"), ("long_output_usd_per_m", "output_usd_per_m")):
+    for long_key, std_key in (
+        ("long_input_usd_per_m", "input_usd_per_m"),
+        ("long_output_usd_per_m", "output_usd_per_m"),
+    ):
         if e(long_key) is not None and e(long_key) < e(std_key):
             raise bad(long_key, f"{e(long_key)} is below {std_key} {e(std_key)}; a long-context tier is a surcharge")
     for key in ("batch_multiplier", "flex_multiplier"):
@@ -185,8 +191,10 @@ def validate_entry(entry: dict[str, Any], where: str) -> PriceRow:
         raise bad("priority_multiplier", f"is {e('priority_multiplier')!r}; a priority lane multiplier must be ≥ 1")
     if e("long_context_threshold_tokens") and e("context_window_tokens") \
             and e("long_context_threshold_tokens") > e("context_window_tokens"):
-        raise bad("long_context_threshold_tokens", f"{e('long_context_threshold_tokens')} exceeds context_window_tokens "
-                  f"{e('context_window_tokens')}")
+        raise bad(
+            "long_context_threshold_tokens",
+            f"{e('long_context_threshold_tokens')} exceeds context_window_tokens {e('context_window_tokens')}",
+        )
     for key in ("retrieved", "as_of"):
         if e(key) and not DATE.match(e(key)):
             raise bad(key, f"is {e(key)!r}; dates are YYYY-MM-DD")
@@ -210,8 +218,9 @@ def _check_rules(entry: dict[str, Any], bad: Any) -> None:
     e = entry.get
     for key in ("cache_ttl_s", "extended_cache_ttl_s", "extended_cache_write_usd_per_m", "off_peak_multiplier"):
         value = e(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-                                  or value <= 0):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0
+        ):
             raise bad(key, f"is {value!r}; it must be a number > 0")
     if "peak_weekdays_only" in entry and not isinstance(e("peak_weekdays_only"), bool):
         raise bad("peak_weekdays_only", f"must be true or false, got {e('peak_weekdays_only')!r}")
@@ -220,12 +229,21 @@ def _check_rules(entry: dict[str, Any], bad: Any) -> None:
             raise bad(key, "is given but the row has no cached_input_usd_per_m: a cache lifetime needs a cache")
     if (e("extended_cache_ttl_s") is None) != (e("extended_cache_write_usd_per_m") is None):
         raise bad("extended_cache_ttl_s", "and extended_cache_write_usd_per_m go together: give both or neither")
-    if e("extended_cache_ttl_s") is not None and e("cache_ttl_s") is not None and e("extended_cache_ttl_s") <= e("cache_ttl_s"):
-        raise bad("extended_cache_ttl_s", f"{e('extended_cache_ttl_s')} is not longer than cache_ttl_s {e('cache_ttl_s')}")
+    if (
+        e("extended_cache_ttl_s") is not None
+        and e("cache_ttl_s") is not None
+        and e("extended_cache_ttl_s") <= e("cache_ttl_s")
+    ):
+        raise bad(
+            "extended_cache_ttl_s", f"{e('extended_cache_ttl_s')} is not longer than cache_ttl_s {e('cache_ttl_s')}"
+        )
     floor = e("cache_write_usd_per_m") if e("cache_write_usd_per_m") is not None else e("input_usd_per_m")
     if e("extended_cache_write_usd_per_m") is not None and e("extended_cache_write_usd_per_m") < floor:
-        raise bad("extended_cache_write_usd_per_m", f"{e('extended_cache_write_usd_per_m')} is below the standard write "
-                  f"price {floor}; a longer retention is not cheaper to write")
+        raise bad(
+            "extended_cache_write_usd_per_m",
+            f"{e('extended_cache_write_usd_per_m')} is below the standard write "
+            f"price {floor}; a longer retention is not cheaper to write",
+        )
     if e("off_peak_multiplier") is not None and e("off_peak_multiplier") > 1:
         raise bad("off_peak_multiplier", f"is {e('off_peak_multiplier')!r}; an off-peak discount must be in (0, 1]")
     if (e("off_peak_multiplier") is None) != (not e("peak_hours_utc")):

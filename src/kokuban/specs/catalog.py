@@ -66,8 +66,14 @@ def parse_coarse(text: str) -> ModelSpec:
     missing = [k for k in ("total", "active", "kv") if keys[k] not in fields]
     if missing:
         raise KokubanError(f"coarse model needs {', '.join(missing)} (e.g. coarse:total=70e9,active=70e9,kv=327680)")
-    ints = {k: int(v) for k, v in fields.items() if k in ("num_experts", "top_k", "num_layers", "hidden_size", "max_context")}
-    return ModelSpec.coarse("coarse", fields["params_total"], fields["params_active"], fields["kv_bytes_per_token"], **ints)
+    ints = {
+        k: int(v)
+        for k, v in fields.items()
+        if k in ("num_experts", "top_k", "num_layers", "hidden_size", "max_context")
+    }
+    return ModelSpec.coarse(
+        "coarse", fields["params_total"], fields["params_active"], fields["kv_bytes_per_token"], **ints
+    )
 
 
 #: Words a fine-tune or a re-release adds to its base model's Hugging Face name (architecture unchanged).

@@ -7,6 +7,7 @@ The layout ("tp" or "ep") is kept as its name for JSON; `Deployment.parallel` is
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from kokuban.errors import KokubanError, require_positive
 from kokuban.specs.dtypes import bytes_per_element, check_dtype
@@ -62,8 +63,11 @@ class Deployment:
         require_positive("gpus", num_gpus, integer=True)
         Layout(layout, int(num_gpus))  # checks the name
         if layout == "ep" and not model.is_moe:
-            raise KokubanError(f"'ep' needs a mixture-of-experts model; '{model.name}' is dense (use 'tp')", field="layout",
-                               value=layout)
+            raise KokubanError(
+                f"'ep' needs a mixture-of-experts model; '{model.name}' is dense (use 'tp')",
+                field="layout",
+                value=layout,
+            )
         if not 0 < memory_utilization <= 1:
             raise KokubanError(f"must be in (0, 1], got {memory_utilization!r}", field="memory_utilization",
                                value=memory_utilization)
@@ -82,35 +86,35 @@ class Deployment:
         )
 
     # ---- derived quantities the physics uses -------------------------------------------------------
-    @property
+    @cached_property
     def weight_bytes_per_param(self) -> float:
         return bytes_per_element(self.weights_dtype)
 
-    @property
+    @cached_property
     def embedding_bytes_per_param(self) -> float:
         """Embedding and LM head stay 16-bit (serving engines leave them unquantised), fp32 if all is."""
         return 4.0 if self.weights_dtype == "fp32" else 2.0
 
-    @property
+    @cached_property
     def kv_bytes_per_element(self) -> float:
         return bytes_per_element(self.kv_dtype)
 
-    @property
+    @cached_property
     def parallel(self) -> Layout:
         """The layout object: shards, data-parallel ranks, collectives (see specs/layout.py)."""
         return Layout(self.layout, self.num_gpus)
 
-    @property
+    @cached_property
     def kv_shards(self) -> int:
         """Ways one request's KV cache is split (`Layout.kv_shards` for this model's KV heads)."""
         return self.parallel.kv_shards(self.model.num_kv_heads, self.model.kv_shardable)
 
-    @property
+    @cached_property
     def kv_read_ways(self) -> int:
         """Ways a step's total KV traffic is spread over GPUs (`Layout.kv_read_ways`)."""
         return self.parallel.kv_read_ways(self.model.num_kv_heads, self.model.kv_shardable)
 
-    @property
+    @cached_property
     def dense_shards(self) -> int:
         """Ways the always-read weights are split (`Layout.dense_shards`)."""
         return self.parallel.dense_shards

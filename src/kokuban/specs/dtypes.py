@@ -36,7 +36,8 @@ def check_dtype(name: str, field: str = "dtype") -> str:
     aliases = {"fp16": "fp16", "half": "fp16", "mxfp4": "fp4", "nvfp4": "fp4", "e4m3": "fp8", "w4a16": "int4"}
     key = aliases.get(key, key)
     if key not in BYTES_PER_ELEMENT:
-        raise KokubanError(f"'{name}' is not supported; allowed: {', '.join(BYTES_PER_ELEMENT)}", field=field, value=name)
+        allowed = ", ".join(BYTES_PER_ELEMENT)
+        raise KokubanError(f"'{name}' is not supported; allowed: {allowed}", field=field, value=name)
     return key
 
 

@@ -38,7 +38,9 @@ def read_json(path: str | Path | Traversable, what: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise KokubanError(f"{what} '{path}' is not valid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        raise KokubanError(
+            f"{what} '{path}' is not valid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from None
     except RecursionError:
         raise KokubanError(f"{what} '{path}' is nested too deeply to read") from None
 

@@ -54,7 +54,11 @@ class Accelerator:
     def from_dict(cls, entry: dict[str, Any]) -> Accelerator:
         """Build from a catalog entry (accelerators.toml schema) or a user's file or flags."""
         try:
-            peak = {k[len("flops_"):]: float(v) for k, v in entry.items() if k.startswith("flops_") and k != "flops_note" and v}
+            peak = {
+                k[len("flops_") :]: float(v)
+                for k, v in entry.items()
+                if k.startswith("flops_") and k != "flops_note" and v
+            }
             acc = cls(
                 id=str(entry["id"]),
                 name=str(entry.get("name", entry["id"])),
@@ -71,7 +75,9 @@ class Accelerator:
                 extra={k: v for k, v in entry.items() if k in ("price_source", "flops_note", "released", "tdp_w")},
             )
         except KeyError as exc:
-            raise KokubanError(f"accelerator entry '{entry.get('id', '?')}' is missing the field {exc.args[0]!r}") from None
+            raise KokubanError(
+                f"accelerator entry '{entry.get('id', '?')}' is missing the field {exc.args[0]!r}"
+            ) from None
         except (TypeError, ValueError) as exc:
             raise KokubanError(f"accelerator entry '{entry.get('id', '?')}' has a non-numeric figure: {exc}") from None
         require_positive(f"{acc.id}.memory_bytes", acc.memory_bytes)
@@ -127,8 +133,15 @@ class Efficiency:
     def textbook(cls) -> Efficiency:
         """The uncalibrated fractions (compute 0.6, memory 0.8, interconnect 0.75, no step overhead): round
         numbers for arithmetic done by hand on a blackboard, and the starting point of calibration."""
-        return cls(compute=0.6, memory=0.8, interconnect=0.75, collective_latency_s=8e-6, step_overhead_s=0.0, kv_memory=None,
-                   overlap=1.0)
+        return cls(
+            compute=0.6,
+            memory=0.8,
+            interconnect=0.75,
+            collective_latency_s=8e-6,
+            step_overhead_s=0.0,
+            kv_memory=None,
+            overlap=1.0,
+        )
 
     def __post_init__(self) -> None:
         for name in ("compute", "memory", "interconnect", "kv_memory"):
@@ -148,6 +161,28 @@ class Efficiency:
     def as_dict(self) -> dict[str, float]:
         """Every field as a number (an unset kv_memory reads as the memory fraction it follows), for JSON."""
         return {f.name: getattr(self, f.name) for f in fields(self)} | {"kv_memory": self.kv_memory_fraction}
+
+    @classmethod
+    def from_file(cls, path: str) -> Efficiency:
+        """An efficiency set saved as JSON or TOML: its fields at the top level, or under `after` (what
+        `kokuban calibrate --json` prints: the fitted set) or `efficiency` (what estimate's JSON carries).
+        Unset fields keep the shipped calibrated values; an unknown field is a one-line error."""
+        from kokuban.specs.files import read_json, read_toml
+
+        try:
+            read = read_toml if str(path).endswith(".toml") else read_json
+            data = read(path, "efficiency file")
+        except KokubanError as exc:
+            raise KokubanError(exc.reason, field="efficiency_file", value=str(path)) from None
+        if isinstance(data, dict):
+            data = data.get("after", data.get("efficiency", data))
+        if not isinstance(data, dict):
+            raise KokubanError(f"efficiency file '{path}' must hold a table of efficiency fields",
+                               field="efficiency_file", value=str(path))
+        try:
+            return cls().updated(**data)
+        except KokubanError as exc:
+            raise KokubanError(f"efficiency file '{path}': {exc}", field="efficiency_file", value=str(path)) from None
 
     def updated(self, **changes: float | None) -> Efficiency:
         """A copy with the given (non-None) fields replaced."""

@@ -204,7 +204,9 @@ class ModelSpec:
         routed = per_expert = moe_layers = 0
         if num_experts and top_k and params_active < params_total:
             if not 0 < top_k < num_experts:
-                raise KokubanError(f"top_k must be between 1 and num_experts-1, got top_k={top_k}, experts={num_experts}")
+                raise KokubanError(
+                    f"top_k must be between 1 and num_experts-1, got top_k={top_k}, experts={num_experts}"
+                )
             routed = (params_total - params_active) * num_experts / (num_experts - top_k)
             per_expert, moe_layers = round(routed / num_experts), 1
             routed = per_expert * num_experts
@@ -339,7 +341,9 @@ def parse_config(config: dict[str, Any], name: str = "", source: str = "") -> Mo
     # ---- attention -------------------------------------------------------------------------------
     mla = model_type in ("deepseek_v2", "deepseek_v3", "kimi_k2")
     if mla:
-        r_kv, rope, nope, v = (int(g(k)) for k in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"))
+        r_kv, rope, nope, v = (
+            int(g(k)) for k in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
+        )
         r_q = cfg.get("q_lora_rank")
         q_params = d * int(r_q) + int(r_q) + int(r_q) * h * (nope + rope) if r_q else d * h * (nope + rope)
         attn_params = q_params + d * (r_kv + rope) + r_kv + r_kv * h * (nope + v) + h * v * d
@@ -347,7 +351,10 @@ def parse_config(config: dict[str, Any], name: str = "", source: str = "") -> Mo
         flops_decode = 2 * h * (2 * r_kv + rope)
         flops_prefill = 2 * h * (nope + rope + v)
         kv_heads, kv_shardable = 1, False
-        notes.append(f"MLA: KV cache holds the {r_kv}-dim latent + {rope}-dim RoPE key per layer, replicated across tensor-parallel ranks")
+        notes.append(
+            f"MLA: KV cache holds the {r_kv}-dim latent + {rope}-dim RoPE key per layer, replicated across "
+            "tensor-parallel ranks"
+        )
     else:
         e = int(cfg.get("head_dim") or d // h)
         attn_params = d * h * e + 2 * d * kv_heads * e + h * e * d
@@ -426,13 +433,29 @@ def parse_config(config: dict[str, Any], name: str = "", source: str = "") -> Mo
     if mla and config.get("num_nextn_predict_layers"):
         notes.append("multi-token-prediction layer(s) in the checkpoint are not counted (not used to serve)")
     return ModelSpec(
-        name=name or str(config.get("_name_or_path") or model_type), family=model_type, num_layers=n_layers,
-        hidden_size=d, vocab_size=vocab, max_context=max_ctx, params_embedding=params_embedding,
-        params_dense_read=params_dense_read, moe_layers=moe_layers, num_experts=experts if moe_layers else 0,
-        top_k=top_k if moe_layers else 0, params_per_expert=per_expert if moe_layers else 0, mlp_width=mlp_width, num_heads=h,
-        num_kv_heads=kv_heads, kv_shardable=kv_shardable, kv_elements_per_token_per_layer=kv_elements,
+        name=name or str(config.get("_name_or_path") or model_type),
+        family=model_type,
+        num_layers=n_layers,
+        hidden_size=d,
+        vocab_size=vocab,
+        max_context=max_ctx,
+        params_embedding=params_embedding,
+        params_dense_read=params_dense_read,
+        moe_layers=moe_layers,
+        num_experts=experts if moe_layers else 0,
+        top_k=top_k if moe_layers else 0,
+        params_per_expert=per_expert if moe_layers else 0,
+        mlp_width=mlp_width,
+        num_heads=h,
+        num_kv_heads=kv_heads,
+        kv_shardable=kv_shardable,
+        kv_elements_per_token_per_layer=kv_elements,
         attn_flops_per_ctx_token_per_layer_decode=flops_decode,
-        attn_flops_per_ctx_token_per_layer_prefill=flops_prefill, layer_windows=windows,
-        native_dtype=_native_dtype(config), tied_embeddings=tied, attention="mla" if mla else "gqa",
-        source=source, notes=tuple(notes),
+        attn_flops_per_ctx_token_per_layer_prefill=flops_prefill,
+        layer_windows=windows,
+        native_dtype=_native_dtype(config),
+        tied_embeddings=tied,
+        attention="mla" if mla else "gqa",
+        source=source,
+        notes=tuple(notes),
     )

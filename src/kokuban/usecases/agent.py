@@ -82,12 +82,21 @@ class AgentRequest(DeploymentRequest):
         if self.trace is not None:
             given = [k for k in SHAPE_FIELDS if getattr(self, k) is not None]
             if given:
-                raise KokubanError("a trace gives every step's sizes; drop the shape fields or the trace", field=given[0])
+                raise KokubanError(
+                    "a trace gives every step's sizes; drop the shape fields or the trace", field=given[0]
+                )
         elif not sources:
-            missing = [k for k in ("steps", "system_tokens", "output_tokens", "tool_tokens", "gap_s") if getattr(self, k) is None]
+            missing = [
+                k
+                for k in ("steps", "system_tokens", "output_tokens", "tool_tokens", "gap_s")
+                if getattr(self, k) is None
+            ]
             if missing:
-                raise KokubanError("is missing: give a preset, a scenario file, a trace, or all of steps, system_tokens, "
-                                   "output_tokens, tool_tokens and gap_s", field=missing[0])
+                raise KokubanError(
+                    "is missing: give a preset, a scenario file, a trace, or all of steps, system_tokens, "
+                    "output_tokens, tool_tokens and gap_s",
+                    field=missing[0],
+                )
         api, hosted = self.price is not None, self.model is not None or self.gpu is not None
         if api == hosted:
             raise KokubanError("give price (an API sheet row) or model and gpu (self-hosted), one of the two",
@@ -180,8 +189,11 @@ class AgentResult:
 
         pr = next((p for p in self.policies if p.policy.spec == policy), None) if policy else self.chosen
         if pr is None:
-            raise KokubanError(f"policy '{policy}' was not priced; priced: {', '.join(p.policy.spec for p in self.policies)}",
-                               field="compaction", value=policy)
+            raise KokubanError(
+                f"policy '{policy}' was not priced; priced: {', '.join(p.policy.spec for p in self.policies)}",
+                field="compaction",
+                value=policy,
+            )
         mask = pr.calls.run == run
         c = pr.calls.select(mask)
         df = pd.DataFrame({"run": c.run, "child": c.child, "step": c.step,
@@ -200,15 +212,22 @@ class AgentResult:
         """Per sampled run and policy: USD and token totals."""
         import pandas as pd
 
-        keys = ["input_written_tokens", "input_read_tokens"] if self.mode == "api" else ["cached_tokens", "recomputed_tokens",
-                                                                                       "gpu_seconds"]
+        keys = (
+            ["input_written_tokens", "input_read_tokens"]
+            if self.mode == "api"
+            else ["cached_tokens", "recomputed_tokens", "gpu_seconds"]
+        )
         frames = []
         for p in self.policies:
-            frame = {"policy": p.policy.spec, "run": np.arange(self.runs), "usd": p.run_usd,
-                     "calls": np.bincount(p.calls.run, minlength=self.runs),
-                     "summary_calls": np.bincount(p.calls.run, weights=p.calls.is_summary, minlength=self.runs).astype(int),
-                     "input_tokens": np.bincount(p.calls.run, weights=p.calls.prompt_tokens, minlength=self.runs),
-                     "output_tokens": np.bincount(p.calls.run, weights=p.calls.output_tokens, minlength=self.runs)}
+            frame = {
+                "policy": p.policy.spec,
+                "run": np.arange(self.runs),
+                "usd": p.run_usd,
+                "calls": np.bincount(p.calls.run, minlength=self.runs),
+                "summary_calls": np.bincount(p.calls.run, weights=p.calls.is_summary, minlength=self.runs).astype(int),
+                "input_tokens": np.bincount(p.calls.run, weights=p.calls.prompt_tokens, minlength=self.runs),
+                "output_tokens": np.bincount(p.calls.run, weights=p.calls.output_tokens, minlength=self.runs),
+            }
             frames.append(pd.DataFrame(frame | {k: p.totals(k) for k in keys}))
         return pd.concat(frames, ignore_index=True)
 
@@ -295,7 +314,9 @@ def run_agent(request: AgentRequest) -> AgentResult:
     else:
         runs = r.runs or (1 if scenario.is_fixed else DEFAULT_RUNS)
         families = sample_runs(scenario, runs, r.seed)
-        source = f"preset {r.preset}" if r.preset else (f"scenario file {r.scenario_file}" if r.scenario_file else "fields")
+        source = (
+            f"preset {r.preset}" if r.preset else (f"scenario file {r.scenario_file}" if r.scenario_file else "fields")
+        )
     notes: list[str] = []
     if r.is_api:
         row = _price_row(r)
@@ -307,7 +328,9 @@ def run_agent(request: AgentRequest) -> AgentResult:
         if r.lane != "standard":
             notes.append(f"{r.lane} lane: every price × {getattr(row, f'{r.lane}_multiplier')}")
         if row.rules.off_peak_multiplier is not None and r.start_utc_hour is None:
-            notes.append(f"{row.key} bills off-peak hours × {row.rules.off_peak_multiplier:g}; give start_utc_hour to apply it")
+            notes.append(
+                f"{row.key} bills off-peak hours × {row.rules.off_peak_multiplier:g}; give start_utc_hour to apply it"
+            )
         terms = {"price": row.as_dict(), "rules": row.rules.as_dict(), "cache": cache.as_dict(), "lane": r.lane,
                  "start_utc_hour": r.start_utc_hour, "weekend": r.weekend}
     else:

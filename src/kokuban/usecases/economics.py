@@ -78,8 +78,11 @@ class BatchEconomics:
     input_output: InputOutput
 
     def summary_dict(self) -> dict[str, Any]:
-        return self.summary.as_dict() | {"deployment": self.deployment.describe(), "operating_batch": self.operating_batch,
-                                         "input_output": self.input_output.as_dict()}
+        return self.summary.as_dict() | {
+            "deployment": self.deployment.describe(),
+            "operating_batch": self.operating_batch,
+            "input_output": self.input_output.as_dict(),
+        }
 
     def as_dict(self) -> dict[str, Any]:
         return {"summary": self.summary_dict(), "rows": frame_records(self.curve)}

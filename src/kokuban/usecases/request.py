@@ -76,6 +76,7 @@ class EfficiencyRequest(Request):
     shipped calibrated set, `Efficiency()`)."""
 
     efficiency: InstanceOf[Efficiency] | None = None
+    efficiency_file: str | None = None
     compute_eff: Fraction | None = None
     memory_eff: Fraction | None = None
     kv_eff: Fraction | None = None
@@ -84,7 +85,10 @@ class EfficiencyRequest(Request):
     step_overhead: NonNegative | None = None
 
     def efficiency_spec(self, base: Efficiency | None = None) -> Efficiency:
-        """`Efficiency` with this request's overrides on `self.efficiency`, else `base`, else the shipped set."""
+        """`Efficiency` with this request's overrides on `self.efficiency`, else the set saved in
+        `efficiency_file` (e.g. by `kokuban calibrate --out`), else `base`, else the shipped set."""
+        if self.efficiency is None and self.efficiency_file is not None:
+            base = Efficiency.from_file(self.efficiency_file)
         return (self.efficiency or base or Efficiency()).updated(
             compute=self.compute_eff, memory=self.memory_eff, kv_memory=self.kv_eff, interconnect=self.link_eff,
             overlap=self.overlap, step_overhead_s=self.step_overhead)

@@ -142,9 +142,18 @@ def replica_layout(row: PublishedResult, efficiency: Efficiency | None = None):
 
     inp, out = assumed_lengths(row)
     if row.expert_parallel:
-        n = next((k for k in (row.num_gpus, *GPU_COUNTS) if k >= row.num_gpus and int(max_batch(make(k, "ep"), inp + out)) >= 1), None)
+        n = next(
+            (
+                k
+                for k in (row.num_gpus, *GPU_COUNTS)
+                if k >= row.num_gpus and int(max_batch(make(k, "ep"), inp + out)) >= 1
+            ),
+            None,
+        )
         if n is None:
-            raise KokubanError(f"published result '{row.id}': {row.model} fits on no EP group up to {GPU_COUNTS[-1]} GPUs")
+            raise KokubanError(
+                f"published result '{row.id}': {row.model} fits on no EP group up to {GPU_COUNTS[-1]} GPUs"
+            )
         return make(n, "ep"), row.num_gpus / n
     tp = row.tensor_parallel
     if not tp:
@@ -166,7 +175,9 @@ def offline_batch(dep: Any, row: PublishedResult) -> int:
     inp, out = assumed_lengths(row)
     fit = int(max_batch(dep, inp + out))
     if fit < 1:
-        raise KokubanError(f"published result '{row.id}': {row.model} does not fit on {dep.num_gpus}× {dep.accelerator.id}")
+        raise KokubanError(
+            f"published result '{row.id}': {row.model} does not fit on {dep.num_gpus}× {dep.accelerator.id}"
+        )
     return min(fit, OFFLINE_BATCH_CAP)
 
 
@@ -215,9 +226,17 @@ def predict_row(row: PublishedResult, efficiency: Efficiency | None = None) -> P
     if row.per_gpu:
         value /= row.num_gpus
     return Prediction(
-        id=row.id, metric=row.metric, measured=row.value, predicted=value, error=float(relative_error(value, row.value)),
-        regime=regime, batch_per_replica=int(batch), replicas=replicas,
-        tp_or_ep=f"{dep.layout}{dep.num_gpus}", input_tokens=inp, output_tokens=out,
+        id=row.id,
+        metric=row.metric,
+        measured=row.value,
+        predicted=value,
+        error=float(relative_error(value, row.value)),
+        regime=regime,
+        batch_per_replica=int(batch),
+        replicas=replicas,
+        tp_or_ep=f"{dep.layout}{dep.num_gpus}",
+        input_tokens=inp,
+        output_tokens=out,
         lengths_assumed=not (row.input_tokens and row.output_tokens),
     )
 

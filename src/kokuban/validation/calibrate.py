@@ -39,7 +39,9 @@ VALIDATION_PARAMS = ("compute", "memory", "kv_memory", "overlap", "step_overhead
 def holdout_mask(ids: Sequence[str], fraction: float = 1 / 3, seed: int = 0) -> np.ndarray:
     """True for held-out rows: crc32("seed:id") mod 10 000 < fraction·10 000 (stable, order-free)."""
     if not 0 < fraction < 1:
-        raise KokubanError(f"held-out fraction must be between 0 and 1, got {fraction!r}", field="fraction", value=fraction)
+        raise KokubanError(
+            f"held-out fraction must be between 0 and 1, got {fraction!r}", field="fraction", value=fraction
+        )
     return np.array([zlib.crc32(f"{seed}:{i}".encode()) % 10_000 < fraction * 10_000 for i in ids], dtype=bool)
 
 
@@ -96,7 +98,9 @@ def fit_efficiency(predict: Callable[[Efficiency], np.ndarray], measured: Sequen
         starts.append(_encode(alt, params))
     best = None
     for z0 in starts:
-        res = minimize(loss, z0, method="Nelder-Mead", options={"xatol": 1e-3, "fatol": 1e-6, "maxiter": 400 * len(params)})
+        res = minimize(
+            loss, z0, method="Nelder-Mead", options={"xatol": 1e-3, "fatol": 1e-6, "maxiter": 400 * len(params)}
+        )
         if best is None or res.fun < best.fun:
             best = res
     return _decode(best.x, start, params), float(best.fun)
@@ -125,9 +129,18 @@ class Calibration:
         return out
 
 
-def calibrate(source: str, ids: Sequence[str], measured: Sequence[float], predict: Callable[[Efficiency], tuple[np.ndarray, np.ndarray]],
-              params: Sequence[str], *, start: Efficiency, holdout_fraction: float = 1 / 3,
-              seed: int = 0, held_out: Sequence[bool] | None = None) -> Calibration:
+def calibrate(
+    source: str,
+    ids: Sequence[str],
+    measured: Sequence[float],
+    predict: Callable[[Efficiency], tuple[np.ndarray, np.ndarray]],
+    params: Sequence[str],
+    *,
+    start: Efficiency,
+    holdout_fraction: float = 1 / 3,
+    seed: int = 0,
+    held_out: Sequence[bool] | None = None,
+) -> Calibration:
     """Split, fit on the training rows, and summarise both sides before and after.
 
     `predict(eff)` returns (predicted values, regime labels) for all rows, in the order of `ids`.
@@ -192,7 +205,9 @@ def read_validation(csv_path: str) -> tuple[Any, dict[str, Any]]:
                            value=csv_path) from None
     missing = {"phase", "batch", "context", "prompt_tokens", "measured_s"} - set(frame.columns)
     if missing:
-        raise KokubanError(f"validation CSV '{path}' lacks the column(s) {sorted(missing)}", field="csv_path", value=csv_path)
+        raise KokubanError(
+            f"validation CSV '{path}' lacks the column(s) {sorted(missing)}", field="csv_path", value=csv_path
+        )
     return frame, setup
 
 

@@ -54,12 +54,16 @@ def scaled_config(config: dict[str, Any], *, num_layers: int | None = None,
     cfg = dict(config)
     model_type = str(cfg.get("model_type", ""))
     if model_type not in TORCH_FAMILIES:
-        raise KokubanError(f"validate builds only {', '.join(TORCH_FAMILIES)} models in PyTorch; got '{model_type or '(none)'}'")
+        raise KokubanError(
+            f"validate builds only {', '.join(TORCH_FAMILIES)} models in PyTorch; got '{model_type or '(none)'}'"
+        )
     changes: list[str] = []
     layers0 = int(cfg["num_hidden_layers"])
     if num_layers is not None:
         if not 1 <= num_layers <= layers0:
-            raise KokubanError(f"must be between 1 and {layers0}, got {num_layers}", field="num_layers", value=num_layers)
+            raise KokubanError(
+                f"must be between 1 and {layers0}, got {num_layers}", field="num_layers", value=num_layers
+            )
         if num_layers != layers0:
             cfg["num_hidden_layers"] = num_layers
             changes.append(f"{num_layers} of {layers0} layers")
@@ -70,13 +74,18 @@ def scaled_config(config: dict[str, Any], *, num_layers: int | None = None,
         h0 = int(cfg["num_attention_heads"])
         e = int(cfg.get("head_dim") or d0 // h0)
         if hidden_size < e or hidden_size > d0 or hidden_size % e:
-            raise KokubanError(f"must be a multiple of head_dim {e} between {e} and {d0}, got {hidden_size}", field="hidden_size",
-                               value=hidden_size)
+            raise KokubanError(
+                f"must be a multiple of head_dim {e} between {e} and {d0}, got {hidden_size}",
+                field="hidden_size",
+                value=hidden_size,
+            )
         h = hidden_size // e
         g0 = int(cfg.get("num_key_value_heads") or h0)
         g = max(k for k in range(1, min(g0, h) + 1) if h % k == 0)
         f = max(64, round(int(cfg["intermediate_size"]) * hidden_size / d0 / 64) * 64)
-        cfg.update(hidden_size=hidden_size, num_attention_heads=h, num_key_value_heads=g, head_dim=e, intermediate_size=f)
+        cfg.update(
+            hidden_size=hidden_size, num_attention_heads=h, num_key_value_heads=g, head_dim=e, intermediate_size=f
+        )
         changes.append(f"hidden {hidden_size} (of {d0}), {h} heads, {g} KV heads, MLP width {f}")
     if cfg.get("sliding_window") or cfg.get("layer_types"):
         cfg["sliding_window"] = None
@@ -105,7 +114,9 @@ class TorchShape:
     def from_config(cls, cfg: dict[str, Any]) -> TorchShape:
         model_type = str(cfg.get("model_type", ""))
         if model_type not in TORCH_FAMILIES:
-            raise KokubanError(f"validate builds only {', '.join(TORCH_FAMILIES)} models in PyTorch; got '{model_type}'")
+            raise KokubanError(
+                f"validate builds only {', '.join(TORCH_FAMILIES)} models in PyTorch; got '{model_type}'"
+            )
         d, h = int(cfg["hidden_size"]), int(cfg["num_attention_heads"])
         return cls(
             hidden=d, layers=int(cfg["num_hidden_layers"]), heads=h, kv_heads=int(cfg.get("num_key_value_heads") or h),
@@ -133,8 +144,9 @@ def resolve_linear(linear: str, device: str, dtype: str) -> str:
     torch = import_torch()
     onednn_ok = device == "cpu" and dtype == "fp32" and torch.backends.mkldnn.is_available()
     if linear == "onednn" and not onednn_ok:
-        raise KokubanError("backend 'onednn' needs fp32 on a CPU with PyTorch's oneDNN (mkldnn) backend", field="linear",
-                           value=linear)
+        raise KokubanError(
+            "backend 'onednn' needs fp32 on a CPU with PyTorch's oneDNN (mkldnn) backend", field="linear", value=linear
+        )
     if linear == "auto":
         return "onednn" if onednn_ok else "matmul"
     return linear
@@ -331,7 +343,9 @@ class Measurement:
     times_s: list[float] = field(default_factory=list)
 
 
-def grid(batches: Sequence[int], contexts: Sequence[int], prompts: Sequence[int], prefill_batch: int = 1) -> list[Point]:
+def grid(
+    batches: Sequence[int], contexts: Sequence[int], prompts: Sequence[int], prefill_batch: int = 1
+) -> list[Point]:
     """Decode at every (batch, context); prefill of `prefill_batch` prompts at every prompt length."""
     points = [Point("decode", b, c) for b in batches for c in contexts]
     return points + [Point("prefill", prefill_batch, p) for p in prompts]
@@ -358,8 +372,12 @@ def measure(model: TorchTransformer, points: Sequence[Point], *, warmup: int = 2
 
     torch, sync = model.torch, synchronizer(model.device)
     gen = torch.Generator(device="cpu").manual_seed(seed)
-    tokens = [torch.randint(model.shape.vocab, (p.batch,) if p.phase == "decode" else (p.batch, p.tokens), generator=gen)
-              .to(model.device) for p in points]
+    tokens = [
+        torch.randint(model.shape.vocab, (p.batch,) if p.phase == "decode" else (p.batch, p.tokens), generator=gen).to(
+            model.device
+        )
+        for p in points
+    ]
     pool = model.cache_pool([(p.batch, p.tokens) for p in points if p.phase == "decode"])
     times: list[list[float]] = [[] for _ in points]
     with torch.inference_mode(), tqdm(total=repeats * len(points), desc="validate", unit="call", disable=not progress,
@@ -399,7 +417,9 @@ def deployment_for(spec: ModelSpec, accelerator: Accelerator, dtype: str, effici
                            efficiency=efficiency)
 
 
-def predict(dep: Deployment, phases: Sequence[str], batches: Sequence[int], tokens: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+def predict(
+    dep: Deployment, phases: Sequence[str], batches: Sequence[int], tokens: Sequence[int]
+) -> tuple[np.ndarray, np.ndarray]:
     """Predicted seconds and bound for each (phase, batch, tokens): roofline.decode_step / prefill."""
     from kokuban.core.roofline import decode_step, prefill
 
@@ -492,8 +512,9 @@ def run_validation(
     cfg, changes = scaled_config(config, num_layers=num_layers, hidden_size=hidden_size)
     spec = ModelSpec.from_config(cfg, name=f"{model} (scaled)" if changes else model, source=model)
     if accelerator_entry is None:
-        accelerator_entry = probe(device, seconds=probe_seconds, dtypes=(dtype,) if dtype != "fp32" else ("fp32", "bf16"),
-                                  progress=progress)
+        accelerator_entry = probe(
+            device, seconds=probe_seconds, dtypes=(dtype,) if dtype != "fp32" else ("fp32", "bf16"), progress=progress
+        )
     acc = validation_accelerator(accelerator_entry, dtype)
     dep = deployment_for(spec, acc, dtype, efficiency)
 
@@ -554,8 +575,11 @@ def read_probe_entry(path: str, entry_id: str | None = None) -> dict[str, Any]:
     wanted = entry_id or entries[0].get("id")
     entry = next((e for e in entries if e.get("id") == wanted), None)
     if entry is None:
-        raise KokubanError(f"accelerator '{wanted}' is not in {p}; it holds {', '.join(str(e.get('id')) for e in entries)}",
-                           field="entry_id", value=wanted)
+        raise KokubanError(
+            f"accelerator '{wanted}' is not in {p}; it holds {', '.join(str(e.get('id')) for e in entries)}",
+            field="entry_id",
+            value=wanted,
+        )
     try:
         Accelerator.from_dict(entry)  # one-line error if malformed
     except KokubanError as exc:

@@ -207,7 +207,9 @@ def probe(device: str = "auto", *, seconds: float = 3.0, dtypes: Iterable[str] =
         flops["bf16"] = flops["fp32"]
     name = device_name(device)
     threads = torch.get_num_threads() if torch is not None and device == "cpu" else None
-    backend = (f"PyTorch {torch.__version__}" if torch is not None else f"NumPy {np.__version__} (single-threaded reductions)")
+    backend = (
+        f"PyTorch {torch.__version__}" if torch is not None else f"NumPy {np.__version__} (single-threaded reductions)"
+    )
     method = (
         f"kokuban probe, {backend}: read bandwidth = best of {int(bw['runs'])} reads of a "
         f"{bw['buffer_bytes'] / 2**20:.0f} MiB fp32 buffer (x.sum()); FLOP/s = best 2n³/t of n×n matmuls "

@@ -2,8 +2,9 @@
 
 Every endpoint is one registration in `ENDPOINTS`: a path, the use case's request class and its run function.
 The JSON body is the request's fields (the same names as the CLI's flags without dashes, and the same keys out
-as `--json`, through the one serialiser `present.jsonout.to_json`). Two fields are the server's own business and
-are not accepted: `gpu_file` (a path on the server) and `efficiency` (a Python object; the `*_eff` fields set it).
+as `--json`, through the one serialiser `present.jsonout.to_json`). Three fields are the server's own business and
+are not accepted: `gpu_file` and `efficiency_file` (paths on the server) and `efficiency` (a Python object; the
+`*_eff` fields set it).
 `model` is a catalog id, a catalog model's Hugging Face repository, a `coarse:` spec, or the content of a
 config.json (a JSON object) — never a path.
 
@@ -53,7 +54,7 @@ from kokuban.usecases.request import EstimateRequest, Request, error_from_valida
 #: The largest request body accepted, in bytes (a config.json upload travels in the body).
 MAX_BODY_BYTES = 512 * 1024
 #: Request fields a web client may not set: a server-side path, and a Python object.
-SERVER_ONLY = ("gpu_file", "efficiency")
+SERVER_ONLY = ("gpu_file", "efficiency_file", "efficiency")
 #: What `model` may be over HTTP: a name (see `catalog_model_name`) or a config.json's content.
 ModelField = str | dict[str, Any]
 #: The most sampled agent runs, and compaction policies compared, one request may ask for.
