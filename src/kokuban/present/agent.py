@@ -173,8 +173,9 @@ def agent_sim_tables(console: Any, result: Any) -> None:
     table = Table(title="per session and per call")
     for c in ("", "mean", "p50", "p90", "p99"):
         table.add_column(c, justify="left" if not c else "right")
-    for label, key, fmt in (("run latency", "run_latency_s", secs), ("queue per call", "queue_per_call_s", secs),
-                            ("TTFT per call", "ttft_per_call_s", secs), ("USD per run", "usd_per_run", lambda x: f"${x:.3g}")):
+    rows = (("run latency", "run_latency_s", secs), ("queue per call", "queue_per_call_s", secs),
+            ("TTFT per call", "ttft_per_call_s", secs), ("USD per run", "usd_per_run", lambda x: f"${x:.3g}"))
+    for label, key, fmt in rows:
         st = s[key]
         table.add_row(label, *(fmt(st[k]) for k in ("mean", "p50", "p90", "p99")))
     console.print(table)
