@@ -48,7 +48,8 @@ import numpy as np
 from kokuban.core import cost, roofline
 from kokuban.errors import KokubanError
 from kokuban.sim.engine import simulate
-from kokuban.sim.metrics import PERCENTILES, SimResult
+from kokuban.sim.metrics import SimResult
+from kokuban.sim.metrics import _stats as stats  # mean and percentiles, None where undefined
 from kokuban.sim.scheduler import SchedulerConfig
 from kokuban.sim.workload import Workload
 from kokuban.specs.deployment import Deployment
@@ -241,10 +242,6 @@ def reload_seconds(kv_bytes: float, host_bytes_per_s: float) -> float:
     return kv_bytes / host_bytes_per_s
 
 
-def _stats(x: np.ndarray) -> dict[str, float]:
-    return {"mean": float(x.mean()), **{f"p{p}": float(np.percentile(x, p)) for p in PERCENTILES}}
-
-
 @dataclass(frozen=True)
 class SessionRun:
     """A sessions run: the engine's per-request result (`sim`, in the plan's request order) and per-session
@@ -317,8 +314,8 @@ class SessionRun:
         busy = float(s.step_s.sum())
         return {
             "sessions": self.plan.sessions, "calls": len(self.plan.workload), "retention": self.retention.spec,
-            "run_latency_s": _stats(self.run_latency_s),
-            "queue_per_call_s": _stats(s.queue_s), "ttft_per_call_s": _stats(s.ttft_s),
+            "run_latency_s": stats(self.run_latency_s),
+            "queue_per_call_s": stats(s.queue_s), "ttft_per_call_s": stats(s.ttft_s),
             "cache": {"reusable_calls": reusable, "hit_calls": hits,
                       "hit_rate": hits / reusable if reusable else None,
                       "cached_tokens": int(s.cached_tokens.sum()), "prompt_tokens": int(s.prompt_tokens.sum()),
@@ -327,7 +324,7 @@ class SessionRun:
                       "reloads": int(np.count_nonzero(self.reload_s)), "reload_s": float(self.reload_s.sum()),
                       "held_block_s": self.held_block_s},
             "busy_s": busy, "duration_s": s.duration_s,
-            "usd_per_run": _stats(self.usd_per_run),
+            "usd_per_run": stats(self.usd_per_run),
         }
 
 
