@@ -205,9 +205,9 @@ class SessionClient:
             if blocks and self.pool.lookup(key) == 0 and blocks <= self.pool.available:
                 self.reload_s[r] = reload_seconds(blocks * self.bytes_per_block, self.retention.host_bytes_per_s)
                 self.pool.restore(key, blocks)  # held by the reload while it lasts, then cached like any context
-                self._hold(key, t, when + self.reload_s[r], blocks)
+                self._hold(key, t, t + self.reload_s[r], blocks)  # the copy starts when the engine sees the call
                 self._host.move_to_end(key)
-                heapq.heappush(due, (when + self.reload_s[r], r, 1))
+                heapq.heappush(due, (t + self.reload_s[r], r, 1))
                 continue
             waiting.append(r)
 
