@@ -135,6 +135,41 @@ def agent_self_hosted(**kw: Any) -> None:
     _finish(kw)
 
 
+@agent.command("simulate")
+@deployment_options
+@click.option("--sessions", type=int, default=None, help="Concurrent agent sessions (default 16).")
+@click.option("--retention", default=None,
+              help="KV between a session's calls: evict (default: the prefix cache's LRU), pin:TTL (seconds), "
+                   "offload:BW,CAP (host tier: bytes/s, bytes).")
+@click.option("--run-latency-target", type=float, default=None,
+              help="Seconds: also search the most sessions whose p90 run latency is within it.")
+@click.option("--max-sessions", type=int, default=None, help="Ceiling of that search (default 256).")
+@click.option("--stagger-s", type=float, default=None, help="Session j starts at j × this (default 0: all at once).")
+@click.option("--kv-blocks", type=int, default=None, help="KV capacity in blocks (default: what the HBM leaves).")
+@click.option("--max-num-seqs", type=int, default=None, help="Scheduler limit (default: vLLM's).")
+@click.option("--max-num-batched-tokens", type=int, default=None, help="Scheduler token budget (default: vLLM's).")
+def agent_simulate(**kw: Any) -> None:
+    """Simulate concurrent agent sessions on a deployment, closed loop: run latency, queueing, cache hits, cost."""
+    from kokuban.usecases.agent_sim import AgentSimRequest, run_agent_simulate
+
+    fields = {k: v for k, v in kw.items() if v is not None}
+    result = run_agent_simulate(request(AgentSimRequest, fields))
+    if kw.get("as_json"):
+        emit_json(result.as_dict())
+        return
+    from kokuban.present.agent import agent_sim_tables
+    from kokuban.present.format import console
+
+    agent_sim_tables(console(), result)
+
+
+# the scenario options a simulation takes (no trace, sampled runs, fan-out or plot) are self-hosted's, shared
+agent_simulate.params[1:1] = [p for p in agent_self_hosted.params if p.name in (
+    "preset", "scenario_file", "steps", "system_tokens", "output_tokens", "tool_tokens", "gap_s", "seed")]
+agent_simulate.params.append(click.Option(["--compaction"], default=None,
+                                          help="none (default), every:M,K or threshold:T,K."))
+
+
 @agent.command("presets")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def agent_presets(as_json: bool) -> None:

@@ -158,3 +158,37 @@ def plot_agent(result: Any, path: str | Path) -> Path:
     ax.set_title(f"cost per run over {result.runs} run(s), by policy", fontsize=10)
     ax.legend(fontsize=8)
     return _save(fig, path)
+
+
+def agent_sim_tables(console: Any, result: Any) -> None:
+    """`kokuban agent simulate`: the sessions (run latency, queueing, TTFT, cache, cost per run), the per-request
+    view, and the capacity search when there was one. Every number from an `AgentSimulation.as_dict()`."""
+    from rich.table import Table
+
+    d = result.as_dict()
+    s, req = d["sessions"], d["requests"]
+    cache = s["cache"]
+    console.print(f"[bold]{s['sessions']} agent sessions[/bold] on {d['deployment']} — {s['calls']} calls, "
+                  f"retention {s['retention']}, KV {d['kv_blocks']:,} blocks")
+    table = Table(title="per session and per call")
+    for c in ("", "mean", "p50", "p90", "p99"):
+        table.add_column(c, justify="left" if not c else "right")
+    rows = (("run latency", "run_latency_s", secs), ("queue per call", "queue_per_call_s", secs),
+            ("TTFT per call", "ttft_per_call_s", secs), ("USD per run", "usd_per_run", lambda x: f"${x:.3g}"))
+    for label, key, fmt in rows:
+        st = s[key]
+        table.add_row(label, *(fmt(st[k]) for k in ("mean", "p50", "p90", "p99")))
+    console.print(table)
+    rate = "n/a" if cache["hit_rate"] is None else f"{cache['hit_rate']:.1%}"
+    console.print(f"cache: {cache['hit_calls']} of {cache['reusable_calls']} calls hit their whole context ({rate}); "
+                  f"{cache['cached_token_share']:.1%} of prompt tokens from cache; "
+                  f"{si(cache['recomputed_tokens'])} tokens recomputed after preemption; "
+                  f"{cache['reloads']} reloads ({secs(cache['reload_s'])})")
+    console.print(f"busy {secs(s['busy_s'])} of {secs(s['duration_s'])}; "
+                  f"{req['throughput']['output_tokens_per_s']:.4g} output tokens/s; "
+                  f"batch mean {req['batch']['mean']:.3g}, KV peak {req['kv_cache']['peak_occupancy']:.0%}; "
+                  f"{req['preemptions']} preemptions")
+    cap = d["capacity"]
+    if cap:
+        console.print(f"capacity: {cap['max_sessions']} sessions within p{cap['percentile']:g} run latency "
+                      f"{secs(cap['run_latency_target_s'])} (searched up to {cap['limit']})")

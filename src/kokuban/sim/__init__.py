@@ -11,6 +11,8 @@ cache), scheduler (limits and vLLM's defaults), policies/ (one file per scheduli
 (event skipping), record (the typed `RunRecord` the engine hands over), metrics (latencies, throughput, cost, from
 the record), capacity (max rate under an SLO, cheapest deployment), profiles (engine profiles: scheduler
 defaults and overheads from data/engines.toml), dataparallel (data-parallel ranks as schedulers behind a router).
+`sessions` (closed-loop agent sessions: each call sent when the previous one finished plus its gap; KV retention
+evict, pin or offload; per-session metrics; how many sessions meet a run-latency target) builds on the client seam.
 """
 
 from kokuban.sim.engine import simulate

@@ -142,6 +142,8 @@ class Engine:
         self.itl_same: list[tuple[float, int]] = []  # (gap, count) when every token of a step had the same gap
         self.itl_mixed: list[np.ndarray] = []
         self.timeline: list[tuple[float, float, int, int, int, int]] = []  # start, dt, tokens, batch, decodes, blocks
+        if hasattr(self.client, "attach"):  # a client that manages KV between requests (agent sessions)
+            self.client.attach(self)
 
     # ---- running-set bookkeeping ----------------------------------------------------------------------
     def _preempt_last(self) -> None:

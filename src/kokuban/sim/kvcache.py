@@ -107,6 +107,12 @@ class BlockPool:
         self.free += freed
         return freed
 
+    def restore(self, key: int, blocks: int) -> None:
+        """Put `blocks` blocks of prefix `key` (not cached now) back, as a reload from a host tier does: they
+        are allocated (caller checked `available`) and held by one user, the reload, until `release`."""
+        self.take(blocks)
+        self.cached[key] = [int(blocks), 1]
+
     def release(self, key: int) -> None:
         entry = self.cached.get(key)
         if entry is None:

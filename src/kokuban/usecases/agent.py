@@ -115,21 +115,25 @@ class AgentRequest(DeploymentRequest):
 
     def scenario(self) -> Scenario | None:
         """The scenario the fields name (None for a trace)."""
-        from kokuban.agents.presets import preset, read_scenario
+        return None if self.trace is not None else scenario_of(self)
 
-        if self.trace is not None:
-            return None
-        base: dict[str, Any] = {}
-        if self.preset is not None:
-            base = preset(self.preset).as_dict()
-        elif self.scenario_file is not None:
-            base = read_scenario(self.scenario_file).as_dict()
-        given = {k: getattr(self, k) for k in SHAPE_FIELDS if getattr(self, k) is not None}
-        merged = {k: v for k, v in (base | given).items() if v is not None}
-        if given and base:
-            merged["assumptions"] = (base.get("assumptions", "") + "; changed here: " +
-                                     ", ".join(f"{k}={v}" for k, v in given.items())).lstrip("; ")
-        return Scenario.make(**merged)
+
+def scenario_of(request: Any, shape_fields: tuple[str, ...] = SHAPE_FIELDS) -> Scenario:
+    """The scenario a request's `preset` or `scenario_file`, and its shape fields (which replace the preset's
+    values), name."""
+    from kokuban.agents.presets import preset, read_scenario
+
+    base: dict[str, Any] = {}
+    if request.preset is not None:
+        base = preset(request.preset).as_dict()
+    elif request.scenario_file is not None:
+        base = read_scenario(request.scenario_file).as_dict()
+    given = {k: getattr(request, k) for k in shape_fields if getattr(request, k) is not None}
+    merged = {k: v for k, v in (base | given).items() if v is not None}
+    if given and base:
+        merged["assumptions"] = (base.get("assumptions", "") + "; changed here: " +
+                                 ", ".join(f"{k}={v}" for k, v in given.items())).lstrip("; ")
+    return Scenario.make(**merged)
 
 
 @dataclass(frozen=True)
