@@ -52,6 +52,10 @@ CORPUS = [
     ["estimate", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "1e30"],
     ["estimate", "llama-3.1-8b", "--gpu", "h100-sxm", "--step-overhead", "inf"],
     ["estimate", "llama-3.1-8b", "--gpu", "h100-sxm", "--compute-eff", "nan"],
+    # work that would not fit in memory (or finish) is refused, not started
+    ["simulate", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "10", "--requests", "100000000"],
+    ["capacity", "llama-3.1-8b", "--gpu", "h100-sxm", "--requests", "100000000", "--ttft-p99", "0.5"],
+    ["agent", "api", "anthropic/claude-sonnet-4.5", "--preset", "swe-bench", "--runs", "100000000"],
 ]
 
 

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from kokuban.sim.workload import Workload
     from kokuban.specs.hardware import Efficiency
 
-Count = Annotated[int, Field(gt=0, le=10**8)]
+#: A count of requests (or prefixes): bounded so a run fits in memory (~10⁷ requests is a few GB of arrays).
+Count = Annotated[int, Field(gt=0, le=10**7)]
 #: Tokens per step at most: the step tables hold one entry per token count.
 MAX_STEP_TOKENS = 2**20
 
