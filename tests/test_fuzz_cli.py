@@ -56,6 +56,10 @@ CORPUS = [
     ["simulate", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "10", "--requests", "100000000"],
     ["capacity", "llama-3.1-8b", "--gpu", "h100-sxm", "--requests", "100000000", "--ttft-p99", "0.5"],
     ["agent", "api", "anthropic/claude-sonnet-4.5", "--preset", "swe-bench", "--runs", "100000000"],
+    # output paths that cannot be written: refused before the work, not a traceback after it
+    ["simulate", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "10", "--requests", "10", "--records", "/no/dir/x.csv"],
+    ["batch", "llama-3.1-8b", "--gpu", "h100-sxm", "--csv", "/no/dir/x.csv"],
+    ["batch", "llama-3.1-8b", "--gpu", "h100-sxm", "--plot", "/no/dir/x.png"],
 ]
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from kokuban.cli.options import deployment_options, emit_json, request
+from kokuban.cli.options import OutputPath, deployment_options, emit_json, request
 
 
 def scenario_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -49,7 +49,7 @@ def scenario_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--plot",
             "plot_path",
-            type=click.Path(dir_okay=False),
+            type=OutputPath(),
             default=None,
             help="Write the figure (.png, .svg or .pdf).",
         ),

@@ -12,19 +12,19 @@ from typing import Any
 
 import click
 
-from kokuban.cli.options import BatchType, deployment_options, efficiency_options, emit_json, request
+from kokuban.cli.options import BatchType, OutputPath, deployment_options, efficiency_options, emit_json, request
 
 
 def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed(
         [
             click.option(
-                "--csv", "csv_path", type=click.Path(dir_okay=False), default=None, help="Write the rows as CSV."
+                "--csv", "csv_path", type=OutputPath(), default=None, help="Write the rows as CSV."
             ),
             click.option(
                 "--plot",
                 "plot_path",
-                type=click.Path(dir_okay=False),
+                type=OutputPath(),
                 default=None,
                 help="Write a figure (.png, .svg or .pdf).",
             ),

@@ -14,6 +14,25 @@ import click
 R = TypeVar("R")
 
 
+class OutputPath(click.Path):
+    """A file the command will write: checked before any work, so an unwritable path is one line, not a
+    traceback after the run: its folder must exist and be writable, and it must not be a folder."""
+
+    def __init__(self) -> None:
+        super().__init__(dir_okay=False)
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        import os
+
+        path = super().convert(value, param, ctx)
+        folder = os.path.dirname(os.path.abspath(os.fsdecode(path)))
+        if not os.path.isdir(folder):
+            self.fail(f"cannot write {os.fsdecode(path)!r}: the folder {folder!r} does not exist", param, ctx)
+        if not os.access(folder, os.W_OK):
+            self.fail(f"cannot write {os.fsdecode(path)!r}: the folder {folder!r} is not writable", param, ctx)
+        return path
+
+
 def emit_json(data: Any) -> None:
     """Print `data` as JSON through the one serialiser (`present.jsonout.to_json`)."""
     from kokuban.present.jsonout import to_json

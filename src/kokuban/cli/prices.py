@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from kokuban.cli.options import efficiency_option_list, efficiency_options, emit_json, request
+from kokuban.cli.options import OutputPath, efficiency_option_list, efficiency_options, emit_json, request
 from kokuban.usecases.defaults import AUTO_GPUS_BATCH
 
 
@@ -104,7 +104,7 @@ def explain(**kw: Any) -> None:
               help="Closed: KV bytes per token (16-bit).")
 @click.option("--total-over-active", type=float, default=1.0, show_default=True,
               help="Closed: total ÷ active parameters.")
-@click.option("--plot", type=click.Path(), default=None, help="Closed: save the feasible region as a PNG here.")
+@click.option("--plot", type=OutputPath(), default=None, help="Closed: save the feasible region as a PNG here.")
 def infer(**kw: Any) -> None:
     """Back-calculate (逆算) what a price (and a speed) imply for the provider."""
     from kokuban.present import prices as present

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from kokuban.cli.options import deployment_options, emit_json, request
+from kokuban.cli.options import OutputPath, deployment_options, emit_json, request
 from kokuban.present.format import console
 
 
@@ -62,7 +62,7 @@ def workload_options(func: Any) -> Any:
               help="Run each data-parallel rank (--layout ep) as its own scheduler behind this router.")
 @click.option("--replicas", type=int, default=1, show_default=True,
               help="Copies of the deployment behind one router (default router: round_robin).")
-@click.option("--records", type=click.Path(), default=None, help="Write per-request records to this CSV.")
+@click.option("--records", type=OutputPath(), default=None, help="Write per-request records to this CSV.")
 @click.option("--plots", type=click.Path(), default=None, help="Write latency CDFs, occupancy and step plots here.")
 def simulate(**kw: Any) -> None:
     """Serve a stream of requests with continuous (or static) batching; every step timed by the core."""

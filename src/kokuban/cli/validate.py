@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from kokuban.cli.options import efficiency_option_list, efficiency_options, emit_json, request
+from kokuban.cli.options import OutputPath, efficiency_option_list, efficiency_options, emit_json, request
 from kokuban.present.format import console
 from kokuban.specs.hardware import Efficiency
 
@@ -38,7 +38,7 @@ def _progress(as_json: bool) -> bool:
 @click.option("--id", "entry_id", default=None, help="Accelerator id to write (default probed-DEVICE).")
 @click.option(
     "--out",
-    type=click.Path(dir_okay=False),
+    type=OutputPath(),
     default=None,
     help="Write the entry (TOML, or JSON if .json); use with --gpu-file.",
 )
@@ -152,7 +152,7 @@ def accuracy(**kw: Any) -> None:
 @click.option("--hold-out", "hold_out", default=None, metavar="FIELD=V1,V2",
               help="validate-csv only: hold out the rows whose batch, context or prompt_tokens is one of these "
                    "(e.g. context=4096) instead of the hash split.")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--plot", "plot_path", type=OutputPath(), default=None,
               help="Write predicted vs measured before and after (.png, .svg or .pdf); held-out rows filled.")
 @textbook_efficiency_options
 @click.option("--json", "as_json", is_flag=True)
