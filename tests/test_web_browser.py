@@ -295,6 +295,8 @@ def test_simulator_tab_runs_a_capped_simulation(page, server):
     assert float(page.get_attribute('[data-k="sim_ttft_p50"]', "data-value")) == api["latency_s"]["ttft"]["p50"]
     IMG.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(IMG / "web-sim.png"), full_page=True)
+    page.click("#tab-board")  # leaving the tab takes it out of the link
+    assert "tab=sim" not in page.url and "sim_rate=6" in page.url
 
 
 def test_price_sheet_tab_explains_and_infers(page, server):

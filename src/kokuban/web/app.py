@@ -12,7 +12,7 @@ Errors: a bad field — whether FastAPI's body validation or the use case finds 
 `{"error": {"field", "value", "reason", "message"}}`; a body over `MAX_BODY_BYTES` is a 413; nothing is a 500.
 Work is bounded by the requests' own limits (token counts ≤ 2³¹, ≤ 4096 accelerators, curves ≤ 64 rows of
 ≤ 65,536 batches, config.json ≤ 1024 layers), by the body size, and for a simulation by the web's own caps
-(`MAX_SIM_*`: requests, tokens per request and output tokens in all).
+(`MAX_SIM_*`: requests, tokens per request, output and all tokens in all).
 """
 
 import math
@@ -63,7 +63,7 @@ ModelField = str | dict[str, Any]
 MAX_AGENT_RUNS, MAX_AGENT_POLICIES = 200, 5
 #: A web simulation's bounds: requests, tokens of any one prompt or output, output tokens in all and tokens
 #: (prompt + output) in all. A run's steps grow with its output tokens (one step each when requests run one at a
-#: time) and its prefill chunks; measured worst cases stay near 1 s (docs/web.md has the numbers).
+#: time) and its prefill chunks; the slowest measured at these caps took ~0.6 s (docs/web.md has the numbers).
 MAX_SIM_REQUESTS, MAX_SIM_TOKENS, MAX_SIM_OUTPUT_TOKENS, MAX_SIM_ALL_TOKENS = 300, 8192, 2**18, 2**19
 #: Simulator fields not offered over HTTP: a trace file, and the knobs that multiply a run's steps (a step
 #: budget, a KV pool or memory fraction small enough to thrash, prefixes, ranks and replicas).

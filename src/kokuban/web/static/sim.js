@@ -122,6 +122,17 @@
     const q = new URLSearchParams(location.search);
     for (const f of FIELDS) if (q.has(`sim_${f}`)) $(`sim-${f}`).value = q.get(`sim_${f}`);
     $("sim-form").addEventListener("submit", run);
+    // a tab selected (app.js: a click, or the keys, which focus the new tab): the URL says whether it is this one
+    for (const t of document.querySelectorAll('[role="tab"]')) {
+      const mark = () => {
+        if (t.getAttribute("aria-selected") !== "true") return;
+        const u = new URLSearchParams(location.search);
+        if (t.id === "tab-sim") u.set("tab", "sim"); else u.delete("tab");
+        history.replaceState(null, "", `${location.pathname}?${u}`);
+      };
+      t.addEventListener("click", mark);
+      t.addEventListener("focus", mark);
+    }
     if (q.get("tab") === "sim") {
       $("tab-sim").click();
       // the deployment comes from the blackboard: run once it has read its controls
