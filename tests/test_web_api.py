@@ -301,3 +301,49 @@ def test_prices_match_cli_json(client, capsys, path, body, args):
 ])
 def test_prices_refuse_files_and_name_fields(client, path, extra, field):
     assert error_of(client, {"name": "deepseek/deepseek-chat"} | extra, path)["field"] == field
+
+
+# ---- the simulator: a capped run, the CLI's numbers plus every request's latencies ------------------------
+SIM_BODY = {"model": "llama-3.1-8b", "gpu": GPU, "rate": 4, "requests": 60, "prompt": "lognormal:1000,0.6",
+            "output": "uniform:1,300", "scheduler": "prefill_first", "seed": 3}
+SIM_ARGS = ["llama-3.1-8b", "--gpu", GPU, "--rate", "4", "--requests", "60", "--prompt", "lognormal:1000,0.6",
+            "--output", "uniform:1,300", "--scheduler", "prefill_first", "--seed", "3"]
+
+
+def test_simulate_matches_cli_json_plus_samples(client, capsys):
+    import numpy as np
+
+    r = client.post("/api/simulate", json=SIM_BODY)
+    assert r.status_code == 200, r.text
+    api = r.json()
+    samples = api.pop("samples_s")
+    assert api == cli_json(capsys, "simulate", *SIM_ARGS, "--json")  # every key the CLI prints, unchanged
+    assert len(samples["ttft"]) == len(samples["e2e"]) == 60 and samples["ttft"] == sorted(samples["ttft"])
+    assert len(samples["tpot"]) <= 60  # one-token outputs have no TPOT
+    for k in ("ttft", "tpot", "e2e"):  # the summary's percentiles are those of the samples the page draws
+        assert api["latency_s"][k]["p50"] == pytest.approx(float(np.percentile(samples[k], 50)), rel=1e-12)
+
+
+@pytest.mark.parametrize(("extra", "field"), [
+    ({"requests": 301}, "requests"),                       # over the web's cap (300)
+    ({"output": "8193", "requests": 1}, "output"),         # one output over 8,192 tokens
+    ({"prompt": "lognormal:1e300,1"}, "prompt"),           # draws past int64
+    ({"requests": 300, "output": "1000"}, "output"),       # 300 × 1000 = 300,000 output tokens > 2¹⁸ = 262,144
+    ({"requests": 300, "prompt": "1600", "output": "200"}, "prompt"),  # 300 × 1800 = 540,000 > 2¹⁹ = 524,288
+    ({"trace": "example"}, "trace"),                       # a file on the server
+    ({"max_num_batched_tokens": 1}, "max_num_batched_tokens"),  # multiplies the steps
+    ({"rate": None}, "rate"),
+])
+def test_simulate_is_capped(client, extra, field):
+    body = {"model": "llama-3.1-8b", "gpu": GPU, "rate": 4} | extra
+    if body["rate"] is None:
+        del body["rate"]
+    assert error_of(client, body, "/api/simulate")["field"] == field
+
+
+def test_simulate_just_inside_the_caps(client):
+    # 300 × (1547 + 200) = 524,100 ≤ 524,288 tokens in all; 300 × 200 = 60,000 output tokens ≤ 262,144
+    r = client.post("/api/simulate", json={"model": "llama-3.1-8b", "gpu": GPU, "rate": "inf", "requests": 300,
+                                           "prompt": "1547", "output": "200"})
+    assert r.status_code == 200, r.text
+    assert r.json()["requests"] == 300

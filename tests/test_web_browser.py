@@ -254,6 +254,51 @@ def test_agent_tab_runs_the_agent_use_case(page, server):
     assert float(page.get_attribute('[data-k="agent_usd_mean"]', "data-value")) == api["usd"]["mean"]
 
 
+def test_simulator_tab_runs_a_capped_simulation(page, server):
+    """The simulator tab serves a short workload on the blackboard's deployment: the p50s shown are the API's for
+    the same body, the CDFs are drawn, Enter in a field runs it again, and the URL brings the tab back."""
+    page.goto(f"{server}/?model=llama-3.1-8b&gpu=h100-sxm&batch=8")
+    page.wait_for_function("window.kokuban && window.kokuban.ready", timeout=20_000)
+    page.click("#tab-sim")
+    page.fill("#sim-rate", "6")
+    page.fill("#sim-requests", "80")
+    page.fill("#sim-output", "lognormal:150,0.5")
+
+    def run(action, ok: bool = True) -> None:
+        before = page.evaluate("window.kokubanSim.runs")
+        action()
+        page.wait_for_function(f"window.kokubanSim.runs > {before}", timeout=30_000)
+        assert page.evaluate("window.kokubanSim.last.ok") == ok, page.text_content("#sim-error")
+
+    run(lambda: page.click("#sim-run"))
+    body = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "rate": 6, "requests": 80, "prompt": "1000",
+            "output": "lognormal:150,0.5", "seed": 0}
+    api = httpx.post(f"{server}/api/simulate", json=body).json()
+    for k in ("ttft", "tpot", "e2e"):
+        assert float(page.get_attribute(f'[data-k="sim_{k}_p50"]', "data-value")) == api["latency_s"][k]["p50"]
+    assert float(page.get_attribute('td[data-k="sim_ttft_p99"]', "data-value")) == api["latency_s"]["ttft"]["p99"]
+    assert float(page.get_attribute('[data-k="sim_usd_per_m_output"]', "data-value")) == \
+        api["cost"]["usd_per_m_output_tokens"]
+    assert page.locator("#chart-sim-ttft polyline").count() == 1 and "TTFT, ms" in page.text_content("#chart-sim-ttft")
+    assert "sim_rate=6" in page.url and "tab=sim" in page.url
+
+    page.fill("#sim-requests", "301")  # over the cap: the error names the field and marks its control
+    run(lambda: page.press("#sim-requests", "Enter"), ok=False)  # the keyboard runs it
+    assert page.text_content("#sim-error").startswith("requests:")
+    assert page.get_attribute("#sim-requests", "aria-invalid") == "true"
+    page.fill("#sim-requests", "80")
+    run(lambda: page.press("#sim-requests", "Enter"))
+
+    page.goto(page.url)  # the link opens the tab and runs the same simulation
+    page.wait_for_function("window.kokubanSim && window.kokubanSim.runs > 0", timeout=30_000)
+    assert page.is_visible("#panel-sim")
+    assert float(page.get_attribute('[data-k="sim_ttft_p50"]', "data-value")) == api["latency_s"]["ttft"]["p50"]
+    IMG.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(IMG / "web-sim.png"), full_page=True)
+    page.click("#tab-board")  # leaving the tab takes it out of the link
+    assert "tab=sim" not in page.url and "sim_rate=6" in page.url
+
+
 def test_price_sheet_tab_explains_and_infers(page, server):
     """The price-sheet tab reads a row backwards with the prices use cases: the sentences and numbers shown are
     the API's for the same row and the blackboard's accelerator."""

@@ -112,6 +112,13 @@ def valid_body(props: dict) -> st.SearchStrategy:
         fields.pop("gpus")  # the automatic count: what the prices commands default to
     if "provider" in props:  # the price list: no deployment at all
         required = {}
+    if "rate" in props:  # a simulation: length specs at and past the web's caps, rates down to nearly idle
+        specs = st.sampled_from(["1", "200", "8192", "8193", "uniform:1,300", "lognormal:1000,0.6", "lognormal:1e300,1",
+                                 "hist:100=1,2000=1", "uniform:0,1", "99999999999999999999", "x", 500])
+        required["rate"] = st.floats(1e-3, 100) | st.just("inf")
+        fields |= {"requests": st.integers(1, 300), "prompt": specs, "output": specs, "seed": st.integers(0, 9),
+                   "scheduler": st.sampled_from(["continuous", "prefill_first", "static", "nope"]),
+                   "arrival": st.sampled_from(["poisson", "gamma", "nope"]), "ttft_slo": st.floats(0.01, 10)}
     return st.fixed_dictionaries(required, optional={k: v for k, v in fields.items() if k in props})
 
 def strict_json(text: str):
@@ -146,4 +153,4 @@ def test_fuzzed_bodies_never_crash_the_server(path):
 
 def test_every_post_endpoint_is_fuzzed():
     assert set(POSTS) == {"/api/estimate", "/api/blackboard", "/api/batch-curve", "/api/context-wall", "/api/agent",
-                          "/api/prices/list", "/api/prices/explain", "/api/prices/infer"}
+                          "/api/prices/list", "/api/prices/explain", "/api/prices/infer", "/api/simulate"}

@@ -11,7 +11,8 @@ config.json (a JSON object) — never a path.
 Errors: a bad field — whether FastAPI's body validation or the use case finds it — is a 422 with
 `{"error": {"field", "value", "reason", "message"}}`; a body over `MAX_BODY_BYTES` is a 413; nothing is a 500.
 Work is bounded by the requests' own limits (token counts ≤ 2³¹, ≤ 4096 accelerators, curves ≤ 64 rows of
-≤ 65,536 batches, config.json ≤ 1024 layers) and by the body size.
+≤ 65,536 batches, config.json ≤ 1024 layers), by the body size, and for a simulation by the web's own caps
+(`MAX_SIM_*`: requests, tokens per request, output and all tokens in all).
 """
 
 import math
@@ -50,6 +51,7 @@ from kokuban.usecases.curves import (
 from kokuban.usecases.estimate import run_estimate
 from kokuban.usecases.prices import ExplainRequest, InferRequest, ListRequest, run_explain, run_infer, run_list
 from kokuban.usecases.request import EstimateRequest, Request, error_from_validation
+from kokuban.usecases.simulate import SimulateRequest, Simulation, run_simulate
 
 #: The largest request body accepted, in bytes (a config.json upload travels in the body).
 MAX_BODY_BYTES = 512 * 1024
@@ -59,6 +61,15 @@ SERVER_ONLY = ("gpu_file", "efficiency_file", "efficiency")
 ModelField = str | dict[str, Any]
 #: The most sampled agent runs, and compaction policies compared, one request may ask for.
 MAX_AGENT_RUNS, MAX_AGENT_POLICIES = 200, 5
+#: A web simulation's bounds: requests, tokens of any one prompt or output, output tokens in all and tokens
+#: (prompt + output) in all. A run's steps grow with its output tokens (one step each when requests run one at a
+#: time) and its prefill chunks; the slowest measured at these caps took ~0.6 s (docs/web.md has the numbers).
+MAX_SIM_REQUESTS, MAX_SIM_TOKENS, MAX_SIM_OUTPUT_TOKENS, MAX_SIM_ALL_TOKENS = 300, 8192, 2**18, 2**19
+#: Simulator fields not offered over HTTP: a trace file, and the knobs that multiply a run's steps (a step
+#: budget, a KV pool or memory fraction small enough to thrash, prefixes, ranks and replicas).
+SIM_REFUSE = ("trace", "max_num_seqs", "max_num_batched_tokens", "block_size", "kv_blocks", "max_concurrency",
+              "batch_timeout", "gpu_memory_utilization", "engine", "shared_prefix", "num_prefixes", "router",
+              "replicas")
 
 STATIC = files("kokuban.web") / "static"
 WIRE_DOCS = {
@@ -78,6 +89,61 @@ class Endpoint:
     summary: str
     refuse: tuple[str, ...] = ()  # more request fields not accepted over HTTP (server paths, unbounded work)
     tighter: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # field → (annotation, default or ...)
+
+
+@dataclass(frozen=True)
+class SampledSimulation:
+    """A web simulation: `kokuban simulate --json`'s summary plus `samples_s`, every request's TTFT, TPOT and
+    E2E latency in seconds, sorted (the page draws their CDFs; at most `MAX_SIM_REQUESTS` of each; TPOT leaves
+    out one-token outputs, which have none)."""
+
+    simulation: Simulation
+
+    def as_dict(self) -> dict[str, Any]:
+        import numpy as np
+
+        r = self.simulation.result
+        samples = {k: np.sort(v[~np.isnan(v)]).tolist() for k, v in
+                   (("ttft", r.ttft_s), ("tpot", r.tpot_s), ("e2e", r.e2e_s))}
+        return self.simulation.as_dict() | {"samples_s": samples}
+
+
+def run_web_simulate(request: SimulateRequest) -> SampledSimulation:
+    """`run_simulate` held to the web's bounds: the drawn workload's longest prompt and output at most
+    `MAX_SIM_TOKENS` tokens, its output tokens in all at most `MAX_SIM_OUTPUT_TOKENS`, prompt and output tokens
+    in all at most `MAX_SIM_ALL_TOKENS` (KokubanError naming `prompt` or `output`). The workload is drawn here
+    and again by the run: the same seed, the same draw."""
+    import numpy as np
+
+    from kokuban.sim.workload.lengths import lengths
+
+    for name in ("prompt", "output"):  # a spec whose draws overflow int64 is refused before the run draws it
+        spec = getattr(request, name)
+        try:
+            with np.errstate(all="ignore"):
+                ok = lengths(spec, request.requests, field=name).min() >= 1
+        except (OverflowError, ValueError):
+            ok = False
+        if not ok:
+            raise KokubanError(f"'{spec}' draws lengths too large to count; the web's limit is {MAX_SIM_TOKENS:,}",
+                               field=name, value=spec)
+    wl = request.workload()
+    for name, tokens in (("prompt", wl.prompt_tokens), ("output", wl.output_tokens)):
+        if not 1 <= int(tokens.min()) <= int(tokens.max()) <= MAX_SIM_TOKENS:
+            raise KokubanError(f"a drawn {name} of {int(tokens.max()):,} tokens is over the web's limit of "
+                               f"{MAX_SIM_TOKENS:,} per request (use `kokuban simulate` for longer ones)",
+                               field=name, value=getattr(request, name))
+    total = int(wl.output_tokens.sum())
+    if total > MAX_SIM_OUTPUT_TOKENS:
+        raise KokubanError(f"the run would decode {total:,} output tokens in all (requests × output); the web "
+                           f"runs at most {MAX_SIM_OUTPUT_TOKENS:,} (use `kokuban simulate` for longer runs)",
+                           field="output", value=request.output)
+    total += int(wl.prompt_tokens.sum())
+    if total > MAX_SIM_ALL_TOKENS:
+        raise KokubanError(f"the run holds {total:,} prompt and output tokens in all (requests × (prompt + "
+                           f"output)); the web runs at most {MAX_SIM_ALL_TOKENS:,} (use `kokuban simulate` for "
+                           "longer runs)", field="prompt", value=request.prompt)
+    return SampledSimulation(run_simulate(request))
 
 
 ENDPOINTS = (
@@ -107,6 +173,15 @@ ENDPOINTS = (
                       "runs": (Annotated[int, Field(gt=0, le=MAX_AGENT_RUNS)] | None, None),
                       "compaction": (Annotated[tuple[Annotated[str, Field(max_length=100)], ...],
                                                Field(min_length=1, max_length=MAX_AGENT_POLICIES)], ("none",))}),
+    Endpoint("/api/simulate", SimulateRequest, run_web_simulate,
+             f"A short serving simulation (`kokuban simulate --json`) plus every request's latencies (`samples_s`): "
+             f"at most {MAX_SIM_REQUESTS} requests, {MAX_SIM_TOKENS:,} tokens per prompt or output and "
+             f"{MAX_SIM_OUTPUT_TOKENS:,} output ({MAX_SIM_ALL_TOKENS:,} prompt + output) tokens in all; no trace "
+             "files or scheduler limits.",
+             refuse=SIM_REFUSE,
+             tighter={"requests": (Annotated[int, Field(gt=0, le=MAX_SIM_REQUESTS)], 200),
+                      "prompt": (Annotated[str, Field(max_length=200)] | int, "1000"),
+                      "output": (Annotated[str, Field(max_length=200)] | int, "200")}),
 )
 
 
@@ -275,7 +350,9 @@ def create_app() -> FastAPI:
     @app.get("/api/limits", summary="The bounds every request is held to.")
     def limits() -> dict[str, int]:
         return {"max_body_bytes": MAX_BODY_BYTES, "max_curve_batch": MAX_CURVE_BATCH, "max_points": MAX_POINTS,
-                "max_config_layers": MAX_LAYERS, "max_gpus": 4096, "max_tokens": 2**31}
+                "max_config_layers": MAX_LAYERS, "max_gpus": 4096, "max_tokens": 2**31,
+                "max_sim_requests": MAX_SIM_REQUESTS, "max_sim_tokens": MAX_SIM_TOKENS,
+                "max_sim_output_tokens": MAX_SIM_OUTPUT_TOKENS, "max_sim_all_tokens": MAX_SIM_ALL_TOKENS}
 
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:

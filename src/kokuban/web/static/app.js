@@ -30,9 +30,11 @@
   function b64url(text) { return btoa(String.fromCharCode(...new TextEncoder().encode(text))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, ""); }
   function unb64url(s) { const bin = atob(s.replace(/-/g, "+").replace(/_/g, "/")); return new TextDecoder().decode(Uint8Array.from(bin, (c) => c.charCodeAt(0))); }
 
+  const OTHER_TAB = (k) => k === "tab" || k.startsWith("sim_");  // the simulator tab's own parameters (sim.js)
+
   function readURL() {
     const q = new URLSearchParams(location.search);
-    for (const [k, v] of q) if (k !== "config") state[k] = v;
+    for (const [k, v] of q) if (k !== "config" && !OTHER_TAB(k)) state[k] = v;
     if (q.has("config")) { try { config = JSON.parse(unb64url(q.get("config"))); } catch { config = null; } }
     if (!q.has("model") && !config) state.model = "llama-3.1-8b";
     if (!q.has("gpu")) state.gpu = "h100-sxm";
@@ -43,6 +45,7 @@
     const q = new URLSearchParams();
     for (const [k, v] of Object.entries(state)) if (v !== "" && v !== undefined && !(config && k === "model")) q.set(k, v);
     if (config) q.set("config", b64url(JSON.stringify(config)));
+    for (const [k, v] of new URLSearchParams(location.search)) if (OTHER_TAB(k)) q.set(k, v);
     const url = `${location.pathname}?${q}`;
     history.replaceState(null, "", url);
     $("share").href = url;
