@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from kokuban import __version__
-from kokuban.cli import agent, core, economics, prices, serve, simulate, validate
+from kokuban.cli import agent, core, economics, examples, prices, serve, simulate, validate
 from kokuban.errors import KokubanError
 from kokuban.notes import KokubanNote
 
@@ -41,6 +41,19 @@ def cli() -> None:
 for module in (core, economics, prices, serve, simulate, validate, agent):
     for command in module.commands:
         cli.add_command(command)
+
+
+def _add_examples(group: click.Group, prefix: str = "") -> None:
+    """Give every command its worked example (`cli/examples.py`) at the end of its `--help`."""
+    for name, command in group.commands.items():
+        path = f"{prefix}{name}"
+        if isinstance(command, click.Group):
+            _add_examples(command, path + " ")
+        elif command.epilog is None:
+            command.epilog = examples.epilog(path)
+
+
+_add_examples(cli)
 
 
 def _command_for(args: list[str]) -> click.Command:

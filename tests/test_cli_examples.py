@@ -1,0 +1,40 @@
+"""Every command's --help ends with a worked example, and every example parses against the command it names."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import click
+
+from kokuban.cli import cli, main
+from kokuban.cli.examples import EXAMPLES
+
+
+def _leaves(group: click.Group, prefix: str = "") -> dict[str, click.Command]:
+    out: dict[str, click.Command] = {}
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            out |= _leaves(command, f"{prefix}{name} ")
+        else:
+            out[f"{prefix}{name}"] = command
+    return out
+
+
+def test_every_command_has_an_example_that_parses(monkeypatch):
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])  # the examples' paths are the repository's
+    leaves = _leaves(cli)
+    assert set(leaves) == set(EXAMPLES), set(leaves) ^ set(EXAMPLES)
+    for path, command in leaves.items():
+        line, _ = EXAMPLES[path]
+        args = shlex.split(line)
+        words = path.split()
+        assert args[: len(words)] == words, (path, line)
+        command.make_context(path, args[len(words):])  # raises on an unknown flag or a bad value
+
+
+def test_help_shows_the_example(capsys):
+    assert main(["lanes", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "Example (output in docs/economics.md):" in out
+    assert "kokuban lanes llama-3.1-8b --gpu h100-sxm --rate 5 --prompt 1000 --output 500 --tpot 0.012 --ttft 2" in out
