@@ -38,3 +38,22 @@ def test_help_shows_the_example(capsys):
     out = capsys.readouterr().out
     assert "Example (output in docs/economics.md):" in out
     assert "kokuban lanes llama-3.1-8b --gpu h100-sxm --rate 5 --prompt 1000 --output 500 --tpot 0.012 --ttft 2" in out
+
+
+def test_shell_completion_offers_catalog_ids(monkeypatch, capsys):
+    """Click's completion protocol (`_KOKUBAN_COMPLETE=bash_complete`), as a shell would call it."""
+    import pytest
+
+    monkeypatch.setenv("_KOKUBAN_COMPLETE", "bash_complete")
+    monkeypatch.setenv("COMP_WORDS", "kokuban estimate llama-3.1 --gpu h2")
+    monkeypatch.setenv("COMP_CWORD", "4")
+    with pytest.raises(SystemExit):
+        cli.main(args=[], prog_name="kokuban")
+    offered = {line.split(",", 1)[1] for line in capsys.readouterr().out.split()}
+    assert {"h20", "h200"} <= offered and all(name.startswith("h2") for name in offered)
+    monkeypatch.setenv("COMP_WORDS", "kokuban estimate llama-3.1")
+    monkeypatch.setenv("COMP_CWORD", "2")
+    with pytest.raises(SystemExit):
+        cli.main(args=[], prog_name="kokuban")
+    offered = {line.split(",", 1)[1] for line in capsys.readouterr().out.split()}
+    assert {"llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b"} <= offered

@@ -12,7 +12,16 @@ from typing import Any
 
 import click
 
-from kokuban.cli.options import BatchType, OutputPath, deployment_options, efficiency_options, emit_json, request
+from kokuban.cli.options import (
+    BatchType,
+    OutputPath,
+    complete_gpu,
+    complete_model,
+    deployment_options,
+    efficiency_options,
+    emit_json,
+    request,
+)
 
 
 def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -130,8 +139,9 @@ def lanes(**kw: Any) -> None:
 
 # ---- kokuban frontier ----------------------------------------------------------------------------------
 @click.command()
-@click.argument("model")
-@click.option("--gpu", "gpu", multiple=True, required=True, help="Accelerator id; repeat to compare types.")
+@click.argument("model", shell_complete=complete_model)
+@click.option("--gpu", "gpu", multiple=True, required=True, shell_complete=complete_gpu,
+              help="Accelerator id; repeat to compare types.")
 @click.option("--counts", default="1,2,4,8", show_default=True, help="Accelerator counts to try.")
 @click.option("--layouts", default="tp,ep", show_default=True, help="Layouts to try (ep only for MoE models).")
 @click.option(

@@ -33,6 +33,20 @@ class OutputPath(click.Path):
         return path
 
 
+def complete_model(ctx: Any, param: Any, incomplete: str) -> list[str]:
+    """Shell completion of a model argument: the catalog ids that start with what was typed."""
+    from kokuban.specs.catalog import model_catalog
+
+    return [name for name in sorted(model_catalog()) if name.startswith(incomplete.lower())]
+
+
+def complete_gpu(ctx: Any, param: Any, incomplete: str) -> list[str]:
+    """Shell completion of `--gpu`: the catalog's accelerator ids that start with what was typed."""
+    from kokuban.specs.catalog import accelerator_catalog
+
+    return [name for name in sorted(accelerator_catalog()) if name.startswith(incomplete.lower())]
+
+
 def emit_json(data: Any) -> None:
     """Print `data` as JSON through the one serialiser (`present.jsonout.to_json`)."""
     from kokuban.present.jsonout import to_json
@@ -63,10 +77,11 @@ class BatchType(click.ParamType):
 def deployment_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """The options every deployment-building command shares (model argument, accelerator, precisions…)."""
     options = [
-        click.argument("model"),
+        click.argument("model", shell_complete=complete_model),
         click.option(
             "--gpu",
             required=True,
+            shell_complete=complete_gpu,
             help="Accelerator id (`kokuban gpus`), an id in --gpu-file, or custom:bf16=…,bw=…,mem=…",
         ),
         click.option("--gpus", default=1, type=int, show_default=True, help="Number of accelerators."),

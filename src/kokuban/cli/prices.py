@@ -11,13 +11,13 @@ from typing import Any
 
 import click
 
-from kokuban.cli.options import OutputPath, efficiency_option_list, efficiency_options, emit_json, request
+from kokuban.cli.options import OutputPath, complete_gpu, efficiency_option_list, efficiency_options, emit_json, request
 from kokuban.usecases.defaults import AUTO_GPUS_BATCH
 
 
 def _hw_options(func: Callable[..., Any]) -> Callable[..., Any]:
     options = [
-        click.option("--gpu", default="h100-sxm", show_default=True,
+        click.option("--gpu", default="h100-sxm", show_default=True, shell_complete=complete_gpu,
                      help="Accelerator id (`kokuban gpus`) or one in --gpu-file."),
         click.option("--gpus", type=int, default=None,
                      help=f"Accelerators (default: fewest that hold batch {AUTO_GPUS_BATCH} at the context)."),
