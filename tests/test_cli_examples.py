@@ -57,3 +57,22 @@ def test_shell_completion_offers_catalog_ids(monkeypatch, capsys):
         cli.main(args=[], prog_name="kokuban")
     offered = {line.split(",", 1)[1] for line in capsys.readouterr().out.split()}
     assert {"llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b"} <= offered
+
+
+def test_units_people_write_mean_the_same_run(capsys):
+    """`1k` tokens = 1000, `12ms` = 0.012 s, `128Ki` = 131072: the same JSON as the plain numbers."""
+    import json
+
+    def run(*args: str) -> dict:
+        assert main([*args, "--json"]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    plain = run("lanes", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "5", "--prompt", "1000", "--output", "500",
+                "--tpot", "0.012", "--ttft", "2")
+    units = run("lanes", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "5", "--prompt", "1k", "--output", "0.5k",
+                "--tpot", "12ms", "--ttft", "2s")
+    assert plain == units
+    assert run("estimate", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "128Ki")["decode"]["context"] == 131072
+    for bad in ("1.5x", "1.5", "2kk"):
+        assert main(["estimate", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", bad]) == 2
+        assert capsys.readouterr().err.count("\n") == 1

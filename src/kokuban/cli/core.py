@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from kokuban.cli.options import BatchType, deployment_options, emit_json, request
+from kokuban.cli.options import TOKENS, BatchType, deployment_options, emit_json, request
 from kokuban.present.format import console, gb, si
 
 
@@ -17,12 +17,12 @@ from kokuban.present.format import console, gb, si
 @deployment_options
 @click.option("--batch", type=BatchType(), default=1, show_default=True, help="Requests decoded together, or 'max'.")
 @click.option(
-    "--context", type=int, default=None, help="Tokens each request attends to (default 4096, or prompt+output)."
+    "--context", type=TOKENS, default=None, help="Tokens each request attends to (default 4096, or prompt+output)."
 )
 @click.option(
-    "--prompt", type=int, default=None, help="Prompt tokens per request (with --output: time a whole generation)."
+    "--prompt", type=TOKENS, default=None, help="Prompt tokens per request (with --output: time a whole generation)."
 )
-@click.option("--output", type=int, default=None, help="Output tokens per request.")
+@click.option("--output", type=TOKENS, default=None, help="Output tokens per request.")
 def estimate(**kw: Any) -> None:
     """Time and price one configuration: the blackboard."""
     from kokuban.usecases.estimate import run_estimate

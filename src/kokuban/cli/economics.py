@@ -13,6 +13,8 @@ from typing import Any
 import click
 
 from kokuban.cli.options import (
+    SECONDS,
+    TOKENS,
     BatchType,
     OutputPath,
     complete_gpu,
@@ -67,10 +69,10 @@ def _check_plot(kw: dict[str, Any]) -> None:
 @click.command()
 @deployment_options
 @click.option(
-    "--context", type=int, default=None, help="Tokens each request attends to (default 4096 or the model's maximum)."
+    "--context", type=TOKENS, default=None, help="Tokens each request attends to (default 4096 or the model's maximum)."
 )
-@click.option("--min-batch", type=int, default=1, show_default=True)
-@click.option("--max-batch", type=int, default=None, help="Largest batch (default: the largest that fits).")
+@click.option("--min-batch", type=TOKENS, default=1, show_default=True)
+@click.option("--max-batch", type=TOKENS, default=None, help="Largest batch (default: the largest that fits).")
 @click.option(
     "--batch",
     type=BatchType(),
@@ -99,8 +101,8 @@ def batch(**kw: Any) -> None:
     show_default=True,
     help="Requests decoded (and prefilled) together, or 'max'.",
 )
-@click.option("--context", type=int, default=None, help="Decode context (default 4096 or the model's maximum).")
-@click.option("--prompt", type=int, default=None, help="Prompt tokens per request (default: the context).")
+@click.option("--context", type=TOKENS, default=None, help="Decode context (default 4096 or the model's maximum).")
+@click.option("--prompt", type=TOKENS, default=None, help="Prompt tokens per request (default: the context).")
 def io(**kw: Any) -> None:
     """How many input tokens an output token costs, and why (prefill compute-bound, decode memory-bound)."""
     from kokuban.present.economics import io_report
@@ -117,14 +119,15 @@ def io(**kw: Any) -> None:
 @click.command()
 @deployment_options
 @click.option("--rate", type=float, required=True, help="Requests arriving per second (λ).")
-@click.option("--prompt", type=int, default=1000, show_default=True, help="Prompt tokens per request.")
-@click.option("--output", type=int, default=500, show_default=True, help="Output tokens per request.")
-@click.option("--tpot", type=float, default=None, help="Fast-lane target: seconds per output token.")
+@click.option("--prompt", type=TOKENS, default=1000, show_default=True, help="Prompt tokens per request.")
+@click.option("--output", type=TOKENS, default=500, show_default=True, help="Output tokens per request.")
+@click.option("--tpot", type=SECONDS, default=None, help="Fast-lane target: seconds per output token.")
 @click.option(
-    "--ttft", type=float, default=None, help="Fast-lane target: seconds to the first token (queueing + prefill)."
+    "--ttft", type=SECONDS, default=None, help="Fast-lane target: seconds to the first token (queueing + prefill)."
 )
 @click.option(
-    "--slow-window", type=float, default=3600.0, show_default=True, help="Slow lane: seconds a batch may wait to fill."
+    "--slow-window", type=SECONDS, default=3600.0, show_default=True,
+    help="Slow lane: seconds a batch may wait to fill."
 )
 @output_options
 def lanes(**kw: Any) -> None:
@@ -148,10 +151,10 @@ def lanes(**kw: Any) -> None:
     "--weights", "weights", multiple=True, help="Weights dtype; repeat to compare (default: the checkpoint's)."
 )
 @click.option("--kv", default=None, help="KV-cache dtype (default bf16).")
-@click.option("--context", type=int, default=None, help="Decode context (default 4096 or the model's maximum).")
-@click.option("--prompt", type=int, default=None, help="Prompt tokens for TTFT (default: the context).")
+@click.option("--context", type=TOKENS, default=None, help="Decode context (default 4096 or the model's maximum).")
+@click.option("--prompt", type=TOKENS, default=None, help="Prompt tokens for TTFT (default: the context).")
 @click.option("--slo-tps", type=float, default=None, help="SLO: at least this many tokens/s per user.")
-@click.option("--slo-ttft", type=float, default=None, help="SLO: first token within this many seconds.")
+@click.option("--slo-ttft", type=SECONDS, default=None, help="SLO: first token within this many seconds.")
 @click.option("--price-per-hour", type=float, default=None, help="USD per accelerator-hour (default: catalog's).")
 @click.option("--gpu-file", type=click.Path(), default=None, help="Extra accelerators (catalog schema).")
 @efficiency_options
@@ -170,9 +173,9 @@ def frontier(**kw: Any) -> None:
 # ---- kokuban context -----------------------------------------------------------------------------------
 @click.command()
 @deployment_options
-@click.option("--from", "start", type=int, default=1024, show_default=True, help="Shortest context (tokens).")
+@click.option("--from", "start", type=TOKENS, default=1024, show_default=True, help="Shortest context (tokens).")
 @click.option(
-    "--to", "end", type=int, default=None, help="Longest context (default: the model's maximum; beyond it warns)."
+    "--to", "end", type=TOKENS, default=None, help="Longest context (default: the model's maximum; beyond it warns)."
 )
 @click.option("--points", type=int, default=40, show_default=True, help="Contexts in the sweep (geometric).")
 @click.option(

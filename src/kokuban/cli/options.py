@@ -6,6 +6,7 @@ use case's request from a command's keyword arguments, so a click body reads par
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -31,6 +32,46 @@ class OutputPath(click.Path):
         if not os.access(folder, os.W_OK):
             self.fail(f"cannot write {os.fsdecode(path)!r}: the folder {folder!r} is not writable", param, ctx)
         return path
+
+
+class TokenCountType(click.ParamType):
+    """A token count as people write it: `4096`, `2k` (2,000), `1.5M`, `128Ki` (131,072) — SI prefixes are powers
+    of 1,000, `Ki`/`Mi` of 1,024. The request checks the range."""
+
+    name = "TOKENS"
+    FACTORS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "ki": 2**10, "mi": 2**20, "gi": 2**30}
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if isinstance(value, int) or value is None:
+            return value
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgG]i?)?\s*", str(value))
+        if not m:
+            self.fail(f"{value!r} is not a token count (e.g. 4096, 2k, 1.5M, 128Ki)", param, ctx)
+        tokens = float(m.group(1)) * self.FACTORS[(m.group(2) or "").lower()]
+        if not tokens.is_integer():
+            self.fail(f"{value!r} is not a whole number of tokens", param, ctx)
+        return int(tokens)
+
+
+class SecondsType(click.ParamType):
+    """A duration as people write it: `0.5`, `500ms`, `250us` (or `µs`), `2s`, `1.5min`, `1h`; seconds inside.
+    The request checks the range (finite, positive where it must be)."""
+
+    name = "SECONDS"
+    FACTORS = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "min": 60.0, "h": 3600.0}
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if isinstance(value, float) or value is None:
+            return value
+        m = re.fullmatch(r"\s*([-+]?(?:[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?|nan|inf))\s*(s|ms|us|µs|ns|min|h)?\s*",
+                         str(value), flags=re.IGNORECASE)
+        if not m:
+            self.fail(f"{value!r} is not a duration (e.g. 0.5, 500ms, 2s, 1.5min)", param, ctx)
+        return float(m.group(1)) * self.FACTORS[(m.group(2) or "").lower()]
+
+
+TOKENS = TokenCountType()
+SECONDS = SecondsType()
 
 
 def complete_model(ctx: Any, param: Any, incomplete: str) -> list[str]:

@@ -11,7 +11,15 @@ from typing import Any
 
 import click
 
-from kokuban.cli.options import OutputPath, complete_gpu, efficiency_option_list, efficiency_options, emit_json, request
+from kokuban.cli.options import (
+    TOKENS,
+    OutputPath,
+    complete_gpu,
+    efficiency_option_list,
+    efficiency_options,
+    emit_json,
+    request,
+)
 from kokuban.usecases.defaults import AUTO_GPUS_BATCH
 
 
@@ -28,7 +36,7 @@ def _hw_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--price-per-hour", type=float, default=None, help="USD per accelerator-hour (default: catalog)."),
         click.option("--gpu-file", type=click.Path(), default=None, help="TOML/JSON file of extra accelerators."),
         *efficiency_option_list(),
-        click.option("--context", type=int, default=8192, show_default=True, help="Tokens each request attends to."),
+        click.option("--context", type=TOKENS, default=8192, show_default=True, help="Tokens each request attends to."),
         click.option("--file", "files", multiple=True, type=click.Path(),
                      help="Extra price file(s) in the prices.toml schema."),
         click.option("--json", "as_json", is_flag=True, help="Print JSON (SI units, stable keys)."),
@@ -77,7 +85,7 @@ def list_(**kw: Any) -> None:
 @_price_options
 @_hw_options
 @click.option("--stand-in", "model", default=None, help="Open model whose physics stands in for a closed one.")
-@click.option("--prompt", type=int, default=None, help="Prompt tokens for the prefill side (default: the context).")
+@click.option("--prompt", type=TOKENS, default=None, help="Prompt tokens for the prefill side (default: the context).")
 @click.option("--speed", type=float, default=None,
               help="Standard lane tokens/s per user (default: sheet's, else memory-limited).")
 def explain(**kw: Any) -> None:
@@ -98,7 +106,7 @@ def explain(**kw: Any) -> None:
 @_hw_options
 @click.option("--speed", type=float, default=None, help="Measured output tokens/s per user (default: the sheet's).")
 @click.option("--batch", type=int, default=None, help="Also report the margin at this batch (open models).")
-@click.option("--prompt", type=int, default=None, help="Prompt tokens for the input side (default: the context).")
+@click.option("--prompt", type=TOKENS, default=None, help="Prompt tokens for the input side (default: the context).")
 @click.option("--closed", is_flag=True, help="Treat the model as closed: solve for active parameters and batch.")
 @click.option("--kv-per-token", type=float, default=160e3, show_default=True,
               help="Closed: KV bytes per token (16-bit).")
@@ -124,8 +132,8 @@ def infer(**kw: Any) -> None:
 
 @prices.command()
 @click.argument("model")
-@click.option("--prompt", type=int, required=True, help="Prompt tokens per request.")
-@click.option("--output", type=int, required=True, help="Output tokens per request.")
+@click.option("--prompt", type=TOKENS, required=True, help="Prompt tokens per request.")
+@click.option("--output", type=TOKENS, required=True, help="Output tokens per request.")
 @click.option("--requests", type=int, default=1, show_default=True, help="Number of requests.")
 @click.option("--cache-hit", type=float, default=0.0, show_default=True,
               help="Share of prompt tokens served from a cache.")
@@ -163,9 +171,9 @@ def compare(**kw: Any) -> None:
 @click.option("--input-tokens", type=float, required=True, help="Input tokens per day (cached included).")
 @click.option("--cached-tokens", type=float, default=0.0, help="Of which served from the prefix cache.")
 @click.option("--output-tokens", type=float, required=True, help="Output tokens per day.")
-@click.option("--context", type=int, required=True, help="Mean KV length per output token.")
+@click.option("--context", type=TOKENS, required=True, help="Mean KV length per output token.")
 @click.option("--speed", type=float, required=True, help="Output tokens/s per user the decode keeps.")
-@click.option("--prompt", type=int, default=None, help="Prompt length for prefill (default: the context).")
+@click.option("--prompt", type=TOKENS, default=None, help="Prompt length for prefill (default: the context).")
 @click.option("--prefill-tps", type=float, default=None, help="Use this measured prefill tokens/s per node instead.")
 @click.option("--decode-tps", type=float, default=None, help="Use this measured decode tokens/s per node instead.")
 @efficiency_options

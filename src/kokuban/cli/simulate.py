@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from kokuban.cli.options import OutputPath, deployment_options, emit_json, request
+from kokuban.cli.options import SECONDS, OutputPath, deployment_options, emit_json, request
 from kokuban.present.format import console
 
 
@@ -56,8 +56,8 @@ def workload_options(func: Any) -> Any:
               help="Replay a CSV/JSONL trace instead of a synthetic workload.")
 @click.option("--shared-prefix", type=int, default=0, help="Tokens of a shared system prompt prepended to each prompt.")
 @click.option("--num-prefixes", type=int, default=1, show_default=True, help="Distinct shared prefixes.")
-@click.option("--ttft-slo", type=float, default=None, help="TTFT objective, s (goodput).")
-@click.option("--tpot-slo", type=float, default=None, help="TPOT objective, s (goodput).")
+@click.option("--ttft-slo", type=SECONDS, default=None, help="TTFT objective, s (goodput).")
+@click.option("--tpot-slo", type=SECONDS, default=None, help="TPOT objective, s (goodput).")
 @click.option("--router", type=click.Choice(["round_robin", "random"]), default=None,
               help="Run each data-parallel rank (--layout ep) as its own scheduler behind this router.")
 @click.option("--replicas", type=int, default=1, show_default=True,
@@ -87,8 +87,8 @@ def simulate(**kw: Any) -> None:
 @click.command()
 @deployment_options
 @workload_options
-@click.option("--ttft-p99", type=float, default=None, help="SLO: p99 time to first token, s.")
-@click.option("--tpot-p99", type=float, default=None, help="SLO: p99 time per output token, s.")
+@click.option("--ttft-p99", type=SECONDS, default=None, help="SLO: p99 time to first token, s.")
+@click.option("--tpot-p99", type=SECONDS, default=None, help="SLO: p99 time per output token, s.")
 @click.option("--target-rate", type=float, default=None,
               help="Find the cheapest deployment serving this many requests/s (searches --candidates).")
 @click.option("--candidates", default=None, help="GPU ids to try with --target-rate, comma-separated (default: --gpu).")
