@@ -26,15 +26,10 @@ def _modules() -> dict[str, Path]:
 
 
 def _imports(path: Path) -> list[str]:
-    """Every module `path` imports at run time (imports under `if TYPE_CHECKING:` are for annotations only)."""
+    """Every module `path` imports, those under `if TYPE_CHECKING:` included (an annotation is an arrow too)."""
     tree = ast.parse(path.read_text())
-    typing_only = {id(n) for block in ast.walk(tree)
-                   if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
-                   for stmt in block.body for n in ast.walk(stmt)}
     names = []
     for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
         if isinstance(node, ast.Import):
             names += [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -108,6 +103,10 @@ def test_no_computing_module_names_a_flag():
             is_text = isinstance(node, ast.Constant) and isinstance(node.value, str)
             if is_text and flag.search(node.value) and not _is_docstring(node, path):
                 bad.append(f"{mod}: {node.value.strip()[:70]!r}")
+        # and no quoted flag anywhere in the text, docstrings and comments included ("--max-batch")
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if re.search(r"[\"']--[a-z]", line):
+                bad.append(f"{mod}:{number}: {line.strip()[:70]!r}")
     assert not bad, "flags named outside the faces:\n" + "\n".join(bad)
 
 

@@ -1,6 +1,6 @@
 """One error type for bad input. It carries the *field* it is about (a Python/JSON name such as `max_batch`),
-never a command-line flag: each face words the field its own way (the CLI as `--max-batch`, the web API as the
-JSON key), so the computing layers stay face-neutral."""
+never a command-line flag: each face words the field its own way (the CLI as its option of that name, the web
+API as the JSON key), so the computing layers stay face-neutral."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ class KokubanError(ValueError):
 
     `field` names the input at fault (a request field such as "batch"), `value` the value given. `str(err)`
     reads "batch: must be a positive integer, got 0"; `err.worded(flag_of)` puts the face's name for the field
-    in front instead (the CLI passes a function that turns "max_batch" into "--max-batch").
+    in front instead (the CLI passes a function that names the command's option for the field).
     """
 
     def __init__(self, reason: str, *, field: str | None = None, value: Any = _UNSET) -> None:

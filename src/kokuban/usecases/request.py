@@ -86,7 +86,7 @@ class EfficiencyRequest(Request):
 
     def efficiency_spec(self, base: Efficiency | None = None) -> Efficiency:
         """`Efficiency` with this request's overrides on `self.efficiency`, else the set saved in
-        `efficiency_file` (e.g. by `kokuban calibrate --out`), else `base`, else the shipped set."""
+        `efficiency_file` (e.g. the JSON `kokuban calibrate` prints), else `base`, else the shipped set."""
         if self.efficiency is None and self.efficiency_file is not None:
             base = Efficiency.from_file(self.efficiency_file)
         return (self.efficiency or base or Efficiency()).updated(

@@ -14,51 +14,18 @@ A new policy is a class with the `Policy` attributes and methods in a new file, 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
-
+from kokuban.sim.policies.base import EngineView, Policy, SchedulerLimits
 from kokuban.sim.policies.continuous import Continuous
 from kokuban.sim.policies.prefill_first import PrefillFirst
 from kokuban.sim.policies.static import Static
-
-if TYPE_CHECKING:
-    from kokuban.sim.engine import Engine
-    from kokuban.sim.scheduler import SchedulerConfig
-
-
-class Policy(Protocol):
-    """What the engine asks of a scheduling policy.
-
-    `prefix_caching`: whether the prefix cache applies under this policy (when the configuration enables it).
-    `steady_fast_path`: whether, when every running request sampled a token in the last step and there is no
-    prefix cache, `schedule` gives each running request one token and then admits waiting requests FCFS with
-    the budget left, reserving blocks for the scheduled chunk only — the continuous-batching step that
-    `Engine._steady_step` computes with slices (bit for bit the same).
-    `admits_while_running`: whether a waiting request can be admitted while others run. Event skipping assumes,
-    for every policy, that a running set of pure decodes that fits the budget is scheduled one token each.
-    """
-
-    name: str
-    prefix_caching: bool
-    steady_fast_path: bool
-    admits_while_running: bool
-
-    def schedule(self, engine: Engine, t: float) -> bool:
-        """Fill `engine.sched[:engine.n]` and `engine.tokens` for the step starting at t, admitting from the
-        queue as the policy allows. Returns False when nothing can run now."""
-        ...
-
-    def hold_until(self, engine: Engine, t: float) -> float | None:
-        """With nothing running and requests waiting: None to schedule now, else the time to wait until."""
-        ...
-
 
 #: The policies by name (the value of `SchedulerConfig.policy`): each builds from the resolved configuration.
 POLICIES: dict[str, type] = {"continuous": Continuous, "prefill_first": PrefillFirst, "static": Static}
 
 
-def make_policy(cfg: SchedulerConfig) -> Policy:
+def make_policy(cfg: SchedulerLimits) -> Policy:
     """The policy `cfg.policy` names, for the resolved configuration `cfg`."""
     return POLICIES[cfg.policy](cfg)
 
 
-__all__ = ["POLICIES", "Continuous", "Policy", "PrefillFirst", "Static", "make_policy"]
+__all__ = ["POLICIES", "Continuous", "EngineView", "Policy", "PrefillFirst", "SchedulerLimits", "Static", "make_policy"]

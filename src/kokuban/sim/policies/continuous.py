@@ -12,11 +12,7 @@ first that does not fit stops admission (no overtaking).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from kokuban.sim.engine import Engine
-    from kokuban.sim.scheduler import SchedulerConfig
+from kokuban.sim.policies.base import EngineView, SchedulerLimits
 
 
 class Continuous:
@@ -25,10 +21,10 @@ class Continuous:
     steady_fast_path = True
     admits_while_running = True
 
-    def __init__(self, cfg: SchedulerConfig) -> None:
+    def __init__(self, cfg: SchedulerLimits) -> None:
         self.cfg = cfg
 
-    def schedule(self, engine: Engine, t: float) -> bool:
+    def schedule(self, engine: EngineView, t: float) -> bool:
         e = engine
         n = e.n
         if n:
@@ -41,5 +37,5 @@ class Continuous:
             e.tokens += e.admit_waiting(e.budget - e.tokens, t, "chunk")
         return e.n > 0
 
-    def hold_until(self, engine: Engine, t: float) -> float | None:
+    def hold_until(self, engine: EngineView, t: float) -> float | None:
         return None

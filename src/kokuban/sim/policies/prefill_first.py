@@ -9,13 +9,9 @@ decode step of every running request.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
-if TYPE_CHECKING:
-    from kokuban.sim.engine import Engine
-    from kokuban.sim.scheduler import SchedulerConfig
+from kokuban.sim.policies.base import EngineView, SchedulerLimits
 
 
 class PrefillFirst:
@@ -24,17 +20,17 @@ class PrefillFirst:
     steady_fast_path = False
     admits_while_running = True
 
-    def __init__(self, cfg: SchedulerConfig) -> None:
+    def __init__(self, cfg: SchedulerLimits) -> None:
         self.cfg = cfg
 
-    def schedule(self, engine: Engine, t: float) -> bool:
+    def schedule(self, engine: EngineView, t: float) -> bool:
         return prefill_or_decode(engine, t, admit=True)
 
-    def hold_until(self, engine: Engine, t: float) -> float | None:
+    def hold_until(self, engine: EngineView, t: float) -> float | None:
         return None
 
 
-def prefill_or_decode(e: Engine, t: float, *, admit: bool) -> bool:
+def prefill_or_decode(e: EngineView, t: float, *, admit: bool) -> bool:
     """A prefill step if any running prefill can run (else, with `admit`, one of waiting requests' prompts,
     reserving blocks for the whole prompt), else a decode step of every running request."""
     n = e.n

@@ -9,15 +9,10 @@ apply.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
+from kokuban.sim.policies.base import EngineView, SchedulerLimits
 from kokuban.sim.policies.prefill_first import prefill_or_decode
-
-if TYPE_CHECKING:
-    from kokuban.sim.engine import Engine
-    from kokuban.sim.scheduler import SchedulerConfig
 
 
 class Static:
@@ -26,15 +21,15 @@ class Static:
     steady_fast_path = False
     admits_while_running = False
 
-    def __init__(self, cfg: SchedulerConfig) -> None:
+    def __init__(self, cfg: SchedulerLimits) -> None:
         self.max_num_seqs, self.batch_timeout_s = int(cfg.max_num_seqs), float(cfg.batch_timeout_s)
 
-    def schedule(self, engine: Engine, t: float) -> bool:
+    def schedule(self, engine: EngineView, t: float) -> bool:
         if engine.n == 0:
             engine.admit_waiting(engine.budget, t, "all")  # the whole batch departs; it is scheduled below
         return prefill_or_decode(engine, t, admit=False)
 
-    def hold_until(self, engine: Engine, t: float) -> float | None:
+    def hold_until(self, engine: EngineView, t: float) -> float | None:
         waiting, next_s = engine.waiting, engine.client.next_release_s()
         departs_s = engine.client.sent_s[waiting[0]] + self.batch_timeout_s
         if len(waiting) >= self.max_num_seqs or t >= departs_s or next_s == np.inf:
