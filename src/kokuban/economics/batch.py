@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from kokuban.core import cost, memory, roofline
+from kokuban.core.intensity import ridge_intensity
 from kokuban.errors import KokubanError, require_positive
 from kokuban.specs.deployment import Deployment
 
@@ -109,7 +110,8 @@ def compute_bound_batch(
                         ("bytes per weight", bytes_per_weight), ("read per active", read_per_active),
                         ("FLOPs per param", flops_per_param)):
         require_positive(name, value)
-    return peak_flops_per_s / bandwidth_bytes_per_s * bytes_per_weight / flops_per_param * read_per_active
+    ridge = ridge_intensity(peak_flops_per_s, bandwidth_bytes_per_s)  # FLOP per byte where the roofs meet
+    return ridge * bytes_per_weight / flops_per_param * read_per_active
 
 
 def blackboard_crossover_batch(dep: Deployment) -> float:

@@ -22,11 +22,10 @@ from kokuban.errors import KokubanError
 from kokuban.prices.costing import Record, batch_for_speed, break_even_batch, decode_curve, usd_per_m_input
 from kokuban.prices.sheets import PriceRow
 from kokuban.specs.deployment import Deployment
+from kokuban.specs.hardware import PCIE5_X16_BYTES_PER_S
 
 #: Interactive speed assumed when the sheet states none (tokens/s per user), a typical chat stream.
 INTERACTIVE_TOKENS_PER_S = 30.0
-#: Host-to-GPU bandwidth a cache hit may have to cross (PCIe Gen5 x16 per direction), bytes/s.
-HOST_LINK_BYTES_PER_S = 64e9
 SHOWN_BATCHES = (1, 8, 32, 128, 512)
 
 
@@ -382,7 +381,7 @@ def cached_input(row: PriceRow, dep: Deployment, prompt_tokens: int) -> CachedIn
     kv_per_token = float(roofline.kv_bytes_per_request(dep, prompt_tokens)) / prompt_tokens
     hbm = dep.accelerator.memory_bandwidth_bytes_per_s * dep.efficiency.kv_memory_fraction
     fast = kv_reload_usd_per_m(dep, kv_per_token, hbm)
-    slow = kv_reload_usd_per_m(dep, kv_per_token, HOST_LINK_BYTES_PER_S)
+    slow = kv_reload_usd_per_m(dep, kv_per_token, PCIE5_X16_BYTES_PER_S)
     sheet_ratio = None
     if row.cached_input_usd_per_m is not None and row.input_usd_per_m:
         sheet_ratio = row.cached_input_usd_per_m / row.input_usd_per_m

@@ -15,6 +15,10 @@ from typing import Any
 from kokuban.errors import KokubanError, require_positive
 from kokuban.specs.dtypes import NATIVE_COMPUTE, check_dtype
 
+#: A PCIe Gen5 x16 host link, per direction: 32 GT/s × 16 lanes × 128/130 encoding ≈ 63 GB/s, quoted as 64 GB/s
+#: (PCI-SIG, PCI Express Base Specification 5.0, 2019). What KV offloaded to host memory crosses to come back.
+PCIE5_X16_BYTES_PER_S = 64e9
+
 
 @dataclass(frozen=True)
 class Accelerator:

@@ -25,13 +25,14 @@ from pydantic import Field, InstanceOf
 from kokuban.agents.compaction import Calls, Policy, build_calls, parse_policy, require_window
 from kokuban.agents.scenario import Scenario
 from kokuban.errors import KokubanError
-from kokuban.specs.hardware import Accelerator
+from kokuban.specs.hardware import PCIE5_X16_BYTES_PER_S, Accelerator
 from kokuban.specs.model import ModelSpec
 from kokuban.usecases.request import DeploymentRequest, NonNegative, Tokens
 
 DEFAULT_RUNS = 100
 DEFAULT_BATCH = 32
-HOST_LINK_BYTES_PER_S = 64e9 * 0.8
+#: The host link an offloaded KV crosses: PCIe Gen5 x16 at an assumed 0.8 of its 64 GB/s (copies do not reach peak).
+HOST_LINK_BYTES_PER_S = PCIE5_X16_BYTES_PER_S * 0.8
 HOST_USD_PER_GB_HOUR = 0.0816 / (8 * 2**30 / 1e9)
 SHAPE_FIELDS = ("steps", "system_tokens", "output_tokens", "tool_tokens", "gap_s", "subagents", "subagent_steps")
 Spec = Annotated[str, Field(min_length=1, max_length=200)]

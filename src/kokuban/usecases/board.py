@@ -34,6 +34,8 @@ class Blackboard:
     peak_flops_per_s: float
     bandwidth_bytes_per_s: float
     ridge_flop_per_byte: float
+    roof_intensity_flop_per_byte: tuple[float, ...]  # the roof drawn: intensities (log-spaced, the ridge included)
+    roof_attainable_flops_per_s: tuple[float, ...]  # and min(F, I × BW) at each
     decode: OperatingPoint
     prefill: OperatingPoint
     output_to_input_ratio: float
@@ -48,6 +50,8 @@ class Blackboard:
             "roofline": {
                 "peak_flops_per_s": self.peak_flops_per_s, "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s,
                 "ridge_flop_per_byte": self.ridge_flop_per_byte,
+                "roof": {"intensity_flop_per_byte": list(self.roof_intensity_flop_per_byte),
+                         "attainable_flops_per_s": list(self.roof_attainable_flops_per_s)},
                 "decode": asdict(self.decode), "prefill": asdict(self.prefill),
             },
             "output_to_input_ratio": self.output_to_input_ratio,
@@ -128,8 +132,10 @@ def run_blackboard(request: EstimateRequest) -> Blackboard:
     achieved FLOP/s = FLOPs ÷ step time (`core.intensity`). Bytes are the model's weight bytes read once
     (`roofline.weight_bytes_read`): under expert parallelism, where each GPU reads the always-read part for
     its own requests, the bytes moved are more and the point sits further left than drawn."""
+    import numpy as np
+
     from kokuban.core import cost
-    from kokuban.core.intensity import ridge_intensity
+    from kokuban.core.intensity import attainable_flops_per_s, ridge_intensity
     from kokuban.economics.batch import crossover_batch
 
     est = run_estimate(request)
@@ -141,8 +147,14 @@ def run_blackboard(request: EstimateRequest) -> Blackboard:
     ratio = float(cost.cost_ratio(cost.usd_per_m_output(dep, dec), cost.usd_per_m_input(dep, pre),
                                   dec.step_time_s / dec.batch, pre.step_time_s / pre.tokens))
     crossover = crossover_batch(dep, est.context)
+    decode, prefill, ridge = _point(dec, peak, bw), _point(pre, peak, bw), ridge_intensity(peak, bw)
+    lo = min(0.1, decode.intensity_flop_per_byte / 3)
+    hi = max(1e5, prefill.intensity_flop_per_byte * 3) if np.isfinite(prefill.intensity_flop_per_byte) else 1e5
+    xs = np.sort(np.append(np.geomspace(lo, hi, 61), ridge))
     return Blackboard(
-        estimate=est, peak_flops_per_s=peak, bandwidth_bytes_per_s=bw, ridge_flop_per_byte=ridge_intensity(peak, bw),
-        decode=_point(est.decode, peak, bw), prefill=_point(est.prefill, peak, bw), output_to_input_ratio=ratio,
+        estimate=est, peak_flops_per_s=peak, bandwidth_bytes_per_s=bw, ridge_flop_per_byte=ridge,
+        roof_intensity_flop_per_byte=tuple(float(x) for x in xs),
+        roof_attainable_flops_per_s=tuple(float(y) for y in attainable_flops_per_s(xs, peak, bw)),
+        decode=decode, prefill=prefill, output_to_input_ratio=ratio,
         crossover_batch=crossover, why=_why(est, ratio, crossover),
     )

@@ -190,13 +190,10 @@
         { name: "fixed overhead", value: sp.overhead, cls: "c-overhead" }] },
         { label: "input", parts: [{ name: "input token (prefill)", value: c.usd_per_m_input, cls: "c-input" }] }],
     });
-    const r = d.roofline, xs = [];
-    const lo = Math.min(0.1, r.decode.intensity_flop_per_byte / 3), hi = Math.max(1e5, r.prefill.intensity_flop_per_byte * 3);
-    for (let i = 0; i <= 60; i++) xs.push(lo * (hi / lo) ** (i / 60));
-    xs.push(r.ridge_flop_per_byte); xs.sort((a, b) => a - b);
+    const r = d.roofline;  // the roof's points come from the API (core.intensity), the page only draws them
     Charts.lines($("chart-roofline"), {
       xlog: true, ylog: true, xlabel: "arithmetic intensity, FLOP per byte of HBM traffic", ylabel: "FLOP/s",
-      series: [{ name: "roof: min(F, I × BW)", xs, ys: xs.map((x) => Math.min(r.peak_flops_per_s, x * r.bandwidth_bytes_per_s)), cls: "c-roof" }],
+      series: [{ name: "roof: min(F, I × BW)", xs: r.roof.intensity_flop_per_byte, ys: r.roof.attainable_flops_per_s, cls: "c-roof" }],
       marks: [{ x: r.ridge_flop_per_byte, name: `ridge ${si(r.ridge_flop_per_byte)} FLOP/B`, cls: "c-ridge" }],
       dots: [
         { x: r.decode.intensity_flop_per_byte, y: r.decode.achieved_flops_per_s, name: "decode", cls: "c-decode",
