@@ -241,9 +241,13 @@ def test_presets_cite_their_sources():
     for name, sc in presets().items():
         assert any(ref in sc.source for ref in ("2606.30560", "2511.02230", "2604.22750")), name
         assert sc.assumptions, name
-    # TraceLab arithmetic quoted in the preset file: 153,710 = 20,000 + (523 + r)·41.5 → r = 2,699 (rounded)
-    assert round((153_710 - 20_000) / 41.5 - 523) == 2_699
-    assert round(186.9e6 / 357_161) == 523 and round(52.6 / 54.9, 3) == 0.958
+    # TraceLab arithmetic quoted in the preset file: 186.9 M output tokens over 357,161 steps → 523 per step;
+    # 357,161 steps / 4,265 sessions → 84 steps; 153,710 = 20,000 + (523 + r)·41.5 → r = 2,699 (rounded)
+    session = presets()["tracelab-session"]
+    assert session.output_tokens.params == (round(186.9e6 / 357_161),)
+    assert session.steps.params == (round(357_161 / 4_265),)
+    assert session.tool_tokens.params == (round((153_710 - 20_000) / 41.5 - 523),)
+    assert session.system_tokens == 20_000
 
 
 def test_cli_help_words_the_use_case_defaults():

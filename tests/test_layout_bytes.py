@@ -56,7 +56,10 @@ def test_weight_bytes_by_hand_llama8b():
     assert kbytes.weight_bytes_stored(dep) == pytest.approx(stored)
     assert kbytes.weight_bytes_per_gpu(dep) == pytest.approx(stored / 2)  # dense: all split 2 ways
     # one pass reads every always-read param except the input embedding (a lookup): LM head in bf16
-    read = (m.params_dense_read - 128_256 * 4_096) * 1 + 128_256 * 4_096 * 2
+    # always-read params = all 8,030,261,248 but the input embedding's 128,256 × 4,096 (a lookup)
+    always_read = 8_030_261_248 - 128_256 * 4_096
+    assert m.params_dense_read == always_read
+    read = (always_read - 128_256 * 4_096) * 1 + 128_256 * 4_096 * 2
     assert float(kbytes.weight_bytes_read(dep, 1)) == pytest.approx(read)
     assert float(kbytes.weight_bytes_read_per_gpu(dep, 1)) == pytest.approx(read / 2)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from kokuban.core import cost, roofline
@@ -150,8 +150,9 @@ def test_no_money_arithmetic_is_retyped_in_the_prices_wing():
 def test_every_reported_usd_per_m_is_the_cost_modules(dep, context, prompt, output, hit):
     try:
         curve = decode_curve(dep, context)
-    except KokubanError:
-        return
+    except KokubanError as exc:  # only a deployment that holds no request at this context may be skipped
+        assert "does not fit" in str(exc), exc
+        assume(False)
     i = int(len(curve.batch) // 2)
     b = int(curve.batch[i])
     assert curve.usd_per_m_output[i] == cost.usd_per_m_output(dep, roofline.decode_step(dep, b, context))

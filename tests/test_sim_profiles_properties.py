@@ -44,8 +44,8 @@ def test_merged_ranks_conserve_requests_and_tokens(n, rate, router, seed, replic
     cfg = SchedulerConfig(max_num_seqs=4, max_num_batched_tokens=512, overheads=Overheads(front_end_s=front))
     try:
         run = simulate_data_parallel(EP, wl, cfg, router=router, seed=seed, replicas=replicas)
-    except KokubanError as exc:  # a router may leave a rank empty on few requests: the one refusal allowed
-        assert exc.field == "requests"
+    except KokubanError as exc:  # random routing may leave a rank empty on few requests: the one refusal allowed
+        assert exc.field == "requests" and router == "random", exc
         return
     m = run.merged
     assert sum(r.arrival_s.size for r in run.ranks) == n
