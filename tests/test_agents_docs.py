@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from kokuban.usecases.agent import AgentRequest, run_agent
@@ -68,21 +67,42 @@ def test_step_one_self_hosted_by_hand():
         AgentRequest(preset="tracelab-session", runs=20, compaction=POL, model="gpt-oss-120b", gpu="h100-sxm")
     ).steps_frame()
     s = df.iloc[1]
-    u = 2.99 / 3600
-    assert s.cached_tokens == 20_523 and s.kv_bytes_held == 761_278_464 and s.slots == 16
+    u = 2.99 / 3600  # the H100's $2.99 per GPU-hour, one GPU, per second
+    # KV held after step 0: S0 + o = 20,000 + 523 = 20,523 tokens. gpt-oss-120b (config.json): 36 layers alternating
+    # sliding (window 128) and full attention, 8 KV heads × head_dim 64, bf16 K and V: 2 · 8 · 64 · 2 B = 2,048 B per
+    # token per layer. 18 full layers hold all 20,523 tokens, 18 sliding layers 128:
+    # 18 · 2,048 · 20,523 + 18 · 2,048 · 128 = 756,559,872 + 4,718,592 = 761,278,464 B.
+    per_token_layer = 2 * 8 * 64 * 2
+    b = 18 * per_token_layer * 20_523 + 18 * per_token_layer * 128
+    assert b == 761_278_464 and s.cached_tokens == 20_523 and s.kv_bytes_held == b and "761,278,464" in DOC
+    assert s.slots == 16  # B: sessions of that context the H100 holds (core.memory.max_batch), quoted in the docs
+    # The roofline's prefill of the 2,699 new tokens and the 523-token decode, as the docs quote them; money = s · u.
     assert round(s.prefill_s, 6) == 0.060193 and round(s.decode_s, 6) == 0.441391
-    assert s.usd_prefill == pytest.approx(s.prefill_s * u) and round(s.usd_prefill, 9) == pytest.approx(0.000049994)
-    assert round(s.usd_decode, 8) == pytest.approx(0.00036660)
-    # offload by hand: h·b·g + u·(2b/ℓ)/B with h = 0.0816 / (8·2^30/1e9) per GB-hour
-    h = 0.0816 / (8 * 2**30 / 1e9) / 1e9 / 3600
-    copies = 2 * 761_278_464 / 51.2e9
-    assert round(copies, 6) == 0.029737
-    assert s.offload_usd == pytest.approx(h * 761_278_464 * s.gap_before_s + u * copies / 16)
-    assert (round(s.keep_usd, 8), round(s.offload_usd, 10), round(s.drop_usd, 8)) == pytest.approx(
+    assert s.usd_prefill == pytest.approx(s.prefill_s * u) and round(0.060193 * u, 9) == pytest.approx(0.000049994)
+    assert s.usd_decode == pytest.approx(s.decode_s * u) and round(0.441391 * u, 8) == pytest.approx(0.00036660)
+    # Survival over the gap g (agents/survival.py's formulas written out): host memory $0.0816 per 8 GiB-hour,
+    # i.e. h = 0.0816 / (8 · 2^30) $ per byte-hour; link ℓ = 0.8 × 64 GB/s (PCIe 5.0 x16) = 51.2 GB/s.
+    g, slots = s.gap_before_s, 16
+    h = 0.0816 / (8 * 2**30) / 3600
+    copies = 2 * b / 51.2e9
+    assert round(copies, 6) == 0.029737 and "0.029737 s" in DOC
+    keep = u * g / slots
+    offload = h * b * g + u * copies / slots
+    recompute_s = s.drop_usd / u  # ΔP, the roofline's recompute of the 20,523 cached tokens
+    assert (s.keep_usd, s.offload_usd) == pytest.approx((keep, offload))
+    assert (round(keep, 8), round(offload, 10), round(s.drop_usd, 8)) == pytest.approx(
         (0.00018805, 0.0000088209, 0.00028337))
-    assert s.survival == "offload" and round(s.usd, 8) == pytest.approx(0.00042542)
+    # The cheapest survives: offload < keep < drop; the step's bill is prefill + decode + offload.
+    assert s.survival == "offload" and offload < keep < s.drop_usd
+    assert s.usd == pytest.approx(s.usd_prefill + s.usd_decode + offload)
+    assert round(s.usd, 8) == pytest.approx(0.00042542)
+    assert s.gpu_seconds == pytest.approx(s.prefill_s + s.decode_s + copies / slots)
     assert round(s.gpu_seconds, 5) == pytest.approx(0.50344)
-    assert np.round([s.break_even_keep_drop_s, s.break_even_offload_drop_s], 2).tolist() == pytest.approx(
-        [5.46, 140.29]
-    )
-    assert round(s.break_even_keep_offload_s, 3) == 0.031
+    # Break-even gaps, the closed forms: keep = drop at ΔP·B; keep = offload at (2b/ℓ)(u/B) ÷ (u/B − h·b);
+    # offload = drop at (u·ΔP − u·(2b/ℓ)/B) ÷ (h·b).
+    keep_drop = recompute_s * slots
+    keep_offload = copies * (u / slots) / (u / slots - h * b)
+    offload_drop = (u * recompute_s - u * copies / slots) / (h * b)
+    assert (s.break_even_keep_drop_s, s.break_even_keep_offload_s, s.break_even_offload_drop_s) == pytest.approx(
+        (keep_drop, keep_offload, offload_drop))
+    assert (round(keep_drop, 2), round(keep_offload, 3), round(offload_drop, 2)) == pytest.approx((5.46, 0.031, 140.29))
