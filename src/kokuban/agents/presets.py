@@ -14,7 +14,7 @@ from kokuban.errors import KokubanError, unknown_name
 BUNDLED = "agent_presets.toml"
 EXAMPLE_TRACE = "agent_trace_example.jsonl"
 KEYS = {"name", "steps", "system_tokens", "output_tokens", "tool_tokens", "gap_s", "subagents", "subagent_steps",
-        "source", "assumptions"}
+        "source", "assumptions", "retrieved"}
 
 
 def _scenario(entry: dict[str, Any], where: str) -> Scenario:

@@ -126,11 +126,12 @@ class Scenario:
     name: str = ""
     source: str = ""
     assumptions: str = ""
+    retrieved: str = ""
 
     @classmethod
     def make(cls, *, steps: Any, system_tokens: Any, output_tokens: Any, tool_tokens: Any, gap_s: Any,
              subagents: int = 0, subagent_steps: Any = None, name: str = "", source: str = "",
-             assumptions: str = "") -> Scenario:
+             assumptions: str = "", retrieved: str = "") -> Scenario:
         if isinstance(system_tokens, bool) or not isinstance(system_tokens, (int, float)) or system_tokens < 1 \
                 or not float(system_tokens).is_integer():
             raise KokubanError(f"must be a whole number of tokens ≥ 1, got {system_tokens!r}", field="system_tokens",
@@ -151,6 +152,7 @@ class Scenario:
             name=name,
             source=source,
             assumptions=assumptions,
+            retrieved=str(retrieved),
         )
 
     @property
@@ -165,7 +167,7 @@ class Scenario:
         return {"steps": self.steps.spec, "system_tokens": self.system_tokens, "output_tokens": self.output_tokens.spec,
                 "tool_tokens": self.tool_tokens.spec, "gap_s": self.gap_s.spec, "subagents": self.subagents,
                 "subagent_steps": self.subagent_steps.spec if self.subagent_steps else None, "name": self.name,
-                "source": self.source, "assumptions": self.assumptions}
+                "source": self.source, "assumptions": self.assumptions, "retrieved": self.retrieved}
 
 
 @dataclass(frozen=True)
