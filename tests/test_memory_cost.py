@@ -129,3 +129,10 @@ def test_bad_input_one_line(kwargs, message):
     with pytest.raises(KokubanError, match=message) as info:
         estimate("llama-3.1-8b", "h100-sxm", **kwargs)
     assert "\n" not in str(info.value)
+
+
+def test_usd_per_byte_s_by_hand():
+    # $0.0095 per GB-hour = 0.0095 / (10⁹ B · 3600 s) = 2.6389e-15 $ per byte-second
+    from kokuban.core.cost import usd_per_byte_s
+
+    assert usd_per_byte_s(0.0095) == pytest.approx(0.0095 / 3.6e12)

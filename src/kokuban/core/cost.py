@@ -53,6 +53,11 @@ def usd_per_m_input(dep: Deployment, prefill_step: Step) -> Any:
     return usd_per_m_tokens(usd_of_seconds(dep, prefill_step.step_time_s), prefill_step.tokens)
 
 
+def usd_per_byte_s(usd_per_gb_hour: Any) -> Any:
+    """A memory price per GB-hour (GB = 10⁹ bytes) as USD per byte-second: price ÷ 10⁹ ÷ 3600."""
+    return usd_per_gb_hour / 1e9 / 3600
+
+
 def cost_ratio(usd: Any, usd_base: Any, seconds: Any, seconds_base: Any) -> Any:
     """A cost ÷ a base cost: usd ÷ usd_base. Each is USD/s × the seconds it is made of, so the price cancels;
     where usd_base is 0 (a free accelerator: 0 ÷ 0) the ratio of those seconds, the same number, is returned."""

@@ -24,6 +24,7 @@ from pydantic import Field, InstanceOf
 
 from kokuban.agents.compaction import Calls, Policy, build_calls, parse_policy, require_window
 from kokuban.agents.scenario import Scenario
+from kokuban.core import cost
 from kokuban.errors import KokubanError
 from kokuban.specs.hardware import PCIE5_X16_BYTES_PER_S, Accelerator
 from kokuban.specs.model import ModelSpec
@@ -363,7 +364,7 @@ def run_agent(request: AgentRequest) -> AgentResult:
                     "host_usd_per_gb_hour": r.host_usd_per_gb_hour}
             cols = selfhost.selfhost_costs(calls, dep, batch=r.batch, survival_policy=r.survival,
                                            host_bytes_per_s=r.host_link_bytes_per_s,
-                                           host_usd_per_byte_s=r.host_usd_per_gb_hour / 1e9 / 3600)
+                                           host_usd_per_byte_s=cost.usd_per_byte_s(r.host_usd_per_gb_hour))
         run_usd = np.bincount(calls.run, weights=cols["usd"], minlength=len(families))
         priced.append(PolicyRun(policy, calls, cols, run_usd))
     if not priced:
