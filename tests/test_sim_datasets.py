@@ -29,16 +29,26 @@ def test_binned_mean_and_draws():
     assert x.mean() == pytest.approx(3.0, rel=0.01)
 
 
-@pytest.mark.parametrize("name", ["azure-code", "azure-conv"])
+@pytest.mark.parametrize("name", ["azure-code", "azure-conv", "mooncake-conversation", "mooncake-synthetic"])
 def test_shipped_datasets_are_whole_and_sourced(name):
     d = datasets()[name]
-    assert "AzurePublicDataset/blob/790921015d50dd6aae7f7e47f39ba0e235ad6b08/data/" in d["source"]
+    assert ("AzurePublicDataset/blob/790921015d50dd6aae7f7e47f39ba0e235ad6b08/data/" in d["source"]
+            or "Mooncake/blob/3cca71daccf2a7afb8fe3f0295358f70e3a69fdb/FAST25-release/traces/" in d["source"])
     for field in ("prompt", "output"):
         t = d[field]
         assert sum(t["counts"]) == d["requests"] and len(t["edges"]) == len(t["counts"]) + 1
         h = Binned(tuple(t["edges"]), tuple(t["counts"]))
         assert h.mean == pytest.approx(t["histogram_mean"], abs=0.005)
         assert abs(t["histogram_mean"] - t["mean"]) < 0.01 * t["mean"]  # the bins keep the mean within 1 %
+
+
+@pytest.mark.parametrize("name, requests, prompt_mean, output_mean", [
+    ("mooncake-conversation", 12_031, 12_035, 343), ("mooncake-synthetic", 3_993, 15_325, 149)])
+def test_mooncake_sets_match_the_papers_table(name, requests, prompt_mean, output_mean):
+    # Mooncake FAST'25 paper, Table 2 "Workload Statistics": Num Requests, Avg Input Len, Avg Output Len
+    d = datasets()[name]
+    assert d["requests"] == requests
+    assert round(d["prompt"]["mean"]) == prompt_mean and round(d["output"]["mean"]) == output_mean
 
 
 def test_dataset_spec_draws_the_fields_histogram():
