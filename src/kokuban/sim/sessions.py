@@ -339,7 +339,7 @@ def simulate_sessions(dep: Deployment, plan: SessionPlan, retention: Retention |
         raise KokubanError("sessions reuse their context through the prefix cache: turn it on",
                            field="prefix_caching", value=False)
     retention = retention or Retention()
-    per_block = float(roofline.kv_bytes_per_request(dep, plan.block_size))
+    per_block = float(roofline.attention_kv_bytes_per_request(dep, plan.block_size))  # per-token blocks; no state
     client = SessionClient(plan, retention, per_block)
     sim = simulate(dep, plan.workload, cfg, kv_blocks=kv_blocks, client=client)
     return SessionRun(sim, dep, plan, retention, client.reload_s, client.held_block_s)

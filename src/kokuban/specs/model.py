@@ -7,10 +7,13 @@ A `ModelSpec` keeps only the quantities the physics needs, each counted once her
   (`moe_layers` layers × `num_experts` experts × `params_per_expert`), of which a token uses `top_k`;
 - the input embedding (`params_embedding`), stored but not read as a matrix (a lookup of B rows);
 - per layer, the KV-cache elements per token and the attention FLOPs per attended token, and the
-  sliding window of each layer (None = global).
+  sliding window of each layer (None = global; a chunked-attention layer is held as a window of its
+  chunk; 0 = a linear-attention layer, which holds no KV);
+- for linear-attention (Gated DeltaNet) layers, the constant recurrent state one request keeps
+  (`state_layers` × (conv + recurrent elements)), whatever its context, and its FLOPs per token.
 
-Assumptions: gated MLPs (three matrices: SwiGLU / GeGLU) in every supported family; all layers share
-the same attention shape; multi-token-prediction heads (DeepSeek-V3 MTP) are not part of the model
+Assumptions: gated MLPs (three matrices: SwiGLU / GeGLU) in every supported family; all attention layers
+share the same attention shape; multi-token-prediction heads (DeepSeek-V3 MTP) are not part of the model
 that serves tokens and are left out, as in the published 671B count.
 """
 
@@ -56,6 +59,12 @@ class ModelSpec:
     attention: str = "gqa"
     source: str = ""
     notes: tuple[str, ...] = field(default=())
+    state_layers: int = 0
+    state_conv_elements_per_layer: int = 0
+    state_recurrent_elements_per_layer: int = 0
+    state_recurrent_dtype: str = "bf16"
+    state_heads: int = 0
+    state_flops_per_token_per_layer: int = 0
 
     # ---- parameter counts ---------------------------------------------------------------------
     @property
@@ -96,6 +105,12 @@ class ModelSpec:
         """Matrix FLOPs per token, context aside: 2 × params_matmul (one multiply-add each)."""
         return 2 * self.params_matmul
 
+    @property
+    def state_flops_per_token(self) -> int:
+        """FLOPs of the linear-attention recurrences per token: state layers × FLOPs per token per layer
+        (O(d_k·d_v) per head, whatever the context; 0 without linear-attention layers)."""
+        return self.state_layers * self.state_flops_per_token_per_layer
+
     # ---- KV cache and attention -----------------------------------------------------------------
     @cached_property
     def window_groups(self) -> tuple[tuple[float, int], ...]:
@@ -132,8 +147,15 @@ class ModelSpec:
 
     @property
     def kv_elements_per_token(self) -> int:
-        """KV elements per token while every layer still keeps it (context ≤ smallest window)."""
-        return self.kv_elements_per_token_per_layer * self.num_layers
+        """KV elements per token while every attention layer still keeps it (context ≤ smallest window);
+        linear-attention layers (window 0) keep none."""
+        no_kv_layers = sum(1 for w in self.layer_windows if w == 0)
+        return self.kv_elements_per_token_per_layer * (self.num_layers - no_kv_layers)
+
+    @property
+    def has_state(self) -> bool:
+        """Whether a request keeps a constant recurrent state (linear-attention / SSM layers)."""
+        return self.state_layers > 0
 
     @property
     def kv_elements_per_token_global(self) -> int:
@@ -226,8 +248,13 @@ class ModelSpec:
 
 SUPPORTED_TYPES = (
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2", "deepseek_v3",
-    "kimi_k2", "gpt_oss", "gemma3", "gemma3_text", "phi3",
+    "kimi_k2", "gpt_oss", "gemma3", "gemma3_text", "phi3", "llama4", "llama4_text", "qwen3_next",
 )
+
+#: Defaults of transformers' `Llama4TextConfig` (configuration_llama4.py) for the fields the Hub configs may
+#: leave out: a NoPE (global) layer every 4th layer when `no_rope_layers` is empty, an MoE layer every
+#: `interleave_moe_layer_step` layers when `moe_layers` is absent.
+LLAMA4_NO_ROPE_LAYER_INTERVAL = 4
 
 
 #: Defaults of transformers' `Gemma3TextConfig` (transformers 4.50, configuration_gemma3.py): the
@@ -290,8 +317,27 @@ def _native_dtype(cfg: dict[str, Any]) -> str:
 
 
 def _layer_windows(cfg: dict[str, Any], n_layers: int, model_type: str) -> tuple[int | None, ...]:
+    """Each layer's KV window: None = global, an int = the most tokens it holds, 0 = none (linear attention).
+
+    Llama 4: the RoPE layers use chunked local attention (transformers Llama4TextConfig: layer_types
+    "chunked_attention" where no_rope_layers[i] = 1; vLLM llama4.py: `use_chunked_local_attn = not nope`);
+    a query sees only its own chunk of `attention_chunk_size` tokens, so such a layer holds at most that
+    many tokens of KV and is kept as a window of the chunk (its reads are bounded by it too). The NoPE
+    layers (every 4th by default) attend globally.
+    Qwen3-Next: `layer_types`, or a full-attention layer every `full_attention_interval` layers, the others
+    Gated DeltaNet (transformers Qwen3NextConfig: "linear_attention" where (i + 1) % interval != 0).
+    """
     window = cfg.get("sliding_window")
     types = cfg.get("layer_types")
+    if model_type.startswith("llama4"):
+        chunk = cfg.get("attention_chunk_size")
+        rope = cfg.get("no_rope_layers") or [
+            int((i + 1) % LLAMA4_NO_ROPE_LAYER_INTERVAL != 0) for i in range(n_layers)]
+        return tuple(int(chunk) if chunk and use_rope else None for use_rope in rope)
+    if model_type == "qwen3_next":
+        interval = int(cfg.get("full_attention_interval") or 4)
+        types = types or ["linear_attention" if (i + 1) % interval else "full_attention" for i in range(n_layers)]
+        return tuple(0 if t == "linear_attention" else None for t in types)
     if types:  # as many as layers (checked by the schema)
         return tuple(window if t == "sliding_attention" else None for t in types)
     if model_type.startswith("gemma3"):
@@ -313,6 +359,11 @@ def parse_config(config: dict[str, Any], name: str = "", source: str = "") -> Mo
       KV elements per token = 2·g·e (GQA) or r_kv + p (MLA latent + decoupled RoPE key)
       attention FLOPs per attended token = 2·h·(e_qk + e_v); MLA decode in the absorbed form attends
         over the latent: 2·h·(2·r_kv + p); MLA prefill in the naive form: 2·h·(n + p + v).
+    Llama 4 (`llama4_text`): GQA with weightless L2 qk-norms; MoE every `interleave_moe_layer_step`-th layer
+      (E experts of 3·d·f, top-k, one always-on shared expert of 3·d·f, router d·E), the other layers a
+      dense MLP of 3·d·f_mlp (`intermediate_size_mlp`).
+    Qwen3-Next (`qwen3_next`), see `_gated_delta_net`: full-attention layers with an output gate (q_proj
+      doubled: d·2·h·e) and qk-norms; Gated DeltaNet layers elsewhere; MoE as Qwen3-MoE + a gated shared expert.
     """
     where = source or name or "config.json"
     if not isinstance(config, dict):  # a file holding a list or a string, say
@@ -358,10 +409,12 @@ def parse_config(config: dict[str, Any], name: str = "", source: str = "") -> Mo
     else:
         e = int(cfg.get("head_dim") or d // h)
         attn_params = d * h * e + 2 * d * kv_heads * e + h * e * d
+        if model_type == "qwen3_next":
+            attn_params += d * h * e  # the output gate: q_proj gives 2·h·e (query and gate)
         if cfg.get("attention_bias", model_type in ("qwen2", "qwen2_moe")):
             attn_params += h * e + 2 * kv_heads * e + (d if model_type == "gpt_oss" or cfg.get("attention_bias") else 0)
-        if model_type in ("qwen3", "qwen3_moe") or gemma:
-            attn_params += 2 * e  # q_norm, k_norm
+        if model_type in ("qwen3", "qwen3_moe", "qwen3_next") or gemma:
+            attn_params += 2 * e  # q_norm, k_norm (Llama 4's L2 qk-norm has no weights)
         if model_type == "gpt_oss":
             attn_params += h  # attention sinks
         kv_elements = 2 * kv_heads * e
@@ -385,7 +438,19 @@ def parse_config(config: dict[str, Any], name: str = "", source: str = "") -> Mo
         per_expert = 3 * d * dense_ffn + 2 * dense_ffn + d  # gate_up (d×2f + 2f bias) + down (f×d + d bias)
         moe_flags = [True] * n_layers
         router_params = d * experts + experts
-    elif model_type in ("qwen3_moe", "qwen2_moe"):
+    elif model_type.startswith("llama4"):
+        experts, top_k = int(g("num_local_experts")), int(g("num_experts_per_tok"))
+        per_expert = 3 * d * dense_ffn
+        step = int(cfg.get("interleave_moe_layer_step", 1) or 0)
+        moe_at = cfg.get("moe_layers")
+        moe_at = set(moe_at) if moe_at is not None else {i for i in range(n_layers) if step and (i + 1) % step == 0}
+        moe_flags = [i in moe_at for i in range(n_layers)]
+        router_params = d * experts
+        shared_params = per_expert  # one shared expert, as wide as a routed one, no gate
+        dense_ffn = int(cfg.get("intermediate_size_mlp") or 0) if len(moe_at) < n_layers else 0
+        if len(moe_at) < n_layers and not dense_ffn:
+            raise KokubanError(f"config '{where}' is missing the field 'intermediate_size_mlp'")
+    elif model_type in ("qwen3_moe", "qwen2_moe", "qwen3_next"):
         experts, top_k = int(g("num_experts")), int(g("num_experts_per_tok"))
         per_expert = 3 * d * int(g("moe_intermediate_size"))
         step = int(cfg.get("decoder_sparse_step", 1) or 1)
@@ -411,9 +476,13 @@ def parse_config(config: dict[str, Any], name: str = "", source: str = "") -> Mo
     # widest MLP activation one token carries: the dense MLP, or k experts (+ shared experts)
     shared_width = shared_params // (3 * d) if shared_params else 0
     mlp_width = max(dense_ffn if dense_layers else 0, top_k * (per_expert // (3 * d)) + shared_width)
-    per_layer_fixed = attn_params + norms
+    windows = _layer_windows(cfg, n_layers, model_type)
+    state = _gated_delta_net(cfg, d, where) if model_type == "qwen3_next" else None
+    linear_layers = sum(w == 0 for w in windows)
     params_dense_read = (
-        n_layers * per_layer_fixed
+        n_layers * norms
+        + (n_layers - linear_layers) * attn_params
+        + (linear_layers * state.params if state else 0)
         + dense_layers * 3 * d * dense_ffn
         + moe_layers * (shared_params + router_params)
         + d  # final norm
@@ -426,10 +495,13 @@ def parse_config(config: dict[str, Any], name: str = "", source: str = "") -> Mo
     max_ctx = int(cfg.get("max_position_embeddings") or config.get("max_position_embeddings") or 0)
     if not max_ctx:
         raise KokubanError(f"config '{where}' is missing the field 'max_position_embeddings'")
-    windows = _layer_windows(cfg, n_layers, model_type)
-    if any(w is not None for w in windows):
-        n_local = sum(w is not None for w in windows)
-        notes.append(f"{n_local} of {n_layers} layers use a sliding window of {max(w for w in windows if w)} tokens")
+    if any(w for w in windows):
+        n_local = sum(bool(w) for w in windows)
+        kind = "chunked local attention over chunks" if model_type.startswith("llama4") else "a sliding window"
+        notes.append(f"{n_local} of {n_layers} layers use {kind} of {max(w for w in windows if w)} tokens")
+    if state:
+        notes.append(f"{linear_layers} of {n_layers} layers are Gated DeltaNet linear attention: a constant state per "
+                     "request, no KV cache")
     if mla and config.get("num_nextn_predict_layers"):
         notes.append("multi-token-prediction layer(s) in the checkpoint are not counted (not used to serve)")
     return ModelSpec(
@@ -458,4 +530,57 @@ def parse_config(config: dict[str, Any], name: str = "", source: str = "") -> Mo
         attention="mla" if mla else "gqa",
         source=source,
         notes=tuple(notes),
+        state_layers=linear_layers if state else 0,
+        state_conv_elements_per_layer=state.conv_elements if state else 0,
+        state_recurrent_elements_per_layer=state.recurrent_elements if state else 0,
+        state_recurrent_dtype=state.recurrent_dtype if state else "bf16",
+        state_heads=state.shard_heads if state else 0,
+        state_flops_per_token_per_layer=state.flops_per_token if state else 0,
+    )
+
+
+@dataclass(frozen=True)
+class LinearAttentionLayer:
+    """One linear-attention (Gated DeltaNet) layer: its parameters, the state a request keeps in it, and the
+    FLOPs a token costs it. Elements and FLOPs; bytes are counted in core/bytes.py."""
+
+    params: int
+    conv_elements: int
+    recurrent_elements: int
+    recurrent_dtype: str
+    shard_heads: int
+    flops_per_token: int
+
+
+def _gated_delta_net(cfg: dict[str, Any], d: int, where: str) -> LinearAttentionLayer:
+    """Qwen3-Next's Gated DeltaNet layer from its config (transformers modeling_qwen3_next.py
+    Qwen3NextGatedDeltaNet; vLLM mamba_utils.py MambaStateShapeCalculator.gated_delta_net_state_shape).
+
+    With n_k key heads of d_k, n_v value heads of d_v, key dim K = n_k·d_k, value dim V = n_v·d_v, kernel c:
+      params  = d·(2K + 2V) (in_proj_qkvz) + d·2·n_v (in_proj_ba) + (2K + V)·c (depthwise conv1d, no bias)
+                + 2·n_v (dt_bias, A_log) + d_v (gated RMSNorm) + V·d (out_proj)
+      state per request = conv (2K + V)·(c − 1)  +  recurrent n_v·d_k·d_v  elements, whatever the context
+      FLOPs per token ≈ 7·n_v·d_k·d_v (the gated delta rule, recurrent form: decay the state d_k·d_v, read it
+                with the key 2·d_k·d_v, the rank-1 update 2·d_k·d_v, read it with the query 2·d_k·d_v)
+                + 2·(2K + V)·c (the short convolution): O(d_k·d_v) per head, not O(context).
+    The conv state is kept in the activations' 16-bit type; the recurrent state in `mamba_ssm_dtype` when the
+    config names one, else 16-bit as well (vLLM's mamba_ssm_cache_dtype "auto" follows the model's dtype).
+    Under TP the state splits by heads (vLLM divides n_v and the conv dim by the TP size; n_k bounds it).
+    """
+    from kokuban.specs.dtypes import check_dtype
+
+    n_k, n_v, d_k, d_v, c = (int(_get(cfg, k, where)) for k in (
+        "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
+        "linear_conv_kernel_dim"))
+    key, value = n_k * d_k, n_v * d_v
+    conv_dim = 2 * key + value
+    ssm = str(cfg.get("mamba_ssm_dtype") or "bfloat16")
+    dtype = check_dtype({"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(ssm, ssm), "mamba_ssm_dtype")
+    return LinearAttentionLayer(
+        params=d * (2 * key + 2 * value) + d * 2 * n_v + conv_dim * c + 2 * n_v + d_v + value * d,
+        conv_elements=conv_dim * (c - 1),
+        recurrent_elements=n_v * d_k * d_v,
+        recurrent_dtype=dtype,
+        shard_heads=n_k,
+        flops_per_token=7 * n_v * d_k * d_v + 2 * conv_dim * c,
     )
