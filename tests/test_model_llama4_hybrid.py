@@ -271,3 +271,15 @@ def test_readme_numbers_for_chunked_and_linear_attention():
     for phrase in (f"Scout holds {held:.2f} GB at 64k", f"would hold {all_global:.1f} GB",
                    f"{state:.1f} MB per request", "36 of 48, chunks of 8,192 tokens", "36 Gated DeltaNet layers"):
         assert phrase in readme, phrase
+
+
+def test_chunked_prefill_pairs_by_hand():
+    m = load_model(SCOUT)
+    # 20,000 tokens: chunks of 8192 → 2 full chunks + 3,616; each full chunk has 8192·8193/2 causal pairs
+    chunked = 2 * 8192 * 8193 / 2 + 3616 * 3617 / 2
+    global_ = 20000 * 20001 / 2
+    assert float(m.causal_attended_tokens(20000)) == 36 * chunked + 12 * global_
+    # a 8192-token sliding window would see 8192·8193/2 + (20000 − 8192)·8192 pairs: chunking sees fewer
+    assert chunked < 8192 * 8193 / 2 + (20000 - 8192) * 8192
+    # within one chunk, chunked = causal
+    assert float(m.causal_attended_tokens(5000)) == 48 * 5000 * 5001 / 2

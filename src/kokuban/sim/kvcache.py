@@ -40,14 +40,18 @@ def capacity_blocks(dep: Deployment, block_size: int = BLOCK_SIZE, max_num_seqs:
     act = float(memory.activation_bytes_per_gpu(dep, memory.requests_per_gpu(dep, max_num_seqs)))
     free = usable - weights - act
     per_block = float(memory.kv_bytes_per_request_per_gpu(dep, block_size))
+    reserved = ""
     if dep.model.has_state:
-        state = memory.state_bytes_per_request(dep) / dep.state_shards
-        free -= float(memory.requests_per_gpu(dep, max_num_seqs)) * state
+        slots = float(memory.requests_per_gpu(dep, max_num_seqs))
+        state = slots * memory.state_bytes_per_request(dep) / dep.state_shards
+        free -= state
         per_block = float(memory.attention_kv_bytes_per_request(dep, block_size)) / dep.kv_shards
+        reserved = f" + linear-attention state of {max_num_seqs} sequences {state / 1e9:.2f} GB"
     if free < per_block:
         raise KokubanError(
             f"no room for a KV cache on {dep.describe()}: weights {weights / 1e9:.2f} GB + activations "
-            f"{act / 1e9:.2f} GB exceed the usable {usable / 1e9:.2f} GB per GPU by {(per_block - free) / 1e9:.2f} GB"
+            f"{act / 1e9:.2f} GB{reserved} exceed the usable {usable / 1e9:.2f} GB per GPU by "
+            f"{(per_block - free) / 1e9:.2f} GB"
         )
     blocks = int(free // per_block)
     return blocks * dep.parallel.data_parallel_ranks

@@ -65,6 +65,7 @@ class ModelSpec:
     state_recurrent_dtype: str = "bf16"
     state_heads: int = 0
     state_flops_per_token_per_layer: int = 0
+    chunked_attention: bool = False
 
     # ---- parameter counts ---------------------------------------------------------------------
     @property
@@ -121,7 +122,9 @@ class ModelSpec:
     def attended_tokens(self, context: Any) -> np.ndarray:
         """Σ over layers of min(context, window): the layer-tokens a query at `context` attends to.
 
-        A sliding-window layer holds and reads at most `window` tokens; a global layer holds them all.
+        A sliding-window layer holds and reads at most `window` tokens; a global layer holds them all. A
+        chunked layer is counted at its bound min(context, chunk): a query sees ((context − 1) mod chunk) + 1
+        keys, a sawtooth between 1 and the chunk that averages about half of it over a long generation.
         """
         ctx = np.asarray(context, dtype=np.float64)
         total = np.zeros_like(ctx)
@@ -133,10 +136,17 @@ class ModelSpec:
         """Σ over layers of Σ_{t=1..T} min(t, window): the query-key pairs of a causal prefill of T.
 
         Global layer: T(T+1)/2. Window w < T: w(w+1)/2 + (T - w)·w.
+        Chunked layer (`chunked_attention`, chunk c): a query sees the keys of its own chunk up to itself,
+        Σ_t ((t − 1) mod c + 1) = q·c(c+1)/2 + r(r+1)/2 with q = ⌊T/c⌋, r = T − q·c (about half a window's).
         """
         t = np.asarray(tokens, dtype=np.float64)
         total = np.zeros_like(t)
         for window, count in self.window_groups:
+            if self.chunked_attention and 0 < window < np.inf:
+                q = np.floor(t / window)
+                r = t - q * window
+                total = total + count * (q * window * (window + 1) / 2 + r * (r + 1) / 2)
+                continue
             w = np.minimum(t, window)
             total = total + count * (w * (w + 1) / 2 + (t - w) * w)
         return total
@@ -536,6 +546,7 @@ def parse_config(config: dict[str, Any], name: str = "", source: str = "") -> Mo
         state_recurrent_dtype=state.recurrent_dtype if state else "bf16",
         state_heads=state.shard_heads if state else 0,
         state_flops_per_token_per_layer=state.flops_per_token if state else 0,
+        chunked_attention=model_type.startswith("llama4") and any(w for w in windows),
     )
 
 
