@@ -186,7 +186,7 @@ def test_sim_reserves_the_state_per_sequence_slot_and_counts_blocks_in_attention
 
 # ---- properties -----------------------------------------------------------------------------------
 
-NEW = [SCOUT, MAVERICK, NEXT]
+NEW = [SCOUT, MAVERICK, NEXT, "nemotron-h-8b"]
 PROPS = settings(max_examples=50, deadline=None, derandomize=True)
 
 
@@ -283,3 +283,46 @@ def test_chunked_prefill_pairs_by_hand():
     assert chunked < 8192 * 8193 / 2 + (20000 - 8192) * 8192
     # within one chunk, chunked = causal
     assert float(m.causal_attended_tokens(5000)) == 48 * 5000 * 5001 / 2
+
+
+# ---- Mamba-2 hybrid: Nemotron-H-8B --------------------------------------------------------------------
+
+NEMO = "nemotron-h-8b"
+
+
+def test_nemotron_h_counts_by_hand_and_published():
+    d, vocab, f = 4096, 131072, 21504
+    # Mamba-2 block: 128 heads of 64 → inner 8192; conv dim 8192 + 2·8 groups·128 = 10240; kernel 4
+    inner, conv = 128 * 64, 8192 + 2 * 8 * 128
+    mamba = (d * (inner + conv + 128)  # in_proj: z, x·B·C, dt (no bias)
+             + conv * 4 + conv  # depthwise conv1d + its bias
+             + 3 * 128  # dt_bias, A_log, D
+             + inner  # gated RMSNorm
+             + inner * d)  # out_proj
+    attention = d * 32 * 128 + 2 * d * 8 * 128 + 32 * 128 * d  # q, k, v, o; no bias
+    mlp = 2 * d * f  # up, down (squared ReLU, not gated)
+    # 52 blocks, each one norm; pattern: 24 M, 4 *, 24 -
+    total = 24 * mamba + 4 * attention + 24 * mlp + 52 * d + d + 2 * vocab * d
+    m = load_model(NEMO)
+    assert m.params_total == m.params_active == total == 8_100_852_736
+    # NVIDIA: Nemotron-H-8B, "8B" (+1.3%); tolerance 2% as for every catalog model
+    assert m.params_total == pytest.approx(8e9, rel=0.02)
+
+
+def test_nemotron_h_kv_only_on_attention_layers_and_mamba_state_by_hand():
+    d = dep(NEMO, "h100-sxm")
+    assert d.model.kv_elements_per_token == 4 * 2 * 8 * 128  # 4 attention layers × K, V × 8 KV heads × 128
+    # per Mamba-2 layer: conv 10240·(4 − 1) = 30,720 + recurrent 128·64·128 = 1,048,576 elements, 16-bit
+    state = 24 * (10240 * 3 * 2 + 128 * 64 * 128 * 2)
+    assert roofline.state_bytes_per_request(d) == state == 51_806_208
+    assert float(roofline.kv_bytes_per_request(d, 8192)) == 4 * 8192 * 4096 + state
+    # FLOPs of the recurrences per token: 24 × (5·128·64·128 + 2·10240·4)
+    assert d.model.state_flops_per_token == 24 * (5 * 128 * 64 * 128 + 2 * 10240 * 4) == 127_795_200
+
+
+def test_nemotron_h_moe_pattern_and_a_bad_pattern_are_refused():
+    cfg = config(NEMO)
+    with pytest.raises(KokubanError, match="MoE layers"):
+        parse_config(cfg | {"hybrid_override_pattern": "ME" * 26}, name="x")
+    with pytest.raises(KokubanError, match="hybrid_override_pattern"):
+        parse_config(cfg | {"hybrid_override_pattern": "M*-"}, name="x")

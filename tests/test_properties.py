@@ -23,6 +23,7 @@ MODELS = [
     "phi-3-mini",
     "llama-4-scout",
     "qwen3-next-80b-a3b",
+    "nemotron-h-8b",
 ]
 GPUS = ["h100-sxm", "h200", "mi300x", "b200", "l40s"]
 

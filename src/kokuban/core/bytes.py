@@ -94,11 +94,13 @@ def attention_kv_bytes_per_request(dep: Deployment, context: Any) -> np.ndarray:
 
 
 def state_bytes_per_request(dep: Deployment) -> float:
-    """Constant recurrent-state bytes one request keeps, whatever its context (0 without linear attention):
-    state layers × (conv elements × 2 B + recurrent elements × bytes of the recurrent dtype).
+    """Constant recurrent-state bytes one request keeps, whatever its context (0 without linear-attention or
+    Mamba-2 layers): state layers × (conv elements × 2 B + recurrent elements × bytes of the recurrent dtype).
 
     Qwen3-Next (36 Gated DeltaNet layers, 16 key / 32 value heads of 128, kernel 4, 16-bit):
     36 × ((2·2048 + 4096)·3·2 + 32·128·128·2) = 36 × (49,152 + 1,048,576) = 39,518,208 B per request.
+    Nemotron-H-8B (24 Mamba-2 layers, 128 heads of 64, state 128, conv dim 8192 + 2·8·128 = 10240, kernel 4):
+    24 × (10240·3·2 + 128·64·128·2) = 24 × (61,440 + 2,097,152) = 51,806,208 B.
     It does not grow with context and is not in the KV dtype (engines keep it apart from the KV cache).
     """
     from kokuban.specs.dtypes import bytes_per_element

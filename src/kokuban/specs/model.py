@@ -258,7 +258,7 @@ class ModelSpec:
 
 SUPPORTED_TYPES = (
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2", "deepseek_v3",
-    "kimi_k2", "gpt_oss", "gemma3", "gemma3_text", "phi3", "llama4", "llama4_text", "qwen3_next",
+    "kimi_k2", "gpt_oss", "gemma3", "gemma3_text", "phi3", "llama4", "llama4_text", "qwen3_next", "nemotron_h",
 )
 
 #: Defaults of transformers' `Llama4TextConfig` (configuration_llama4.py) for the fields the Hub configs may
@@ -336,6 +336,7 @@ def _layer_windows(cfg: dict[str, Any], n_layers: int, model_type: str) -> tuple
     layers (every 4th by default) attend globally.
     Qwen3-Next: `layer_types`, or a full-attention layer every `full_attention_interval` layers, the others
     Gated DeltaNet (transformers Qwen3NextConfig: "linear_attention" where (i + 1) % interval != 0).
+    Nemotron-H: `hybrid_override_pattern`, one character a layer; only "*" layers keep KV.
     """
     window = cfg.get("sliding_window")
     types = cfg.get("layer_types")
@@ -344,6 +345,8 @@ def _layer_windows(cfg: dict[str, Any], n_layers: int, model_type: str) -> tuple
         rope = cfg.get("no_rope_layers") or [
             int((i + 1) % LLAMA4_NO_ROPE_LAYER_INTERVAL != 0) for i in range(n_layers)]
         return tuple(int(chunk) if chunk and use_rope else None for use_rope in rope)
+    if model_type == "nemotron_h":  # one block per layer: M = Mamba-2, * = attention, - = MLP (E = MoE)
+        return tuple(None if kind == "*" else 0 for kind in str(cfg.get("hybrid_override_pattern") or ""))
     if model_type == "qwen3_next":
         interval = int(cfg.get("full_attention_interval") or 4)
         types = types or ["linear_attention" if (i + 1) % interval else "full_attention" for i in range(n_layers)]
@@ -417,7 +420,7 @@ def parse_config(config: dict[str, Any], name: str = "", source: str = "") -> Mo
             "tensor-parallel ranks"
         )
     else:
-        e = int(cfg.get("head_dim") or d // h)
+        e = int(cfg.get("head_dim") or cfg.get("attention_head_dim") or d // h)
         attn_params = d * h * e + 2 * d * kv_heads * e + h * e * d
         if model_type == "qwen3_next":
             attn_params += d * h * e  # the output gate: q_proj gives 2·h·e (query and gate)
@@ -430,7 +433,8 @@ def parse_config(config: dict[str, Any], name: str = "", source: str = "") -> Mo
         kv_elements = 2 * kv_heads * e
         flops_decode = flops_prefill = 2 * h * (e + e)
         kv_shardable = True
-    norms = (4 if gemma else 2) * d
+    nemotron = model_type == "nemotron_h"
+    norms = (4 if gemma else 1 if nemotron else 2) * d  # Nemotron-H: one block (one norm) per layer
 
     # ---- MLP / MoE -------------------------------------------------------------------------------
     experts = top_k = per_expert = 0
@@ -481,19 +485,26 @@ def parse_config(config: dict[str, Any], name: str = "", source: str = "") -> Mo
     elif not dense_ffn:
         raise KokubanError(f"config '{where}' is missing the field 'intermediate_size'")
 
+    pattern = str(g("hybrid_override_pattern")) if nemotron else ""
+    if "E" in pattern:
+        raise KokubanError(f"config '{where}' has MoE layers ('E' in hybrid_override_pattern), which kokuban does "
+                           "not parse for nemotron_h; describe it as coarse:total=…,active=…,kv=…")
     moe_layers = sum(moe_flags)
-    dense_layers = n_layers - moe_layers
+    dense_layers = pattern.count("-") if nemotron else n_layers - moe_layers
+    mlp_matrices = 2 if nemotron else 3  # Nemotron-H's MLP is up/down with squared ReLU, not gated
     # widest MLP activation one token carries: the dense MLP, or k experts (+ shared experts)
     shared_width = shared_params // (3 * d) if shared_params else 0
     mlp_width = max(dense_ffn if dense_layers else 0, top_k * (per_expert // (3 * d)) + shared_width)
     windows = _layer_windows(cfg, n_layers, model_type)
-    state = _gated_delta_net(cfg, d, where) if model_type == "qwen3_next" else None
-    linear_layers = sum(w == 0 for w in windows)
+    state = (_gated_delta_net(cfg, d, where) if model_type == "qwen3_next"
+             else _mamba2(cfg, d, where) if nemotron else None)
+    linear_layers = pattern.count("M") if nemotron else sum(w == 0 for w in windows)
+    attention_layers = n_layers - sum(w == 0 for w in windows)
     params_dense_read = (
         n_layers * norms
-        + (n_layers - linear_layers) * attn_params
+        + attention_layers * attn_params
         + (linear_layers * state.params if state else 0)
-        + dense_layers * 3 * d * dense_ffn
+        + dense_layers * mlp_matrices * d * dense_ffn
         + moe_layers * (shared_params + router_params)
         + d  # final norm
         + vocab * d  # LM head (the embedding matrix itself when tied)
@@ -510,8 +521,11 @@ def parse_config(config: dict[str, Any], name: str = "", source: str = "") -> Mo
         kind = "chunked local attention over chunks" if model_type.startswith("llama4") else "a sliding window"
         notes.append(f"{n_local} of {n_layers} layers use {kind} of {max(w for w in windows if w)} tokens")
     if state:
-        notes.append(f"{linear_layers} of {n_layers} layers are Gated DeltaNet linear attention: a constant state per "
-                     "request, no KV cache")
+        kind = "Mamba-2 state-space" if nemotron else "Gated DeltaNet linear attention"
+        notes.append(f"{linear_layers} of {n_layers} layers are {kind} layers: a constant state per request, "
+                     "no KV cache")
+    if nemotron:
+        notes.append(f"{attention_layers} attention layers, {dense_layers} MLP layers (each layer one block)")
     if mla and config.get("num_nextn_predict_layers"):
         notes.append("multi-token-prediction layer(s) in the checkpoint are not counted (not used to serve)")
     return ModelSpec(
@@ -594,4 +608,37 @@ def _gated_delta_net(cfg: dict[str, Any], d: int, where: str) -> LinearAttention
         recurrent_dtype=dtype,
         shard_heads=n_k,
         flops_per_token=7 * n_v * d_k * d_v + 2 * conv_dim * c,
+    )
+
+
+def _mamba2(cfg: dict[str, Any], d: int, where: str) -> LinearAttentionLayer:
+    """Nemotron-H's Mamba-2 mixer from its config (transformers modeling_nemotron_h.py NemotronHMamba2Mixer;
+    vLLM mamba_utils.py MambaStateShapeCalculator.mamba2_state_shape).
+
+    With H heads of P (I = H·P), G groups, state size N, kernel c, conv dim C = I + 2·G·N:
+      params  = d·(I + C + H) (in_proj: z, x·B·C, dt) [+ bias] + C·c + C (conv1d, bias when use_conv_bias)
+                + 3·H (dt_bias, A_log, D) + I (gated RMSNorm) + I·d (out_proj) [+ bias]
+      state per request = conv C·(c − 1)  +  recurrent H·P·N  elements, whatever the context
+      FLOPs per token ≈ 5·H·P·N (the SSD recurrence: decay the state P·N, add dt·x⊗B 2·P·N, read it with
+                C 2·P·N) + 2·C·c (the short convolution): O(P·N) per head, not O(context).
+    The state is kept as `_gated_delta_net` says (16-bit unless `mamba_ssm_dtype` says otherwise); under TP
+    it splits by heads.
+    """
+    from kokuban.specs.dtypes import check_dtype
+
+    heads, head_dim, groups, n_state, c = (int(_get(cfg, k, where)) for k in (
+        "mamba_num_heads", "mamba_head_dim", "n_groups", "ssm_state_size", "conv_kernel"))
+    inner = heads * head_dim
+    conv_dim = inner + 2 * groups * n_state
+    proj_bias = (inner + conv_dim + heads + d) if cfg.get("mamba_proj_bias") else 0
+    conv_bias = conv_dim if cfg.get("use_conv_bias", True) else 0
+    ssm = str(cfg.get("mamba_ssm_dtype") or "bfloat16")
+    dtype = check_dtype({"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(ssm, ssm), "mamba_ssm_dtype")
+    return LinearAttentionLayer(
+        params=d * (inner + conv_dim + heads) + conv_dim * c + conv_bias + 3 * heads + inner + inner * d + proj_bias,
+        conv_elements=conv_dim * (c - 1),
+        recurrent_elements=heads * head_dim * n_state,
+        recurrent_dtype=dtype,
+        shard_heads=heads,
+        flops_per_token=5 * heads * head_dim * n_state + 2 * conv_dim * c,
     )
