@@ -3,7 +3,7 @@
 Capacity (blocks in the whole deployment):
     free bytes per GPU = HBM × memory_utilization − weights per GPU − activations(max_num_seqs)
                          (kokuban.memory: usable − weights − activations, the logits of max_num_seqs requests)
-    bytes per block per GPU = KV bytes of `block_size` tokens ÷ KV shards   (memory.kv_bytes_per_request_per_gpu)
+    bytes per block per GPU = attention KV bytes of `block_size` tokens ÷ KV shards
     blocks = ⌊free ÷ bytes per block⌋ under TP;  × N under EP (each GPU holds whole requests)
 This is vLLM's `num_gpu_blocks` (profiled free memory ÷ page size). A request holding c tokens uses
 ⌈c ÷ block_size⌉ blocks on every layer; sliding-window and chunked layers are charged as full layers
@@ -39,13 +39,12 @@ def capacity_blocks(dep: Deployment, block_size: int = BLOCK_SIZE, max_num_seqs:
     weights = memory.weight_bytes_per_gpu(dep)
     act = float(memory.activation_bytes_per_gpu(dep, memory.requests_per_gpu(dep, max_num_seqs)))
     free = usable - weights - act
-    per_block = float(memory.kv_bytes_per_request_per_gpu(dep, block_size))
+    per_block = float(memory.attention_kv_bytes_per_request(dep, block_size)) / dep.kv_shards
     reserved = ""
     if dep.model.has_state:
         slots = float(memory.requests_per_gpu(dep, max_num_seqs))
         state = slots * memory.state_bytes_per_request(dep) / dep.state_shards
         free -= state
-        per_block = float(memory.attention_kv_bytes_per_request(dep, block_size)) / dep.kv_shards
         reserved = f" + linear-attention state of {max_num_seqs} sequences {state / 1e9:.2f} GB"
     if free < per_block:
         raise KokubanError(

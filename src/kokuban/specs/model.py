@@ -8,13 +8,14 @@ A `ModelSpec` keeps only the quantities the physics needs, each counted once her
 - the input embedding (`params_embedding`), stored but not read as a matrix (a lookup of B rows);
 - per layer, the KV-cache elements per token and the attention FLOPs per attended token, and the
   sliding window of each layer (None = global; a chunked-attention layer is held as a window of its
-  chunk; 0 = a linear-attention layer, which holds no KV);
-- for linear-attention (Gated DeltaNet) layers, the constant recurrent state one request keeps
-  (`state_layers` × (conv + recurrent elements)), whatever its context, and its FLOPs per token.
+  chunk; 0 = a layer that holds no KV: linear attention, Mamba-2, or a Nemotron-H MLP block);
+- for linear-attention (Gated DeltaNet) and Mamba-2 layers, the constant recurrent state one request
+  keeps (`state_layers` × (conv + recurrent elements)), whatever its context, and its FLOPs per token.
 
-Assumptions: gated MLPs (three matrices: SwiGLU / GeGLU) in every supported family; all attention layers
-share the same attention shape; multi-token-prediction heads (DeepSeek-V3 MTP) are not part of the model
-that serves tokens and are left out, as in the published 671B count.
+Assumptions: gated MLPs (three matrices: SwiGLU / GeGLU) in every supported family but Nemotron-H (two:
+squared ReLU); all attention layers share the same attention shape; multi-token-prediction heads (DeepSeek-V3
+MTP, Qwen3-Next MTP) are not part of the model that serves tokens and are left out, as in the published 671B
+count.
 """
 
 from __future__ import annotations
@@ -261,9 +262,8 @@ SUPPORTED_TYPES = (
     "kimi_k2", "gpt_oss", "gemma3", "gemma3_text", "phi3", "llama4", "llama4_text", "qwen3_next", "nemotron_h",
 )
 
-#: Defaults of transformers' `Llama4TextConfig` (configuration_llama4.py) for the fields the Hub configs may
-#: leave out: a NoPE (global) layer every 4th layer when `no_rope_layers` is empty, an MoE layer every
-#: `interleave_moe_layer_step` layers when `moe_layers` is absent.
+#: transformers' `Llama4TextConfig` default `no_rope_layer_interval` (configuration_llama4.py): when the Hub
+#: config's `no_rope_layers` is empty, every 4th layer is a NoPE (global-attention) layer.
 LLAMA4_NO_ROPE_LAYER_INTERVAL = 4
 
 
@@ -377,6 +377,8 @@ def parse_config(config: dict[str, Any], name: str = "", source: str = "") -> Mo
       dense MLP of 3·d·f_mlp (`intermediate_size_mlp`).
     Qwen3-Next (`qwen3_next`), see `_gated_delta_net`: full-attention layers with an output gate (q_proj
       doubled: d·2·h·e) and qk-norms; Gated DeltaNet layers elsewhere; MoE as Qwen3-MoE + a gated shared expert.
+    Nemotron-H (`nemotron_h`), see `_mamba2`: one block and one norm per layer, by `hybrid_override_pattern`:
+      Mamba-2 (M), GQA attention (*) or a squared-ReLU MLP of 2·d·f (-).
     """
     where = source or name or "config.json"
     if not isinstance(config, dict):  # a file holding a list or a string, say
@@ -565,9 +567,9 @@ def parse_config(config: dict[str, Any], name: str = "", source: str = "") -> Mo
 
 
 @dataclass(frozen=True)
-class LinearAttentionLayer:
-    """One linear-attention (Gated DeltaNet) layer: its parameters, the state a request keeps in it, and the
-    FLOPs a token costs it. Elements and FLOPs; bytes are counted in core/bytes.py."""
+class StateLayer:
+    """One layer that keeps a recurrent state instead of KV (Gated DeltaNet, Mamba-2): its parameters, the
+    state a request keeps in it, and the FLOPs a token costs it. Elements and FLOPs; bytes in core/bytes.py."""
 
     params: int
     conv_elements: int
@@ -577,7 +579,16 @@ class LinearAttentionLayer:
     flops_per_token: int
 
 
-def _gated_delta_net(cfg: dict[str, Any], d: int, where: str) -> LinearAttentionLayer:
+def _state_dtype(cfg: dict[str, Any]) -> str:
+    """The recurrent state's dtype: the config's `mamba_ssm_dtype` if it names one, else 16-bit (vLLM's
+    mamba_ssm_cache_dtype "auto" follows the model's dtype, bf16 for every supported hybrid)."""
+    from kokuban.specs.dtypes import check_dtype
+
+    ssm = str(cfg.get("mamba_ssm_dtype") or "bfloat16")
+    return check_dtype({"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(ssm, ssm), "mamba_ssm_dtype")
+
+
+def _gated_delta_net(cfg: dict[str, Any], d: int, where: str) -> StateLayer:
     """Qwen3-Next's Gated DeltaNet layer from its config (transformers modeling_qwen3_next.py
     Qwen3NextGatedDeltaNet; vLLM mamba_utils.py MambaStateShapeCalculator.gated_delta_net_state_shape).
 
@@ -588,30 +599,25 @@ def _gated_delta_net(cfg: dict[str, Any], d: int, where: str) -> LinearAttention
       FLOPs per token ≈ 7·n_v·d_k·d_v (the gated delta rule, recurrent form: decay the state d_k·d_v, read it
                 with the key 2·d_k·d_v, the rank-1 update 2·d_k·d_v, read it with the query 2·d_k·d_v)
                 + 2·(2K + V)·c (the short convolution): O(d_k·d_v) per head, not O(context).
-    The conv state is kept in the activations' 16-bit type; the recurrent state in `mamba_ssm_dtype` when the
-    config names one, else 16-bit as well (vLLM's mamba_ssm_cache_dtype "auto" follows the model's dtype).
+    The conv state is kept in the activations' 16-bit type, the recurrent state in `_state_dtype`.
     Under TP the state splits by heads (vLLM divides n_v and the conv dim by the TP size; n_k bounds it).
     """
-    from kokuban.specs.dtypes import check_dtype
-
     n_k, n_v, d_k, d_v, c = (int(_get(cfg, k, where)) for k in (
         "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
         "linear_conv_kernel_dim"))
     key, value = n_k * d_k, n_v * d_v
     conv_dim = 2 * key + value
-    ssm = str(cfg.get("mamba_ssm_dtype") or "bfloat16")
-    dtype = check_dtype({"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(ssm, ssm), "mamba_ssm_dtype")
-    return LinearAttentionLayer(
+    return StateLayer(
         params=d * (2 * key + 2 * value) + d * 2 * n_v + conv_dim * c + 2 * n_v + d_v + value * d,
         conv_elements=conv_dim * (c - 1),
         recurrent_elements=n_v * d_k * d_v,
-        recurrent_dtype=dtype,
+        recurrent_dtype=_state_dtype(cfg),
         shard_heads=n_k,
         flops_per_token=7 * n_v * d_k * d_v + 2 * conv_dim * c,
     )
 
 
-def _mamba2(cfg: dict[str, Any], d: int, where: str) -> LinearAttentionLayer:
+def _mamba2(cfg: dict[str, Any], d: int, where: str) -> StateLayer:
     """Nemotron-H's Mamba-2 mixer from its config (transformers modeling_nemotron_h.py NemotronHMamba2Mixer;
     vLLM mamba_utils.py MambaStateShapeCalculator.mamba2_state_shape).
 
@@ -621,24 +627,20 @@ def _mamba2(cfg: dict[str, Any], d: int, where: str) -> LinearAttentionLayer:
       state per request = conv C·(c − 1)  +  recurrent H·P·N  elements, whatever the context
       FLOPs per token ≈ 5·H·P·N (the SSD recurrence: decay the state P·N, add dt·x⊗B 2·P·N, read it with
                 C 2·P·N) + 2·C·c (the short convolution): O(P·N) per head, not O(context).
-    The state is kept as `_gated_delta_net` says (16-bit unless `mamba_ssm_dtype` says otherwise); under TP
-    it splits by heads.
+    The state is kept as `_gated_delta_net`'s (conv 16-bit, recurrent in `_state_dtype`); under TP it splits
+    by heads.
     """
-    from kokuban.specs.dtypes import check_dtype
-
     heads, head_dim, groups, n_state, c = (int(_get(cfg, k, where)) for k in (
         "mamba_num_heads", "mamba_head_dim", "n_groups", "ssm_state_size", "conv_kernel"))
     inner = heads * head_dim
     conv_dim = inner + 2 * groups * n_state
     proj_bias = (inner + conv_dim + heads + d) if cfg.get("mamba_proj_bias") else 0
     conv_bias = conv_dim if cfg.get("use_conv_bias", True) else 0
-    ssm = str(cfg.get("mamba_ssm_dtype") or "bfloat16")
-    dtype = check_dtype({"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(ssm, ssm), "mamba_ssm_dtype")
-    return LinearAttentionLayer(
+    return StateLayer(
         params=d * (inner + conv_dim + heads) + conv_dim * c + conv_bias + 3 * heads + inner + inner * d + proj_bias,
         conv_elements=conv_dim * (c - 1),
         recurrent_elements=heads * head_dim * n_state,
-        recurrent_dtype=dtype,
+        recurrent_dtype=_state_dtype(cfg),
         shard_heads=heads,
         flops_per_token=5 * heads * head_dim * n_state + 2 * conv_dim * c,
     )
