@@ -4,7 +4,11 @@ per request. Both the step times (core/roofline.py) and the capacity (core/memor
     weights stored      = (params − embedding/LM-head params)·b_w + those params·2   (16-bit embeddings)
     weights per GPU     = (stored − routed)/dense shards + routed/N
     weights read (pass) = (always-read − LM head)·b_w + LM head·2 + moe_layers·E_touched(T)·params/expert·b_w
-    KV per request      = KV elements(L) × bytes per element,  elements(L) = per token per layer × Σ min(L, window)
+    KV per request      = attention KV(L) + constant state
+                          attention KV(L) = KV elements(L) × bytes per element,
+                          elements(L) = per token per layer × Σ_attention layers min(L, window)
+                          (a global layer holds L, a sliding-window or chunked layer at most its window/chunk)
+                          state = linear-attention layers × (conv elements·2 + recurrent elements·b_state)
 """
 
 from __future__ import annotations
@@ -76,14 +80,45 @@ def weight_bytes_read_per_gpu(dep: Deployment, tokens: Any) -> np.ndarray:
     return dense_weight_bytes_read(dep) / dep.dense_shards + routed / dep.parallel.expert_shards
 
 
-def kv_bytes_per_request(dep: Deployment, context: Any) -> np.ndarray:
-    """KV-cache bytes one request holds at `context` tokens: elements(context) × bytes per element.
+#: Bytes per element of a linear-attention layer's convolution state: the activations' 16-bit type (vLLM
+#: MambaStateDtypeCalculator: mamba_cache_dtype "auto" = the model dtype, bf16 for every supported hybrid).
+STATE_CONV_BYTES_PER_ELEMENT = 2.0
 
-    elements(L) = KV elements per token per layer × Σ_layers min(L, window_layer).
+
+def attention_kv_bytes_per_request(dep: Deployment, context: Any) -> np.ndarray:
+    """Attention KV-cache bytes one request holds at `context` tokens: elements(context) × bytes per element.
+
+    elements(L) = KV elements per token per layer × Σ_layers min(L, window_layer) (linear layers: window 0).
     """
     return dep.model.kv_elements(context) * dep.kv_bytes_per_element
 
 
+def state_bytes_per_request(dep: Deployment) -> float:
+    """Constant recurrent-state bytes one request keeps, whatever its context (0 without linear-attention or
+    Mamba-2 layers): state layers × (conv elements × 2 B + recurrent elements × bytes of the recurrent dtype).
+
+    Qwen3-Next (36 Gated DeltaNet layers, 16 key / 32 value heads of 128, kernel 4, 16-bit):
+    36 × ((2·2048 + 4096)·3·2 + 32·128·128·2) = 36 × (49,152 + 1,048,576) = 39,518,208 B per request.
+    Nemotron-H-8B (24 Mamba-2 layers, 128 heads of 64, state 128, conv dim 8192 + 2·8·128 = 10240, kernel 4):
+    24 × (10240·3·2 + 128·64·128·2) = 24 × (61,440 + 2,097,152) = 51,806,208 B.
+    It does not grow with context and is not in the KV dtype (engines keep it apart from the KV cache).
+    """
+    from kokuban.specs.dtypes import bytes_per_element
+
+    m = dep.model
+    if not m.has_state:
+        return 0.0
+    per_layer = (m.state_conv_elements_per_layer * STATE_CONV_BYTES_PER_ELEMENT
+                 + m.state_recurrent_elements_per_layer * bytes_per_element(m.state_recurrent_dtype))
+    return m.state_layers * per_layer
+
+
+def kv_bytes_per_request(dep: Deployment, context: Any) -> np.ndarray:
+    """Bytes of cache one request holds at `context` tokens: attention KV(context) + the constant state."""
+    return attention_kv_bytes_per_request(dep, context) + state_bytes_per_request(dep)
+
+
 def kv_bytes_per_request_per_gpu(dep: Deployment, context: Any) -> np.ndarray:
-    """KV bytes of one request that one GPU holds: kv_bytes_per_request ÷ KV shards."""
-    return kv_bytes_per_request(dep, context) / dep.kv_shards
+    """Cache bytes of one request that one GPU holds: attention KV ÷ KV shards + state ÷ state shards."""
+    state = state_bytes_per_request(dep) / dep.state_shards
+    return attention_kv_bytes_per_request(dep, context) / dep.kv_shards + state

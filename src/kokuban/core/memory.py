@@ -5,7 +5,8 @@
     activations      = chunk·2·(4·d + 2·mlp_width/N_tp)  + requests·vocab·4
                        (one prefill chunk's residual, qkv/attention-out and gated-MLP activations in
                        bf16 — a rule of thumb — plus fp32 logits of one sampled token per request)
-    KV per GPU       = requests on the GPU × KV bytes per request ÷ KV shards
+    KV per GPU       = requests on the GPU × (attention KV per request ÷ KV shards
+                                            + linear-attention state per request ÷ state shards)
     fits             ⇔ weights + activations + KV ≤ usable
 """
 
@@ -17,8 +18,10 @@ from typing import Any
 import numpy as np
 
 from kokuban.core.bytes import (
+    attention_kv_bytes_per_request,
     kv_bytes_per_request,
     kv_bytes_per_request_per_gpu,
+    state_bytes_per_request,
     weight_bytes_per_gpu,
     weight_bytes_stored,
 )
@@ -92,7 +95,10 @@ def plan(dep: Deployment, batch: int, context: int) -> MemoryPlan:
     """The memory plan; `min_gpus` is filled only when the configuration does not fit."""
     kv_req = float(kv_bytes_per_request(dep, context))
     rpg = float(requests_per_gpu(dep, batch))
-    kv_gpu = rpg * kv_req / dep.kv_shards
+    # rpg × kv_bytes_per_request_per_gpu, multiplied in this order (as before the state existed)
+    kv_gpu = rpg * float(attention_kv_bytes_per_request(dep, context)) / dep.kv_shards
+    if dep.model.has_state:  # the constant recurrent state, split by its own heads
+        kv_gpu += rpg * state_bytes_per_request(dep) / dep.state_shards
     usable = dep.accelerator.memory_bytes * dep.memory_utilization
     weights = weight_bytes_per_gpu(dep)
     act = float(activation_bytes_per_gpu(dep, rpg))

@@ -26,8 +26,10 @@ from typing import Any
 import numpy as np
 
 from kokuban.core.bytes import (  # noqa: F401  (re-exported: the byte counts the steps are built from)
+    attention_kv_bytes_per_request,
     expected_experts_touched,
     kv_bytes_per_request,
+    state_bytes_per_request,
     weight_bytes_per_gpu,
     weight_bytes_read,
     weight_bytes_read_per_gpu,
@@ -186,17 +188,20 @@ def lm_head_time_s(dep: Deployment) -> float:
     return 2.0 * dep.model.params_lm_head / (acc.flops(dep.compute_dtype) * dep.num_gpus * dep.efficiency.compute)
 
 
-def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_per_pair: int, kv_bytes: Any) -> Step:
+def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_per_pair: int, kv_bytes: Any,
+          state_bytes: Any = 0.0) -> Step:
     """Assemble a step from the work it does.
 
     tokens: tokens through the weights this step; attended: Σ query-key pairs (over layers);
-    kv_bytes: KV bytes moved (read in decode, written in prefill).
+    kv_bytes: attention KV bytes moved (read in decode, written in prefill); state_bytes: linear-attention
+    state bytes moved (0 without linear attention).
     Only the last position of each of the `batch` sequences goes through the LM head (engines compute
     logits for the sampled token only), so
     linear compute = [tokens·2·(matmul params − LM head) + batch·2·LM head] ÷ peak[compute dtype] ÷ (N·eff)
-    attention compute = attended·attn_flops ÷ peak[attention dtype] ÷ (N·eff)
+    attention compute = [attended·attn_flops + tokens·state FLOPs per token] ÷ peak[attention dtype] ÷ (N·eff)
+      (the linear-attention recurrences are the attention kernel of their layers: O(d_k·d_v) per head per token)
     weights = weight bytes read(tokens) ÷ N ÷ (HBM bandwidth·memory eff)
-    kv      = kv bytes ÷ kv shards ÷ (HBM bandwidth·kv_memory eff)
+    kv      = [kv bytes ÷ kv read ways + state bytes ÷ state read ways] ÷ (HBM bandwidth·kv_memory eff)
     Under EP each GPU reads the whole always-read part for its own requests, so that part is divided
     by the dense shards only; routed experts and everything under TP are divided by N.
     """
@@ -206,6 +211,8 @@ def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_pe
     body_flops = tokens * (m.flops_per_token - 2 * m.params_lm_head)
     linear_flops = body_flops + logits * 2 * m.params_lm_head
     attn_flops = np.asarray(attended, dtype=np.float64) * attn_flops_per_pair
+    if m.has_state:
+        attn_flops = attn_flops + tokens * m.state_flops_per_token
     attn_compute_s = attn_flops / acc.flops(attention_dtype(dep)) / (n * eff.compute)
     compute_s = (
         body_flops / acc.flops(dep.compute_dtype) / (n * eff.compute) + logits * lm_head_time_s(dep) + attn_compute_s
@@ -214,6 +221,9 @@ def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_pe
     weights_s = weight_bytes_read_per_gpu(dep, tokens) / (acc.memory_bandwidth_bytes_per_s * eff.memory)
     kv_bw = acc.memory_bandwidth_bytes_per_s * eff.kv_memory_fraction
     kv_s = np.asarray(kv_bytes, dtype=np.float64) / dep.kv_read_ways / kv_bw
+    if m.has_state:
+        kv_s = kv_s + np.asarray(state_bytes, dtype=np.float64) / dep.state_read_ways / kv_bw
+        kv_bytes = np.asarray(kv_bytes, dtype=np.float64) + state_bytes
     comm_s, comm_bytes = comm_time_s(dep, tokens)
     return Step(
         tokens=tokens,
@@ -239,13 +249,15 @@ def decode_step(dep: Deployment, batch: Any, context: Any) -> Step:
     """One decode step: `batch` requests each generate one token while attending to `context` tokens.
 
     Work: batch tokens through the active weights; batch × Σ_layers min(context, window) query-key
-    pairs of attention; the KV cache of every request read once: batch × kv_bytes_per_request(context).
-    `batch` and `context` broadcast (arrays welcome).
+    pairs of attention; the KV cache of every request read once: batch × attention KV(context); a
+    linear-attention state read and written back once per request: batch × 2 × state bytes (constant in
+    context). `batch` and `context` broadcast (arrays welcome).
     """
     b = np.asarray(batch, dtype=np.float64)
     attended = b * dep.model.attended_tokens(context)
-    kv = b * kv_bytes_per_request(dep, context)
-    return _step(dep, b, b, attended, dep.model.attn_flops_per_ctx_token_per_layer_decode, kv)
+    kv = b * attention_kv_bytes_per_request(dep, context)
+    state = b * 2 * state_bytes_per_request(dep)
+    return _step(dep, b, b, attended, dep.model.attn_flops_per_ctx_token_per_layer_decode, kv, state)
 
 
 def decode_step_mixed(dep: Deployment, contexts: Sequence[int]) -> Step:
@@ -255,8 +267,9 @@ def decode_step_mixed(dep: Deployment, contexts: Sequence[int]) -> Step:
         raise KokubanError("contexts must be a non-empty list of token counts")
     b = float(ctx.size)
     attended = dep.model.attended_tokens(ctx).sum()
-    kv = kv_bytes_per_request(dep, ctx).sum()
-    return _step(dep, b, b, attended, dep.model.attn_flops_per_ctx_token_per_layer_decode, kv)
+    kv = attention_kv_bytes_per_request(dep, ctx).sum()
+    state = b * 2 * state_bytes_per_request(dep)
+    return _step(dep, b, b, attended, dep.model.attn_flops_per_ctx_token_per_layer_decode, kv, state)
 
 
 def prefill(dep: Deployment, batch: Any, prompt_tokens: Any, cached_tokens: Any = 0) -> Step:
@@ -266,7 +279,8 @@ def prefill(dep: Deployment, batch: Any, prompt_tokens: Any, cached_tokens: Any 
     New tokens n = T − C per prompt. Work: batch·n tokens through the active weights (MoE: experts
     touched by batch·n tokens, all of them for any real prompt); causal attention of the new queries:
     Σ_layers Σ_{C<t≤T} min(t, window) pairs per prompt; KV traffic: the new tokens' KV written plus the
-    cached prefix's KV read once: kv(T) − kv(C) + kv(C) = kv(T) per prompt. Long prompts make this
+    cached prefix's KV read once: kv(T) − kv(C) + kv(C) = kv(T) per prompt; a linear-attention state
+    written once per prompt (read too when a cached prefix resumes it: C > 0). Long prompts make this
     compute-bound.
     """
     b = np.asarray(batch, dtype=np.float64)
@@ -276,5 +290,6 @@ def prefill(dep: Deployment, batch: Any, prompt_tokens: Any, cached_tokens: Any 
         raise KokubanError(f"cached tokens must be in [0, prompt tokens): got {cached_tokens} of {prompt_tokens}")
     m = dep.model
     attended = b * (m.causal_attended_tokens(t) - m.causal_attended_tokens(c))
-    kv = b * kv_bytes_per_request(dep, t)
-    return _step(dep, b, b * (t - c), attended, m.attn_flops_per_ctx_token_per_layer_prefill, kv)
+    kv = b * attention_kv_bytes_per_request(dep, t)
+    state = b * np.where(c > 0, 2.0, 1.0) * state_bytes_per_request(dep)
+    return _step(dep, b, b * (t - c), attended, m.attn_flops_per_ctx_token_per_layer_prefill, kv, state)

@@ -23,6 +23,8 @@ def blackboard(con: Console, est: Estimate) -> None:
         f"{si(m['kv_bytes_per_token'], 'B')}/token in {prec['kv']}"
         + (f" ({si(m['kv_bytes_per_token_beyond_windows'], 'B')}/token beyond the sliding windows)"
            if m["kv_bytes_per_token_beyond_windows"] != m["kv_bytes_per_token"] else "")
+        + (f" + {si(m['state_bytes_per_request'], 'B')} of recurrent state per request (constant)"
+           if m["state_bytes_per_request"] else "")
     )
     con.print(
         f"precision: weights {prec['weights']}, KV {prec['kv']}, compute {prec['compute']}; "

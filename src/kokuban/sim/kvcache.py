@@ -3,11 +3,16 @@
 Capacity (blocks in the whole deployment):
     free bytes per GPU = HBM × memory_utilization − weights per GPU − activations(max_num_seqs)
                          (kokuban.memory: usable − weights − activations, the logits of max_num_seqs requests)
-    bytes per block per GPU = KV bytes of `block_size` tokens ÷ KV shards   (memory.kv_bytes_per_request_per_gpu)
+    bytes per block per GPU = attention KV bytes of `block_size` tokens ÷ KV shards
     blocks = ⌊free ÷ bytes per block⌋ under TP;  × N under EP (each GPU holds whole requests)
 This is vLLM's `num_gpu_blocks` (profiled free memory ÷ page size). A request holding c tokens uses
-⌈c ÷ block_size⌉ blocks on every layer; sliding-window layers are charged as full layers (vLLM's
-hybrid allocator frees out-of-window blocks; not modelled, so windowed models are conservative).
+⌈c ÷ block_size⌉ blocks on every layer; sliding-window and chunked layers are charged as full layers
+(vLLM's hybrid allocator frees out-of-window blocks; not modelled, so windowed models are conservative).
+Linear-attention (Gated DeltaNet) state is constant per sequence, not per token: it is reserved up front
+for every sequence slot the scheduler may run (max_num_seqs, as vLLM's mamba cache keeps one state slot
+per running sequence) and taken out of the free bytes before they are cut into blocks:
+    free bytes per GPU −= requests per GPU(max_num_seqs) × state bytes per request ÷ state shards
+Blocks then count attention KV only (bytes of `block_size` tokens of the attention layers).
 
 Prefix cache (vLLM `--enable-prefix-caching`, on by default in V1): a request whose prompt starts with a
 shared prefix that is already cached reuses its ⌊prefix ÷ block_size⌋ full blocks and skips computing
@@ -34,11 +39,18 @@ def capacity_blocks(dep: Deployment, block_size: int = BLOCK_SIZE, max_num_seqs:
     weights = memory.weight_bytes_per_gpu(dep)
     act = float(memory.activation_bytes_per_gpu(dep, memory.requests_per_gpu(dep, max_num_seqs)))
     free = usable - weights - act
-    per_block = float(memory.kv_bytes_per_request_per_gpu(dep, block_size))
+    per_block = float(memory.attention_kv_bytes_per_request(dep, block_size)) / dep.kv_shards
+    reserved = ""
+    if dep.model.has_state:
+        slots = float(memory.requests_per_gpu(dep, max_num_seqs))
+        state = slots * memory.state_bytes_per_request(dep) / dep.state_shards
+        free -= state
+        reserved = f" + linear-attention state of {max_num_seqs} sequences {state / 1e9:.2f} GB"
     if free < per_block:
         raise KokubanError(
             f"no room for a KV cache on {dep.describe()}: weights {weights / 1e9:.2f} GB + activations "
-            f"{act / 1e9:.2f} GB exceed the usable {usable / 1e9:.2f} GB per GPU by {(per_block - free) / 1e9:.2f} GB"
+            f"{act / 1e9:.2f} GB{reserved} exceed the usable {usable / 1e9:.2f} GB per GPU by "
+            f"{(per_block - free) / 1e9:.2f} GB"
         )
     blocks = int(free // per_block)
     return blocks * dep.parallel.data_parallel_ranks

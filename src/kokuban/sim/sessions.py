@@ -18,8 +18,8 @@ Retention between a session's calls (`Retention`, spec strings):
                       recently used contexts dropped to make room); a next call whose context was evicted from
                       HBM is reloaded first: its blocks are taken (held while the copy lasts, then cached like
                       any context) and the call reaches the engine after
-                      reload = b ÷ BW, b = `roofline.kv_bytes_per_request` of the blocks' tokens (the deployment's
-                      KV bytes; BW in bytes/s). The copy out is assumed to overlap the gap.
+                      reload = b ÷ BW, b = `roofline.attention_kv_bytes_per_request` of the blocks' tokens
+                      (the deployment's KV bytes; BW in bytes/s). The copy out is assumed to overlap the gap.
 
 Metrics per session (`SessionRun`), beside the per-request ones of `metrics.SimResult`:
     run latency   last call's finish − first call's arrival
@@ -339,7 +339,7 @@ def simulate_sessions(dep: Deployment, plan: SessionPlan, retention: Retention |
         raise KokubanError("sessions reuse their context through the prefix cache: turn it on",
                            field="prefix_caching", value=False)
     retention = retention or Retention()
-    per_block = float(roofline.kv_bytes_per_request(dep, plan.block_size))
+    per_block = float(roofline.attention_kv_bytes_per_request(dep, plan.block_size))  # per-token blocks; no state
     client = SessionClient(plan, retention, per_block)
     sim = simulate(dep, plan.workload, cfg, kv_blocks=kv_blocks, client=client)
     return SessionRun(sim, dep, plan, retention, client.reload_s, client.held_block_s)

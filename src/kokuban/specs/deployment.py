@@ -111,6 +111,17 @@ class Deployment:
         return self.parallel.kv_shards(self.model.num_kv_heads, self.model.kv_shardable)
 
     @cached_property
+    def state_shards(self) -> int:
+        """Ways one request's linear-attention state is split: by its heads under TP (`Layout.kv_shards` for
+        the model's state heads), like the KV cache; 1 under EP or for a model without state."""
+        return self.parallel.kv_shards(self.model.state_heads, self.model.has_state)
+
+    @cached_property
+    def state_read_ways(self) -> int:
+        """Ways a step's total state traffic is spread over GPUs (`Layout.kv_read_ways` for the state heads)."""
+        return self.parallel.kv_read_ways(self.model.state_heads, self.model.has_state)
+
+    @cached_property
     def kv_read_ways(self) -> int:
         """Ways a step's total KV traffic is spread over GPUs (`Layout.kv_read_ways`)."""
         return self.parallel.kv_read_ways(self.model.num_kv_heads, self.model.kv_shardable)

@@ -68,6 +68,28 @@ class TextConfigSchema(BaseModel):
     qk_rope_head_dim: PositiveInt | None = None
     qk_nope_head_dim: PositiveInt | None = None
     v_head_dim: PositiveInt | None = None
+    # Llama 4 (llama4_text): interleaved MoE, chunked local attention on the RoPE layers
+    interleave_moe_layer_step: Count | None = None
+    intermediate_size_mlp: Count | None = None
+    moe_layers: list[Count] | None = None
+    attention_chunk_size: Window | None = None
+    no_rope_layers: list[Count] | None = None
+    # Qwen3-Next (qwen3_next): Gated DeltaNet linear attention between full-attention layers
+    full_attention_interval: PositiveInt | None = None
+    linear_num_key_heads: PositiveInt | None = None
+    linear_num_value_heads: PositiveInt | None = None
+    linear_key_head_dim: PositiveInt | None = None
+    linear_value_head_dim: PositiveInt | None = None
+    linear_conv_kernel_dim: PositiveInt | None = None
+    mamba_ssm_dtype: str | None = None
+    # Nemotron-H (nemotron_h): one block per layer, Mamba-2 / attention / MLP by hybrid_override_pattern
+    hybrid_override_pattern: str | None = None
+    attention_head_dim: PositiveInt | None = None
+    mamba_num_heads: PositiveInt | None = None
+    mamba_head_dim: PositiveInt | None = None
+    n_groups: PositiveInt | None = None
+    ssm_state_size: PositiveInt | None = None
+    conv_kernel: PositiveInt | None = None
 
     @model_validator(mode="after")
     def _shapes_agree(self) -> TextConfigSchema:
@@ -79,6 +101,13 @@ class TextConfigSchema(BaseModel):
         if self.layer_types is not None and len(self.layer_types) != self.num_hidden_layers:
             raise ValueError(f"layer_types lists {len(self.layer_types)} layers for num_hidden_layers "
                              f"{self.num_hidden_layers}")
+        if self.no_rope_layers and len(self.no_rope_layers) != self.num_hidden_layers:
+            raise ValueError(f"no_rope_layers lists {len(self.no_rope_layers)} layers for num_hidden_layers "
+                             f"{self.num_hidden_layers}")
+        pattern = self.hybrid_override_pattern
+        if pattern is not None and (len(pattern) != self.num_hidden_layers or set(pattern) - set("M*-E")):
+            raise ValueError(f"hybrid_override_pattern must have one of M, *, -, E for each of the "
+                             f"{self.num_hidden_layers} layers, got {len(pattern)} characters")
         experts = self.num_local_experts or self.num_experts or self.n_routed_experts
         top_k = self.num_experts_per_tok or self.experts_per_token
         if experts and top_k and top_k > experts:

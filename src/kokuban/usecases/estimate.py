@@ -42,6 +42,7 @@ class Estimate:
                 "flops_per_token": m.flops_per_token, "max_context": m.max_context, "attention": m.attention,
                 "kv_bytes_per_token": m.kv_bytes_per_token(dep.kv_dtype),
                 "kv_bytes_per_token_beyond_windows": m.kv_bytes_per_token(dep.kv_dtype, beyond_windows=True),
+                "state_bytes_per_request": roofline.state_bytes_per_request(dep),
                 "num_experts": m.num_experts, "top_k": m.top_k, "notes": list(m.notes), "source": m.source,
             },
             "hardware": {
