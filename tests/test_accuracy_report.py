@@ -111,18 +111,18 @@ def test_groups_are_the_rows_they_name():
 
 
 def test_documented_intervals_hold():
-    """docs/validation.md: "all 43 rows 20.3 % median (95 % interval 12.1–27.4 %)"; by workload decode
-    batch 1 13.7 % (7.5–28.8 %), throughput 20.4 % (12.1–31.3 %), multi-GPU 20.5 % (9.6–31.6 %), MoE 20.9 %
-    (1.5–119.5 %); vLLM 49.3 % (5 rows)."""
+    """docs/validation.md: "all 43 rows 20.3 % median (95 % interval 12.2–25.6 %)"; by workload decode
+    batch 1 18.7 % (8.8–27.4 %), throughput 20.4 % (12.1–31.3 %), multi-GPU 19.5 % (9.6–24.3 %), MoE 21.2 %
+    (1.5–117.3 %); vLLM 49.3 % (5 rows)."""
     s = accuracy().summary
 
     def q(g):
         return round(100 * g["median_abs_error"], 1), *(round(100 * x, 1) for x in g["median_abs_error_ci"])
 
-    assert q(s) == (20.3, 12.1, 27.4)
+    assert q(s) == (20.3, 12.2, 25.6)
     w = s["by_workload"]
     assert [q(w[k]) for k in ("decode_batch_1", "throughput", "multi_gpu", "moe")] == [
-        (13.7, 7.5, 28.8), (20.4, 12.1, 31.3), (20.5, 9.6, 31.6), (20.9, 1.5, 119.5)]
+        (18.7, 8.8, 27.4), (20.4, 12.1, 31.3), (19.5, 9.6, 24.3), (21.2, 1.5, 117.3)]
     assert (s["by_engine"]["vLLM"]["count"], q(s["by_engine"]["vLLM"])[0]) == (5, 49.3)
 
 

@@ -81,7 +81,7 @@ def test_deepseek_v3_moe_structure():
     m = load_model("deepseek-v3")
     assert (m.num_experts, m.top_k, m.moe_layers) == (256, 8, 61 - 3)  # first 3 layers dense
     assert m.params_per_expert == 3 * 7168 * 2048
-    assert m.native_dtype == "fp8"
+    assert m.native_dtype == "fp8-block"  # quantization_config weight_block_size [128, 128]
 
 
 def test_sliding_windows_gpt_oss_and_gemma3():

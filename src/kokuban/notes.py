@@ -11,6 +11,11 @@ class KokubanNote(UserWarning):
     """A choice kokuban made for the caller, worth saying."""
 
 
-def note(message: str, *, stacklevel: int = 3) -> None:
-    """Issue `message` as a KokubanNote (by default attributed to the caller's caller)."""
-    warnings.warn(message, KokubanNote, stacklevel=stacklevel)
+class KokubanWarning(KokubanNote):
+    """Something kokuban could not read as given (a checkpoint's unknown quantisation): the CLI prints "warning: …"."""
+
+
+def note(message: str, *, stacklevel: int = 3, warning: bool = False) -> None:
+    """Issue `message` as a KokubanNote, or a KokubanWarning with `warning` (by default attributed to the caller's
+    caller)."""
+    warnings.warn(message, KokubanWarning if warning else KokubanNote, stacklevel=stacklevel)

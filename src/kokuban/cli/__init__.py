@@ -18,7 +18,7 @@ import click
 from kokuban import __version__
 from kokuban.cli import agent, core, economics, examples, prices, serve, simulate, validate
 from kokuban.errors import KokubanError
-from kokuban.notes import KokubanNote
+from kokuban.notes import KokubanNote, KokubanWarning
 
 #: Optional libraries and the extra that installs each (pyproject.toml [project.optional-dependencies]).
 EXTRAS = {"matplotlib": "plots", "scipy": "fitting", "torch": "validate", "ray": "ray"}
@@ -76,12 +76,15 @@ def flag_for(field: str, command: click.Command) -> str:
     return FIELD_FLAGS.get(field, "--" + field.replace("_", "-"))
 
 
-def _notes_on_stderr(show: Callable[..., None]) -> Callable[..., None]:
-    """A `warnings.showwarning` that prints a KokubanNote as one line, "note: …", on stderr (never stdout, so
-    --json output stays clean) and hands every other warning to `show`."""
+def _notes_on_stderr(show: Callable[..., None], held: list[str] | None = None) -> Callable[..., None]:
+    """A `warnings.showwarning` that prints a KokubanNote as one line, "note: …" ("warning: …" for a
+    KokubanWarning), on stderr (never stdout, so --json output stays clean) and hands every other warning to `show`.
+    With `held`, the lines are appended there instead, for the caller to print once the command has succeeded
+    (a refused command prints its one error line and nothing else)."""
     def showwarning(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
         if issubclass(category, KokubanNote):
-            click.echo(f"note: {message}", err=True)
+            line = f"{'warning' if issubclass(category, KokubanWarning) else 'note'}: {message}"
+            held.append(line) if held is not None else click.echo(line, err=True)
         else:
             show(message, category, *args, **kwargs)
     return showwarning
@@ -94,11 +97,14 @@ def main(argv: list[str] | None = None) -> int:
     if "numpy" not in sys.modules:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = sys.argv[1:] if argv is None else list(argv)
+    held: list[str] = []
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default", KokubanNote)  # each note once per run
-            warnings.showwarning = _notes_on_stderr(warnings.showwarning)
+            warnings.showwarning = _notes_on_stderr(warnings.showwarning, held)
             cli.main(args=args or ["--help"], prog_name="kokuban", standalone_mode=False)
+        for line in held:
+            click.echo(line, err=True)
     except KokubanError as exc:
         command = _command_for(args)
         message = exc.worded(lambda field: flag_for(field, command))

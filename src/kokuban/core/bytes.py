@@ -56,12 +56,16 @@ def routed_weight_bytes_read(dep: Deployment, tokens: Any) -> np.ndarray:
     return m.moe_layers * touched * m.params_per_expert * dep.weight_bytes_per_param
 
 
+def lm_head_bytes(dep: Deployment) -> float:
+    """Bytes of the LM head, read whole by every pass: vocab·d·2 (16-bit; GGUF files keep their own type)."""
+    return dep.model.params_lm_head * dep.embedding_bytes_per_param
+
+
 def dense_weight_bytes_read(dep: Deployment) -> float:
     """Always-read bytes of one forward pass: (always-read params − LM head)·b_w + LM head·2 (16-bit).
     The input embedding is a lookup of `tokens` rows and is not counted."""
     m = dep.model
-    lm_head = m.params_lm_head * dep.embedding_bytes_per_param
-    return (m.params_dense_read - m.params_lm_head) * dep.weight_bytes_per_param + lm_head
+    return (m.params_dense_read - m.params_lm_head) * dep.weight_bytes_per_param + lm_head_bytes(dep)
 
 
 def weight_bytes_read(dep: Deployment, tokens: Any) -> np.ndarray:

@@ -29,6 +29,7 @@ from kokuban.core.bytes import (  # noqa: F401  (re-exported: the byte counts th
     attention_kv_bytes_per_request,
     expected_experts_touched,
     kv_bytes_per_request,
+    lm_head_bytes,
     state_bytes_per_request,
     weight_bytes_per_gpu,
     weight_bytes_read,
@@ -188,6 +189,22 @@ def lm_head_time_s(dep: Deployment) -> float:
     return 2.0 * dep.model.params_lm_head / (acc.flops(dep.compute_dtype) * dep.num_gpus * dep.efficiency.compute)
 
 
+def weight_read_s(dep: Deployment, tokens: Any) -> np.ndarray:
+    """Seconds the busiest GPU spends reading weights for a pass over `tokens` tokens:
+
+        t = [(per-GPU read − LM head per GPU) ÷ f + LM head per GPU] ÷ (HBM bandwidth·memory eff)
+
+    f = `Efficiency.dequant_memory` when the kernels dequantise the quantized weights on the fly
+    (`Deployment.dequantises_weights`: weight-only int4, fp8/fp4 without the native unit), else 1; the 16-bit LM
+    head streams at the plain rate either way."""
+    read = weight_bytes_read_per_gpu(dep, tokens)
+    rate = dep.accelerator.memory_bandwidth_bytes_per_s * dep.efficiency.memory
+    if not dep.dequantises_weights:
+        return read / rate
+    head = lm_head_bytes(dep) / dep.dense_shards
+    return ((read - head) / dep.efficiency.dequant_memory + head) / rate
+
+
 def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_per_pair: int, kv_bytes: Any,
           state_bytes: Any = 0.0) -> Step:
     """Assemble a step from the work it does.
@@ -200,7 +217,7 @@ def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_pe
     linear compute = [tokens·2·(matmul params − LM head) + batch·2·LM head] ÷ peak[compute dtype] ÷ (N·eff)
     attention compute = [attended·attn_flops + tokens·state FLOPs per token] ÷ peak[attention dtype] ÷ (N·eff)
       (the linear-attention recurrences are the attention kernel of their layers: O(d_k·d_v) per head per token)
-    weights = weight bytes read(tokens) ÷ N ÷ (HBM bandwidth·memory eff)
+    weights = weight bytes read(tokens) ÷ N ÷ (HBM bandwidth·memory eff), slower when dequantised (`weight_read_s`)
     kv      = [kv bytes ÷ kv read ways + state bytes ÷ state read ways] ÷ (HBM bandwidth·kv_memory eff)
     Under EP each GPU reads the whole always-read part for its own requests, so that part is divided
     by the dense shards only; routed experts and everything under TP are divided by N.
@@ -218,7 +235,7 @@ def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_pe
         body_flops / acc.flops(dep.compute_dtype) / (n * eff.compute) + logits * lm_head_time_s(dep) + attn_compute_s
     )
     read = weight_bytes_read(dep, tokens)
-    weights_s = weight_bytes_read_per_gpu(dep, tokens) / (acc.memory_bandwidth_bytes_per_s * eff.memory)
+    weights_s = weight_read_s(dep, tokens)
     kv_bw = acc.memory_bandwidth_bytes_per_s * eff.kv_memory_fraction
     kv_s = np.asarray(kv_bytes, dtype=np.float64) / dep.kv_read_ways / kv_bw
     if m.has_state:

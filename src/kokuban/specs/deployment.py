@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from kokuban.errors import KokubanError, require_positive
-from kokuban.specs.dtypes import bytes_per_element, check_dtype, embedding_bytes_per_element
+from kokuban.specs.dtypes import bytes_per_element, check_dtype, dequantises, embedding_bytes_per_element
 from kokuban.specs.hardware import Accelerator, Efficiency
 from kokuban.specs.layout import Layout
 from kokuban.specs.model import ModelSpec
@@ -52,8 +52,9 @@ class Deployment:
     ) -> Deployment:
         """Validate and fill defaults.
 
-        Defaults: weights in the checkpoint's native dtype (fp8 for DeepSeek-V3, MXFP4 for gpt-oss,
-        else bf16/fp16); KV cache in bf16; compute in the dtype the accelerator runs those weights in
+        Defaults: weights in the checkpoint's stored format (`ModelSpec.native_dtype`, read from its
+        quantization_config: fp8-block for DeepSeek-V3, MXFP4 for gpt-oss, else bf16/fp16; a format kokuban does not
+        know needs `weights_dtype`); KV cache in bf16; compute in the dtype the accelerator runs those weights in
         (`Accelerator.compute_dtype_for`); memory_utilization 0.9 as vLLM's `gpu_memory_utilization`;
         a prefill chunk of 8192 tokens (vLLM's `max_num_batched_tokens` for chunked prefill) sizes the
         activation workspace; the price per GPU-hour is the catalog's typical on-demand price;
@@ -72,6 +73,9 @@ class Deployment:
             raise KokubanError(f"must be in (0, 1], got {memory_utilization!r}", field="memory_utilization",
                                value=memory_utilization)
         require_positive("prefill_chunk_tokens", prefill_chunk_tokens, integer=True)
+        if not (weights_dtype or model.native_dtype):  # a checkpoint whose quantisation kokuban cannot price
+            raise KokubanError(f"model '{model.name}': {model.quantization_warning or 'its weight format is unknown'}",
+                               field="weights", value=None)
         weights = check_dtype(weights_dtype or model.native_dtype, "weights")
         kv = check_dtype(kv_dtype or "bf16", "kv")
         compute = check_dtype(compute_dtype, "compute") if compute_dtype else accelerator.compute_dtype_for(weights)
@@ -89,6 +93,12 @@ class Deployment:
     @cached_property
     def weight_bytes_per_param(self) -> float:
         return bytes_per_element(self.weights_dtype)
+
+    @cached_property
+    def dequantises_weights(self) -> bool:
+        """Whether the weight matmuls dequantise on the fly (`dtypes.dequantises`): their weight read streams at
+        `Efficiency.dequant_memory` of the plain rate (core/roofline.weight_read_s)."""
+        return dequantises(self.weights_dtype, self.compute_dtype)
 
     @cached_property
     def embedding_bytes_per_param(self) -> float:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from kokuban.errors import KokubanError, require_positive
-from kokuban.specs.dtypes import NATIVE_COMPUTE, check_dtype
+from kokuban.specs.dtypes import quant_format
 
 #: A PCIe Gen5 x16 host link, per direction: 32 GT/s × 16 lanes × 128/130 encoding ≈ 63 GB/s, quoted as 64 GB/s
 #: (PCI-SIG, PCI Express Base Specification 5.0, 2019). What KV offloaded to host memory crosses to come back.
@@ -51,7 +51,7 @@ class Accelerator:
         fp8/int8/fp4 weights run on native tensor cores when this accelerator has them (W8A8, W4A4);
         otherwise they are de-quantised and multiplied in bf16 (e.g. fp8 on A100, MXFP4 on H100).
         """
-        wanted = NATIVE_COMPUTE[check_dtype(weights_dtype)]
+        wanted = quant_format(weights_dtype).compute
         return wanted if self.peak_flops.get(wanted) else ("bf16" if self.peak_flops.get("bf16") else "fp16")
 
     @classmethod
@@ -112,6 +112,11 @@ class Efficiency:
     - collective_latency_s 8e-6: fixed time per collective (NCCL LL protocol on NVLink: ~5-10 µs); not fitted.
     - step_overhead_s 2.7e-3: fixed time per step outside the roofline (scheduling, sampling, launches,
       detokenisation) as the published engine measurements imply.
+    - dequant_memory 0.6: fraction of the `memory` rate at which a dequantising kernel streams quantized weights
+      (weight-only int4/int8/nf4 on any GPU; fp8 or fp4 where the accelerator has no such unit: `dtypes.dequantises`).
+      An ASSUMPTION, the middle of the 0.5–0.7 of the bf16 rate that such kernels reach (issue 13: AWQ/GPTQ GEMV and
+      tinygemm kernels unpack, scale and convert each weight before the multiply, so they do not stream at the
+      16-bit GEMM's rate); not fitted: 3 published int4 rows cannot pin it down.
     - overlap 1: the roofline — inside a kernel the shorter of compute and memory time hides entirely.
       Not fitted on the GPU rows: letting it float lands at ~0 (times that add), which contradicts the
       GPU kernel measurements the roofline rests on, on 31 rows that cannot separate it from compute and
@@ -125,6 +130,7 @@ class Efficiency:
     step_overhead_s: float = 2.7e-3
     kv_memory: float | None = None
     overlap: float = 1.0
+    dequant_memory: float = 0.6
 
     @property
     def kv_memory_fraction(self) -> float:
@@ -145,10 +151,11 @@ class Efficiency:
             step_overhead_s=0.0,
             kv_memory=None,
             overlap=1.0,
+            dequant_memory=0.6,
         )
 
     def __post_init__(self) -> None:
-        for name in ("compute", "memory", "interconnect", "kv_memory"):
+        for name in ("compute", "memory", "interconnect", "kv_memory", "dequant_memory"):
             value = getattr(self, name)
             if name == "kv_memory" and value is None:
                 continue

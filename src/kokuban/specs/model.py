@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 
 from kokuban.errors import KokubanError, require_positive
+from kokuban.notes import note
+from kokuban.specs.quantization import checkpoint_format
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,7 @@ class ModelSpec:
     attn_flops_per_ctx_token_per_layer_decode: int = 0
     attn_flops_per_ctx_token_per_layer_prefill: int = 0
     layer_windows: tuple[int | None, ...] = ()
-    native_dtype: str = "bf16"
+    native_dtype: str = "bf16"  # the checkpoint's stored weight format; "" when its quantisation is unknown
     tied_embeddings: bool = False
     attention: str = "gqa"
     source: str = ""
@@ -67,6 +69,8 @@ class ModelSpec:
     state_heads: int = 0
     state_flops_per_token_per_layer: int = 0
     chunked_attention: bool = False
+    quantization: str = ""  # how the checkpoint's quantization_config was read (specs/quantization.py)
+    quantization_warning: str = ""  # set when that format is not one kokuban knows (also among `notes`)
 
     # ---- parameter counts ---------------------------------------------------------------------
     @property
@@ -197,11 +201,22 @@ class ModelSpec:
     @classmethod
     def from_file(cls, path: str | Path, name: str = "") -> ModelSpec:
         """Read a config.json from disk (a model folder's `config.json` is named after the folder); a file that
-        cannot be read, is empty, not UTF-8, not JSON or not a JSON object is a one-line error naming it."""
+        cannot be read, is empty, not UTF-8, not JSON or not a JSON object is a one-line error naming it.
+
+        A config.json without a `quantization_config` takes it from a `quantize_config.json` (AutoGPTQ, AutoAWQ) or
+        `hf_quant_config.json` (ModelOpt) beside it (`quantization.sidecar_quantization`)."""
         from kokuban.specs.files import read_json
+        from kokuban.specs.quantization import SIDECARS, sidecar_quantization
 
         path = Path(path)
         config = read_json(path, "config")
+        if isinstance(config, dict) and not config.get("quantization_config"):
+            for sidecar in SIDECARS:
+                if (path.parent / sidecar).is_file():
+                    quant = sidecar_quantization(sidecar, read_json(path.parent / sidecar, "quantization config"))
+                    if quant:
+                        config = config | {"quantization_config": quant}
+                        break
         default = path.resolve().parent.name if path.name == "config.json" else path.stem
         return parse_config(config, name=name or default, source=str(path))
 
@@ -311,19 +326,6 @@ def _get(cfg: dict[str, Any], key: str, where: str, default: Any = KeyError) -> 
     if value is KeyError or (value is None and default is KeyError):
         raise KokubanError(f"config '{where}' is missing the field '{key}'")
     return value
-
-
-def _native_dtype(cfg: dict[str, Any]) -> str:
-    quant = cfg.get("quantization_config") or {}
-    method = str(quant.get("quant_method", "")).lower()
-    if method == "fp8":
-        return "fp8"
-    if method == "mxfp4":
-        return "fp4"
-    if method in ("gptq", "awq") and quant.get("bits") == 4:
-        return "int4"
-    torch_dtype = str(cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16")
-    return "fp16" if torch_dtype == "float16" else "bf16"
 
 
 def _layer_windows(cfg: dict[str, Any], n_layers: int, model_type: str) -> tuple[int | None, ...]:
@@ -530,6 +532,10 @@ def parse_config(config: dict[str, Any], name: str = "", source: str = "") -> Mo
         notes.append(f"{attention_layers} attention layers, {dense_layers} MLP layers (each layer one block)")
     if mla and config.get("num_nextn_predict_layers"):
         notes.append("multi-token-prediction layer(s) in the checkpoint are not counted (not used to serve)")
+    stored = checkpoint_format(config)
+    if stored.warning:
+        notes.append(stored.warning)
+        note(stored.warning, warning=True)
     return ModelSpec(
         name=name or str(config.get("_name_or_path") or model_type),
         family=model_type,
@@ -551,7 +557,7 @@ def parse_config(config: dict[str, Any], name: str = "", source: str = "") -> Mo
         attn_flops_per_ctx_token_per_layer_decode=flops_decode,
         attn_flops_per_ctx_token_per_layer_prefill=flops_prefill,
         layer_windows=windows,
-        native_dtype=_native_dtype(config),
+        native_dtype=stored.dtype or "",
         tied_embeddings=tied,
         attention="mla" if mla else "gqa",
         source=source,
@@ -563,6 +569,8 @@ def parse_config(config: dict[str, Any], name: str = "", source: str = "") -> Mo
         state_heads=state.shard_heads if state else 0,
         state_flops_per_token_per_layer=state.flops_per_token if state else 0,
         chunked_attention=model_type.startswith("llama4") and any(w for w in windows),
+        quantization=stored.detail,
+        quantization_warning=stored.warning,
     )
 
 

@@ -24,6 +24,27 @@ Figure = Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)]
 PositiveFigure = Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)]
 
 
+class QuantizationConfigSchema(BaseModel):
+    """The fields of a `quantization_config` that specs/quantization.py reads (awq, gptq, fp8, compressed-tensors,
+    modelopt, bitsandbytes layouts); each one present must be well formed, every other key passes through. A method
+    kokuban does not know is not an error here: it is a warning when the checkpoint is read."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    quant_method: str | None = None
+    bits: Annotated[float, Field(strict=True, gt=0, le=32, allow_inf_nan=False)] | None = None
+    w_bit: Annotated[int, Field(strict=True, gt=0, le=32)] | None = None
+    group_size: Annotated[int, Field(strict=True, ge=-1, le=SHAPE_MAX)] | None = None  # −1: per channel
+    q_group_size: Annotated[int, Field(strict=True, ge=-1, le=SHAPE_MAX)] | None = None
+    zero_point: bool | None = None
+    weight_block_size: list[PositiveInt] | None = None
+    config_groups: dict[str, Any] | None = None
+    quant_algo: str | None = None
+    load_in_4bit: bool | None = None
+    load_in_8bit: bool | None = None
+    bnb_4bit_use_double_quant: bool | None = None
+
+
 class TextConfigSchema(BaseModel):
     """The fields of a (text) config.json that `parse_config` reads. Which ones a family requires (MLA's
     ranks, an MoE's expert counts) is checked there; here, that each one present is well formed."""
@@ -46,7 +67,7 @@ class TextConfigSchema(BaseModel):
     tie_word_embeddings: bool | None = None
     attention_bias: bool | None = None
     torch_dtype: str | None = None
-    quantization_config: dict[str, Any] | None = None
+    quantization_config: QuantizationConfigSchema | None = None
     num_nextn_predict_layers: Count | None = None
     # mixture of experts
     num_local_experts: PositiveInt | None = None

@@ -133,6 +133,7 @@ class DeploymentRequest(EfficiencyRequest):
 
         model, acc = self.model_spec(), self.accelerator()
         layout = self.layout or ("ep" if model.is_moe else "tp")
+        _note_override(model, self.weights)
         dep = Deployment.make(model, acc, self.gpus or 1, layout=layout, weights_dtype=self.weights,
                               kv_dtype=self.kv, compute_dtype=self.compute, efficiency=self.efficiency_spec(efficiency),
                               price_per_hour_usd=self.price_per_hour, memory_utilization=memory_utilization)
@@ -145,6 +146,18 @@ class DeploymentRequest(EfficiencyRequest):
             raise KokubanError(f"{model.name} does not fit on up to 1024× {acc.id} at context {context:,}",
                                field="gpus", value=None)
         return dep.with_gpus(n)
+
+
+def _note_override(model: ModelSpec, weights: str | None) -> None:
+    """Policy: an explicit weights dtype overrides a quantized checkpoint's stored format, with a note saying so."""
+    from kokuban.notes import note
+    from kokuban.specs.dtypes import check_dtype, quant_format
+
+    if not (weights and model.native_dtype) or quant_format(model.native_dtype).kind == "float":
+        return
+    chosen = check_dtype(weights, "weights")
+    if chosen != model.native_dtype:
+        note(f"weights priced as {chosen}, not the checkpoint's stored {model.native_dtype} ({model.quantization})")
 
 
 class EstimateRequest(DeploymentRequest):

@@ -351,9 +351,13 @@ def predict_row(row: PublishedResult, efficiency: Efficiency | None = None) -> P
 
 
 def prediction_groups(preds: Sequence[Prediction]) -> dict[str, list[tuple[str, ...]]]:
-    """The splits beyond the bound regime, per row its groups: workloads, weights dtype, engine family (rows
+    """The splits beyond the bound regime, per row its groups: workloads, the value type of its weights
+    (`QuantFormat.family`: int4-g32 and int4-g32-zp16 are "int4", nvfp4 and MXFP4 "fp4"), engine family (rows
     whose engine is not recorded are in no engine group)."""
-    return {"by_workload": [p.workloads for p in preds], "by_weights": [(p.weights_dtype,) for p in preds],
+    from kokuban.specs.dtypes import quant_format
+
+    return {"by_workload": [p.workloads for p in preds],
+            "by_weights": [(quant_format(p.weights_dtype).family,) for p in preds],
             "by_engine": [(engine_family(p.engine),) if p.engine else () for p in preds]}
 
 
