@@ -78,8 +78,8 @@ def test_step_one_self_hosted_by_hand():
     assert s.slots == 16  # B: sessions of that context the H100 holds (core.memory.max_batch), quoted in the docs
     # The roofline's prefill of the 2,699 new tokens and the 523-token decode, as the docs quote them; money = s · u.
     assert round(s.prefill_s, 6) == 0.063426 and round(s.decode_s, 6) == 0.593903
-    assert s.usd_prefill == pytest.approx(s.prefill_s * u) and round(s.usd_prefill, 9) == pytest.approx(0.000052678)
-    assert s.usd_decode == pytest.approx(s.decode_s * u) and round(s.usd_decode, 8) == pytest.approx(0.00049327)
+    assert s.prefill_usd == pytest.approx(s.prefill_s * u) and round(s.prefill_usd, 9) == pytest.approx(0.000052678)
+    assert s.decode_usd == pytest.approx(s.decode_s * u) and round(s.decode_usd, 8) == pytest.approx(0.00049327)
     # Survival over the gap g (agents/survival.py's formulas written out): host memory $0.0816 per 8 GiB-hour,
     # i.e. h = 0.0816 / (8 · 2^30) $ per byte-hour; link ℓ = 0.8 × 64 GB/s (PCIe 5.0 x16) = 51.2 GB/s.
     g, slots = s.gap_before_s, 16
@@ -94,10 +94,10 @@ def test_step_one_self_hosted_by_hand():
         (0.00018805, 0.0000088209, 0.00028068))
     # The cheapest survives: offload < keep < drop; the step's bill is prefill + decode + offload.
     assert s.survival == "offload" and offload < keep < s.drop_usd
-    assert s.usd == pytest.approx(s.usd_prefill + s.usd_decode + offload)
+    assert s.usd == pytest.approx(s.prefill_usd + s.decode_usd + offload)
     assert round(s.usd, 8) == pytest.approx(0.00055477)
-    assert s.gpu_seconds == pytest.approx(s.prefill_s + s.decode_s + copies / slots)
-    assert round(s.gpu_seconds, 5) == pytest.approx(0.65919)
+    assert s.gpu_s == pytest.approx(s.prefill_s + s.decode_s + copies / slots)
+    assert round(s.gpu_s, 5) == pytest.approx(0.65919)
     # Break-even gaps, the closed forms: keep = drop at ΔP·B; keep = offload at (2b/ℓ)(u/B) ÷ (u/B − h·b);
     # offload = drop at (u·ΔP − u·(2b/ℓ)/B) ÷ (h·b).
     keep_drop = recompute_s * slots

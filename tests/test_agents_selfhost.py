@@ -65,7 +65,7 @@ def test_call_cost_is_prefill_of_the_uncached_part_plus_decode_at_the_growing_co
     assert df["decode_s"].iloc[1] == pytest.approx(dec)
     assert df["hold_s"].iloc[1] == 0.0  # a zero gap holds nothing
     assert df["usd"].iloc[1] == pytest.approx(cost.usd_of_seconds(d, pre + dec))
-    assert df["gpu_seconds"].iloc[1] == pytest.approx(pre + dec)  # one GPU
+    assert df["gpu_s"].iloc[1] == pytest.approx(pre + dec)  # one GPU
 
 
 def test_best_survival_is_never_dearer_than_any_single_option():

@@ -165,7 +165,7 @@ def test_every_reported_usd_per_m_is_the_cost_modules(dep, context, prompt, outp
     # the request's USD is its tokens at those two prices; its GPU-seconds cost that USD at N × the hourly price
     assert r.usd == pytest.approx(cost.usd_for_tokens(prompt * (1 - hit), r.usd_per_m_input)
                                   + cost.usd_for_tokens(output, r.usd_per_m_output), rel=1e-12)
-    assert r.gpu_seconds * dep.price_per_hour_usd / 3600 == pytest.approx(r.usd, rel=1e-12)
+    assert r.gpu_s * dep.price_per_hour_usd / 3600 == pytest.approx(r.usd, rel=1e-12)
     row = hand_price(0.1, 0.2, open_model=dep.model.name)
     c = corner(dep, row, context, prompt, None, b)
     assert c.usd_per_m_input == cost.usd_per_m_input(dep, roofline.prefill(dep, 1, prompt))

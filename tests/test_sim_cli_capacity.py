@@ -129,7 +129,7 @@ def test_capacity_cli_cheapest(capsys):
     assert {r["gpu"] for r in rows} == {"h100-sxm", "l4"}
     best = rows[0]
     # cheapest first: replicas × GPUs × price per GPU-hour
-    assert best["usd_per_hour"] == pytest.approx(best["replicas"] * best["num_gpus"] * best["usd_per_gpu_hour"])
+    assert best["usd_per_hour"] == pytest.approx(best["replicas"] * best["gpus"] * best["usd_per_gpu_hour"])
     assert all(best["usd_per_hour"] <= r["usd_per_hour"] for r in rows if r["usd_per_hour"] is not None)
     # every row has the same keys (stable JSON); one that cannot serve the target has null cost, never Infinity
     assert all(list(r) == list(best) for r in rows)

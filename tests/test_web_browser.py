@@ -278,7 +278,7 @@ def test_simulator_tab_runs_a_capped_simulation(page, server):
         assert float(page.get_attribute(f'[data-k="sim_{k}_p50"]', "data-value")) == api["latency_s"][k]["p50"]
     assert float(page.get_attribute('td[data-k="sim_ttft_p99"]', "data-value")) == api["latency_s"]["ttft"]["p99"]
     assert float(page.get_attribute('[data-k="sim_usd_per_m_output"]', "data-value")) == \
-        api["cost"]["usd_per_m_output_tokens"]
+        api["cost"]["usd_per_m_output"]
     assert page.locator("#chart-sim-ttft polyline").count() == 1 and "TTFT, ms" in page.text_content("#chart-sim-ttft")
     assert "sim_rate=6" in page.url and "tab=sim" in page.url
 

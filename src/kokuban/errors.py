@@ -15,15 +15,19 @@ _UNSET: Any = object()
 class KokubanError(ValueError):
     """Bad input or an impossible configuration: one line, meant for a person.
 
-    `field` names the input at fault (a request field such as "batch"), `value` the value given. `str(err)`
+    `field` names the input at fault (a request field such as "batch"), `value` the value given, `detail` the
+    numbers behind the reason when a script may want them (a configuration that does not fit: what it needs,
+    what is offered, what would fit; JSON-ready, in the `--json` key vocabulary). `str(err)`
     reads "batch: must be a positive integer, got 0"; `err.worded(flag_of)` puts the face's name for the field
     in front instead (the CLI passes a function that names the command's option for the field).
     """
 
-    def __init__(self, reason: str, *, field: str | None = None, value: Any = _UNSET) -> None:
+    def __init__(self, reason: str, *, field: str | None = None, value: Any = _UNSET,
+                 detail: dict[str, Any] | None = None) -> None:
         self.reason = reason
         self.field = field
         self.value = None if value is _UNSET else value
+        self.detail = detail
         super().__init__(self.worded())
 
     def worded(self, name_of: Callable[[str], str] | None = None) -> str:
@@ -33,9 +37,10 @@ class KokubanError(ValueError):
         return f"{(name_of or str)(self.field)}: {self.reason}"
 
     def as_dict(self) -> dict[str, Any]:
-        """The error as JSON for a web face: {"field", "value", "reason", "message"}."""
+        """The error as JSON for a web face: {"field", "value", "reason", "message"}, and "detail" when set."""
         value = self.value if isinstance(self.value, (int, float, str, bool, type(None))) else repr(self.value)
-        return {"field": self.field, "value": value, "reason": self.reason, "message": self.worded()}
+        out = {"field": self.field, "value": value, "reason": self.reason, "message": self.worded()}
+        return out | ({"detail": self.detail} if self.detail is not None else {})
 
 
 def unknown_name(kind: str, name: str, choices: Iterable[str], *, field: str | None = None) -> KokubanError:

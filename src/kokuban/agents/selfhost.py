@@ -59,7 +59,7 @@ def selfhost_costs(calls: Calls, dep: Deployment, *, batch: int, survival_policy
     prompt, out = calls.prompt_tokens, calls.output_tokens
     longest = int(calls.context_tokens.max())
     if int(memory.max_batch(dep, longest)) < 1:
-        raise KokubanError(memory.no_fit_message(dep, memory.plan(dep, 1, longest)), field="gpus", value=dep.num_gpus)
+        raise memory.no_fit_error(dep, memory.plan(dep, 1, longest), field="gpus", value=dep.num_gpus)
     held = np.where(calls.first, 0, np.minimum(calls.kv_prefix_tokens, prompt - 1))
     full_s = np.asarray(roofline.prefill(dep, 1, prompt).step_time_s, dtype=np.float64)
     cached_s = np.asarray(roofline.prefill(dep, 1, prompt, held).step_time_s, dtype=np.float64)
@@ -96,13 +96,13 @@ def selfhost_costs(calls: Calls, dep: Deployment, *, batch: int, survival_policy
             u, slots, kv_b, host_usd_per_byte_s, host_bytes_per_s), np.nan),
         "break_even_offload_drop_s": np.where(held > 0, survival.break_even_offload_drop_s(
             u, recompute_s, slots, kv_b, host_usd_per_byte_s, host_bytes_per_s), np.nan),
-        "usd_prefill": cost.usd_of_seconds(dep, prefill_s), "usd_decode": cost.usd_of_seconds(dep, decode_s),
-        "usd_hold": cost.usd_of_seconds(dep, hold_s) + host_usd,
-        "usd": cost.usd_of_seconds(dep, seconds) + host_usd, "gpu_seconds": dep.num_gpus * seconds,
+        "prefill_usd": cost.usd_of_seconds(dep, prefill_s), "decode_usd": cost.usd_of_seconds(dep, decode_s),
+        "hold_usd": cost.usd_of_seconds(dep, hold_s) + host_usd,
+        "usd": cost.usd_of_seconds(dep, seconds) + host_usd, "gpu_s": dep.num_gpus * seconds,
     }
 
 
 def selfhost_summary_terms(dep: Deployment, batch: int) -> dict[str, Any]:
     """The deployment's terms a self-hosted result quotes: USD/s, GPUs, batch."""
-    return {"deployment": dep.describe(), "num_gpus": dep.num_gpus, "usd_per_hour": cost.usd_of_seconds(dep, 3600.0),
+    return {"deployment": dep.describe(), "gpus": dep.num_gpus, "usd_per_hour": cost.usd_of_seconds(dep, 3600.0),
             "decode_batch": batch}

@@ -58,11 +58,26 @@ _add_examples(cli)
 
 def _command_for(args: list[str]) -> click.Command:
     """The (sub)command that `args` name, for wording a field as that command's flag."""
+    return _command_words(args)[0]
+
+
+def _command_words(args: list[str]) -> tuple[click.Command, str]:
+    """The (sub)command that `args` name and its path ("prices explain"), for a refusal's envelope."""
     command: click.Command = cli
+    words: list[str] = []
     for arg in args:
         if isinstance(command, click.Group) and arg in command.commands:
             command = command.commands[arg]
-    return command
+            words.append(arg)
+    return command, " ".join(words)
+
+
+def _json_refusal(args: list[str], error: dict[str, Any]) -> None:
+    """A refused command asked for `--json` prints the refusal as JSON on stdout too, in the envelope:
+    {"kokuban_version", "schema_version", "command", "error": {"field", "value", "reason", "message", "flag"}}."""
+    from kokuban.present.jsonout import envelope, to_json
+
+    click.echo(to_json(envelope(_command_words(args)[1], {"error": error})))
 
 
 def flag_for(field: str, command: click.Command) -> str:
@@ -90,6 +105,15 @@ def _notes_on_stderr(show: Callable[..., None], held: list[str] | None = None) -
     return showwarning
 
 
+def _click_error(exc: click.ClickException, message: str) -> dict[str, Any]:
+    """A flag click refused (a bad value, a missing option) in the refusal's JSON shape."""
+    param = getattr(exc, "param", None)
+    flag = (max(param.opts, key=len) if isinstance(param, click.Option) else (param.name or "").upper()) if param \
+        else None
+    return {"field": param.name if param else None, "value": None, "reason": message, "message": message,
+            "flag": flag}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI; bad input → one line on stderr and exit code 2, never a traceback."""
     # kokuban's NumPy work is elementwise; OpenBLAS's idle worker threads only spin, which cost a short command
@@ -110,14 +134,14 @@ def main(argv: list[str] | None = None) -> int:
         message = exc.worded(lambda field: flag_for(field, command))
         click.echo(f"error: {message}", err=True)
         if "--json" in args:  # a script asked for JSON: it gets the refusal as JSON too (and exit code 2)
-            from kokuban.present.jsonout import to_json
-
             flag = flag_for(exc.field, command) if exc.field else None
-            click.echo(to_json({"error": exc.as_dict() | {"flag": flag, "message": message},
-                                "kokuban_version": __version__}))
+            _json_refusal(args, exc.as_dict() | {"flag": flag, "message": message})
         return 2
     except click.ClickException as exc:
-        click.echo(f"error: {exc.format_message()}", err=True)
+        message = exc.format_message()
+        click.echo(f"error: {message}", err=True)
+        if "--json" in args:
+            _json_refusal(args, _click_error(exc, message))
         return 2
     except ModuleNotFoundError as exc:
         extra = EXTRAS.get((exc.name or "").split(".")[0])

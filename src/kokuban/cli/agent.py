@@ -178,7 +178,7 @@ def agent_presets(as_json: bool) -> None:
 
     rows = [s.as_dict() for s in presets().values()]
     if as_json:
-        emit_json(rows)
+        emit_json(rows, key="presets")
         return
     from kokuban.present.format import console
 

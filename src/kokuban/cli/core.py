@@ -45,7 +45,7 @@ def models(as_json: bool) -> None:
 
     rows = [{k: v for k, v in r.items() if k != "hf_repo"} for r in run_models().as_dict()]
     if as_json:
-        emit_json(rows)
+        emit_json(rows, key="models")
         return
     from rich.table import Table
 
@@ -80,7 +80,7 @@ def gpus(gpu_file: str | None, as_json: bool) -> None:
 
     rows = run_gpus(gpu_file).as_dict()
     if as_json:
-        emit_json(rows)
+        emit_json(rows, key="gpus")
         return
     from rich.table import Table
 
@@ -92,7 +92,7 @@ def gpus(gpu_file: str | None, as_json: bool) -> None:
         table.add_row(
             a["id"], *flops, gb(a["memory_bytes"]), si(a["memory_bandwidth_bytes_per_s"], "B/s"),
             si(a["interconnect_bytes_per_s"], "B/s") if a["interconnect_bytes_per_s"] else "-",
-            f"{a['price_per_hour_usd']:.2f}" if a["price_per_hour_usd"] else "-",
+            f"{a['usd_per_gpu_hour']:.2f}" if a["usd_per_gpu_hour"] else "-",
         )
     console().print(table)
 

@@ -88,11 +88,22 @@ def complete_gpu(ctx: Any, param: Any, incomplete: str) -> list[str]:
     return [name for name in sorted(accelerator_catalog()) if name.startswith(incomplete.lower())]
 
 
-def emit_json(data: Any) -> None:
-    """Print `data` as JSON through the one serialiser (`present.jsonout.to_json`)."""
-    from kokuban.present.jsonout import to_json
+def command_path(ctx: click.Context | None = None) -> str:
+    """The running command's path without the program name ("prices explain"), the envelope's `command`."""
+    ctx = ctx or click.get_current_context()
+    words = []
+    while ctx.parent is not None:
+        words.append(ctx.info_name or "")
+        ctx = ctx.parent
+    return " ".join(reversed(words))
 
-    click.echo(to_json(data))
+
+def emit_json(data: Any, key: str | None = None) -> None:
+    """Print `data` as JSON through the one serialiser, inside the envelope (`present.jsonout.envelope`:
+    version, schema version, this command's path); a list-shaped `data` goes under `key`."""
+    from kokuban.present.jsonout import envelope, to_json
+
+    click.echo(to_json(envelope(command_path(), data, key)))
 
 
 def request(cls: type[R], kw: dict[str, Any], **extra: Any) -> R:

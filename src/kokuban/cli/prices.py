@@ -74,7 +74,7 @@ def list_(**kw: Any) -> None:
 
     result = run_list(request(ListRequest, kw))
     if kw["as_json"]:
-        emit_json(result.as_dict())
+        emit_json(result.as_dict(), key="prices")
         return
     from kokuban.present.prices import price_table
 

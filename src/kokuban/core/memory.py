@@ -25,6 +25,7 @@ from kokuban.core.bytes import (
     weight_bytes_per_gpu,
     weight_bytes_stored,
 )
+from kokuban.errors import KokubanError
 from kokuban.specs.deployment import Deployment
 
 GPU_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
@@ -128,3 +129,17 @@ def no_fit_message(dep: Deployment, mp: MemoryPlan) -> str:
     elif mp.max_batch < 1:
         text += f"; no count up to {GPU_COUNTS[-1]} of {dep.accelerator.id} fits"
     return text
+
+
+def no_fit_error(dep: Deployment, mp: MemoryPlan, *, field: str | None = None, value: Any = None) -> KokubanError:
+    """The refusal of a configuration that does not fit: `no_fit_message` as its reason and, as its `detail`
+    (`--json`'s `error.detail.does_not_fit`), the same numbers, per GPU as in `MemoryPlan`: the batch and
+    context asked, bytes needed (`used_bytes`) and usable, the largest batch that fits on these GPUs (0: none)
+    and the GPU count that holds the batch (None: none up to 1024)."""
+    detail = {"does_not_fit": {
+        "batch": mp.batch, "context": mp.context, "gpus": dep.num_gpus, "gpu": dep.accelerator.id,
+        "used_bytes": mp.used_bytes, "usable_bytes": mp.usable_bytes,
+        "weights_bytes": mp.weights_bytes, "kv_bytes_per_gpu": mp.kv_bytes_per_gpu,
+        "activation_bytes": mp.activation_bytes, "max_batch": max(mp.max_batch, 0), "min_gpus": mp.min_gpus,
+    }}
+    return KokubanError(no_fit_message(dep, mp), field=field, value=value, detail=detail)

@@ -174,7 +174,7 @@ def _fit_or_raise(dep: Deployment, context: int) -> int:
 
     fit = int(memory.max_batch(dep, context))
     if fit < 1:
-        raise KokubanError(memory.no_fit_message(dep, memory.plan(dep, 1, context)))
+        raise memory.no_fit_error(dep, memory.plan(dep, 1, context))
     return fit
 
 

@@ -114,7 +114,7 @@ def context_wall(dep: Deployment, start: int = DEFAULT_START, end: int | None = 
                       "those rows extrapolate the model", BeyondMaxContextWarning, stacklevel=2)
     fit = memory.max_batch(dep, grid)
     if fit[0] < 1:
-        raise KokubanError(memory.no_fit_message(dep, memory.plan(dep, 1, int(grid[0]))))
+        raise memory.no_fit_error(dep, memory.plan(dep, 1, int(grid[0])))
     grid, fit = grid[fit >= 1], fit[fit >= 1]
     cols = decode_columns(dep, fit, grid)
     df = pd.DataFrame(cols).astype({"batch": "int64", "context": "int64"})

@@ -51,7 +51,7 @@ def agent_tables(console: Any, result: Any, max_rows: int = 24) -> None:
                       f"{m['cache_expiries']:.2f}"]
         else:
             ch = s["survival_choices"]
-            cells += [si(m["cached_tokens"]), si(m["recomputed_tokens"]), f"{m['gpu_seconds']:.3g}",
+            cells += [si(m["cached_tokens"]), si(m["recomputed_tokens"]), f"{m['gpu_s']:.3g}",
                       f"{ch['keep']}/{ch['offload']}/{ch['drop']}"]
         table.add_row(*cells)
     console.print(table)
@@ -129,7 +129,7 @@ def plot_agent(result: Any, path: str | Path) -> Path:
     ax.set_title(f"context per call (run 0, {result.chosen.policy.spec})", fontsize=10)
     ax.legend(fontsize=8)
     ax = axes[0][1]
-    parts = ["usd_input_written", "usd_input_read", "usd_output"] if api else ["usd_prefill", "usd_decode", "usd_hold"]
+    parts = ["input_written_usd", "input_read_usd", "output_usd"] if api else ["prefill_usd", "decode_usd", "hold_usd"]
     bottom = 0
     for p in parts:
         ax.bar(x, df[p], bottom=bottom, label=p.removeprefix("usd_").replace("_", " "))

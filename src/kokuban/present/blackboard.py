@@ -17,7 +17,7 @@ def blackboard(con: Console, est: Estimate) -> None:
     m, hw, mem, dec, pre, money = d["model"], d["hardware"], d["memory"], d["decode"], d["prefill"], d["cost"]
     eff, prec = d["efficiency"], d["precision"]
     moe = f", MoE {m['top_k']}/{m['num_experts']} experts" if m["num_experts"] else ""
-    con.print(f"[bold]黒板 kokuban[/bold] — {m['name']} on {hw['num_gpus']}× {hw['name']} ({hw['layout'].upper()})")
+    con.print(f"[bold]黒板 kokuban[/bold] — {m['name']} on {hw['gpus']}× {hw['name']} ({hw['layout'].upper()})")
     con.print(
         f"model: {si(m['params_total'])} params, {si(m['params_active'])} active{moe}; {m['attention'].upper()} KV "
         f"{si(m['kv_bytes_per_token'], 'B')}/token in {prec['kv']}"

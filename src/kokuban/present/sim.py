@@ -33,8 +33,8 @@ def simulation(con: Any, sim: Any) -> None:
               f"preemptions {s['preemptions']:,} · prefix-cache hits {s['prefix_cache_hit_tokens']:,} tokens")
     engine(con, s)
     c = s["cost"]
-    con.print(f"cost  ${c['usd_per_hour']:.2f}/h → ${c['usd_per_m_output_tokens']:.3g} per M output tokens, "
-              f"${c['usd_per_m_total_tokens']:.3g} per M tokens (input + output)")
+    con.print(f"cost  ${c['usd_per_hour']:.2f}/h → ${c['usd_per_m_output']:.3g} per M output tokens, "
+              f"${c['usd_per_m_total']:.3g} per M tokens (input + output)")
     if "slo" in s:
         g = s["slo"]
         con.print(f"SLO (TTFT ≤ {g['ttft_s']}, TPOT ≤ {g['tpot_s']} s): "

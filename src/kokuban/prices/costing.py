@@ -203,7 +203,7 @@ class SelfHostPrice(Record):
     """One request on your own deployment: USD, GPU-seconds, and the two token prices and the decode speed."""
 
     usd: float
-    gpu_seconds: float
+    gpu_s: float
     usd_per_m_input: float
     usd_per_m_output: float
     tokens_per_s_per_user: float
@@ -226,7 +226,7 @@ def self_host_request_usd(dep: Deployment, prompt_tokens: int, output_tokens: in
     step = roofline.decode_step(dep, batch, mean_ctx)
     seconds = (prompt_tokens * (1 - cache_hit) * float(pre.step_time_s / pre.tokens)
                + output_tokens * float(step.step_time_s / step.batch))
-    return SelfHostPrice(usd=float(cost.usd_of_seconds(dep, seconds)), gpu_seconds=dep.num_gpus * seconds,
+    return SelfHostPrice(usd=float(cost.usd_of_seconds(dep, seconds)), gpu_s=dep.num_gpus * seconds,
                          usd_per_m_input=float(cost.usd_per_m_input(dep, pre)),
                          usd_per_m_output=float(cost.usd_per_m_output(dep, step)),
                          tokens_per_s_per_user=float(1 / step.step_time_s), bound=str(step.bound))

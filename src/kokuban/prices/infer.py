@@ -416,7 +416,7 @@ def self_host_quote(model: ModelSpec, acc: Accelerator, *, prompt_tokens: int, o
     dep, b, r = best
     return SelfHostQuote(accelerator=acc.id, usd_per_gpu_hour=acc.price_per_hour_usd, gpus=dep.num_gpus, batch=b,
                          weights=dep.weights_dtype, usd=r.usd * requests, usd_per_request=r.usd,
-                         gpu_hours=r.gpu_seconds * requests / 3600, tokens_per_s_per_user=r.tokens_per_s_per_user,
+                         gpu_hours=r.gpu_s * requests / 3600, tokens_per_s_per_user=r.tokens_per_s_per_user,
                          bound=r.bound)
 
 

@@ -22,7 +22,7 @@ import math
 import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -162,11 +162,11 @@ class CandidateCapacity:
     usd_per_hour: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self.candidate) | {
-            "max_rate_per_s": self.max_rate_per_s, "saturation_rate_per_s": self.saturation_rate_per_s,
-            "usd_per_gpu_hour": self.usd_per_gpu_hour, "error": self.error, "replicas": self.replicas,
-            "usd_per_hour": self.usd_per_hour,
-        }
+        c = self.candidate
+        return {"gpu": c.gpu, "gpus": c.num_gpus, "layout": c.layout, "max_num_seqs": c.max_num_seqs,
+                "max_rate_per_s": self.max_rate_per_s, "saturation_rate_per_s": self.saturation_rate_per_s,
+                "usd_per_gpu_hour": self.usd_per_gpu_hour, "error": self.error, "replicas": self.replicas,
+                "usd_per_hour": self.usd_per_hour}
 
 
 def _candidate_capacity(args: tuple[Deployment | str, Candidate, WorkloadShape, SchedulerConfig, SLO]

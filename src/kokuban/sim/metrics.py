@@ -166,8 +166,8 @@ class SimResult(RunRecord):
             "prefix_cache_hit_tokens": int(self.cached_tokens.sum()),
             "cost": {
                 "usd_per_hour": self.usd_per_s * 3600,
-                "usd_per_m_output_tokens": cost.usd_per_m_tokens(self.usd_per_s * dur, outp),
-                "usd_per_m_total_tokens": cost.usd_per_m_tokens(self.usd_per_s * dur, inp + outp),
+                "usd_per_m_output": cost.usd_per_m_tokens(self.usd_per_s * dur, outp),
+                "usd_per_m_total": cost.usd_per_m_tokens(self.usd_per_s * dur, inp + outp),
             },
         }
         if slo is not None:

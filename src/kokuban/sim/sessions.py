@@ -297,8 +297,8 @@ class SessionRun:
         hits = self._per_session(self.hits)
         return pd.DataFrame({
             "session": np.arange(n), "calls": calls, "run_latency_s": self.run_latency_s,
-            "queue_s_mean": self._per_session(s.queue_s) / calls, "queue_s_total": self._per_session(s.queue_s),
-            "ttft_s_mean": self._per_session(s.ttft_s) / calls,
+            "mean_queue_s": self._per_session(s.queue_s) / calls, "total_queue_s": self._per_session(s.queue_s),
+            "mean_ttft_s": self._per_session(s.ttft_s) / calls,
             "cache_hits": hits.astype(np.int64),
             "cache_hit_rate": np.where(reusable > 0, hits / np.maximum(reusable, 1), np.nan),
             "prompt_tokens": self._per_session(s.prompt_tokens).astype(np.int64),

@@ -217,7 +217,7 @@ class AgentResult:
         keys = (
             ["input_written_tokens", "input_read_tokens"]
             if self.mode == "api"
-            else ["cached_tokens", "recomputed_tokens", "gpu_seconds"]
+            else ["cached_tokens", "recomputed_tokens", "gpu_s"]
         )
         frames = []
         for p in self.policies:
@@ -254,12 +254,12 @@ class AgentResult:
                                     "long_tier_calls": float(col["long_context_tier"].sum()) / n,
                                     "off_peak_calls": float(col["off_peak"].sum()) / n}
             out["cache_read_share"] = read / (read + written)
-            for k in ("usd_input_written", "usd_input_read", "usd_output"):
+            for k in ("input_written_usd", "input_read_usd", "output_usd"):
                 out["mean_per_run"][k] = float(col[k].sum()) / n
         else:
             out["mean_per_run"] |= {k: float(np.asarray(col[k]).sum()) / n for k in (
-                "cached_tokens", "recomputed_tokens", "gpu_seconds", "prefill_s", "decode_s", "hold_s",
-                "usd_prefill", "usd_decode", "usd_hold")}
+                "cached_tokens", "recomputed_tokens", "gpu_s", "prefill_s", "decode_s", "hold_s",
+                "prefill_usd", "decode_usd", "hold_usd")}
             out["survival_choices"] = {o: int((col["survival"] == o).sum()) for o in ("keep", "offload", "drop")}
         return out
 

@@ -59,7 +59,7 @@ def run_gpus(gpu_file: str | None = None) -> Rows:
             "id": a.id, "name": a.name, "vendor": a.vendor, "memory_bytes": a.memory_bytes,
             "memory_bandwidth_bytes_per_s": a.memory_bandwidth_bytes_per_s, "peak_flops": a.peak_flops,
             "interconnect": a.interconnect, "interconnect_bytes_per_s": a.interconnect_bytes_per_s,
-            "price_per_hour_usd": a.price_per_hour_usd, "sources": list(a.sources), "retrieved": a.retrieved,
+            "usd_per_gpu_hour": a.price_per_hour_usd, "sources": list(a.sources), "retrieved": a.retrieved,
         }
         for a in accs.values()
     ))

@@ -11,7 +11,6 @@ from typing import Any
 
 from kokuban.core import cost, memory, roofline
 from kokuban.core.generation import Generation, generation
-from kokuban.errors import KokubanError
 from kokuban.specs.deployment import Deployment
 from kokuban.specs.hardware import Accelerator, Efficiency
 from kokuban.specs.model import ModelSpec
@@ -46,7 +45,7 @@ class Estimate:
                 "num_experts": m.num_experts, "top_k": m.top_k, "notes": list(m.notes), "source": m.source,
             },
             "hardware": {
-                "id": dep.accelerator.id, "name": dep.accelerator.name, "num_gpus": dep.num_gpus, "layout": dep.layout,
+                "id": dep.accelerator.id, "name": dep.accelerator.name, "gpus": dep.num_gpus, "layout": dep.layout,
                 "memory_bytes": dep.accelerator.memory_bytes,
                 "memory_bandwidth_bytes_per_s": dep.accelerator.memory_bandwidth_bytes_per_s,
                 "peak_flops": dep.accelerator.flops(dep.compute_dtype),
@@ -96,12 +95,12 @@ def run_estimate(request: EstimateRequest) -> Estimate:
     if r.batch == "max":
         b = int(memory.max_batch(dep, longest))
         if b < 1:
-            raise KokubanError(memory.no_fit_message(dep, memory.plan(dep, 1, longest)), field="batch", value="max")
+            raise memory.no_fit_error(dep, memory.plan(dep, 1, longest), field="batch", value="max")
     else:
         b = int(r.batch)
     mp = memory.plan(dep, b, longest)
     if not mp.fits:
-        raise KokubanError(memory.no_fit_message(dep, mp), field="batch", value=b)
+        raise memory.no_fit_error(dep, mp, field="batch", value=b)
     prefill_tokens = r.prompt if r.prompt is not None else context
     return Estimate(
         deployment=dep, batch=b, context=context, memory=mp,

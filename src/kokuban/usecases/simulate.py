@@ -255,10 +255,10 @@ class CheapestDeployments:
     slo: SLO
     rows: tuple[CandidateCapacity, ...]
 
-    def as_dict(self) -> list[dict[str, Any]]:
-        """The JSON: a list of candidate rows, cheapest first (a list, as the capacity command has always
-        printed)."""
-        return [row.as_dict() for row in self.rows]
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON: the target rate, the SLO and the candidate rows, cheapest first."""
+        return {"target_rate_per_s": self.target_rate_per_s, "slo": self.slo.as_dict(),
+                "candidates": [row.as_dict() for row in self.rows]}
 
 
 def run_capacity(request: CapacityRequest) -> Capacity | CheapestDeployments:

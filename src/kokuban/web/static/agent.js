@@ -7,9 +7,9 @@
   const si = Charts.si;
   const A = (window.kokubanAgent = { runs: 0, last: null });
   const TERMS = {
-    api: [["usd_input_written", "input written", "c-weights"], ["usd_input_read", "input read (cache)", "c-kv"],
-          ["usd_output", "output", "c-compute"]],
-    "self-hosted": [["usd_prefill", "prefill", "c-weights"], ["usd_decode", "decode", "c-kv"], ["usd_hold", "holding the KV", "c-overhead"]],
+    api: [["input_written_usd", "input written", "c-weights"], ["input_read_usd", "input read (cache)", "c-kv"],
+          ["output_usd", "output", "c-compute"]],
+    "self-hosted": [["prefill_usd", "prefill", "c-weights"], ["decode_usd", "decode", "c-kv"], ["hold_usd", "holding the KV", "c-overhead"]],
   };
   const usd = (v) => (v >= 1000 ? si(v) : `${+v.toPrecision(3)}`);
 

@@ -164,7 +164,7 @@
 
   function render(d) {
     const e = d.estimate, dec = e.decode, c = e.cost, hw = e.hardware;
-    $("title").textContent = `${e.model.name} on ${hw.num_gpus}× ${hw.name} (${hw.layout.toUpperCase()}), ` +
+    $("title").textContent = `${e.model.name} on ${hw.gpus}× ${hw.name} (${hw.layout.toUpperCase()}), ` +
       `weights ${e.precision.weights}, KV ${e.precision.kv}, compute ${e.precision.compute}`;
     setK("usd_per_m_output", c.usd_per_m_output, usd(c.usd_per_m_output));
     setK("usd_per_m_input", c.usd_per_m_input, usd(c.usd_per_m_input));
@@ -175,7 +175,7 @@
     setK("bound", dec.bound, `${dec.bound}-bound`);
     setK("batch", dec.batch, String(dec.batch));
     setK("context", dec.context, dec.context.toLocaleString("en"));
-    setK("num_gpus", hw.num_gpus, String(hw.num_gpus));
+    setK("gpus", hw.gpus, String(hw.gpus));
     setK("usd_per_hour", c.usd_per_hour, `USD ${+c.usd_per_hour.toPrecision(4)} / h in all`);
     $("why").replaceChildren(...d.why.map((s) => { const p = document.createElement("p"); p.textContent = s; return p; }));
     for (const [f, key] of EFF) if (state[f] === undefined) { $(f).value = e.efficiency[key]; showEff(f); }

@@ -74,7 +74,7 @@
     }
     setK("sim_output_tokens_per_s", t.output_tokens_per_s, si(t.output_tokens_per_s));
     setK("sim_requests_per_s", t.requests_per_s, si(t.requests_per_s));
-    setK("sim_usd_per_m_output", c.usd_per_m_output_tokens, usd(c.usd_per_m_output_tokens));
+    setK("sim_usd_per_m_output", c.usd_per_m_output, usd(c.usd_per_m_output));
     $("sim-table").replaceChildren(...[["ttft", "time to first token"], ["tpot", "time per output token"],
       ["e2e", "end to end"], ["queue", "queueing"]].map(([k, label]) => {
       const tr = document.createElement("tr");
