@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from json_envelope import result_of
 
 from kokuban.cli import main
 from kokuban.errors import KokubanError
@@ -209,7 +210,7 @@ def test_file_json_is_the_use_case(capsys, tmp_path):
     path = _csv(tmp_path, "llama-3.1-8b,h100-sxm,1,tp,bf16,1,512,256,tokens_per_s_per_user,7.5,ms/token,vLLM 0.11,lab",
                 "llama-3.1-70b,h100-sxm,4,tp,fp8,64,1000,500,output_tokens_per_s,2500,tokens/s,,my run")
     assert main(["accuracy", "--file", path, "--json"]) == 0
-    data = json.loads(capsys.readouterr().out)
+    data = result_of(capsys.readouterr().out)
     assert data == json.loads(to_json(run_accuracy(AccuracyRequest(file=path)).as_dict()))
     assert data["source"] == path and len(data["rows"]) == 2 and len(data["worst"]) == 2
     assert data["rows"][0]["measured"] == pytest.approx(1 / 7.5e-3)  # 7.5 ms/token = 133.3 tokens/s

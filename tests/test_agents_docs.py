@@ -74,7 +74,7 @@ def test_step_one_self_hosted_by_hand():
     # 18 · 2,048 · 20,523 + 18 · 2,048 · 128 = 756,559,872 + 4,718,592 = 761,278,464 B.
     per_token_layer = 2 * 8 * 64 * 2
     b = 18 * per_token_layer * 20_523 + 18 * per_token_layer * 128
-    assert b == 761_278_464 and s.cached_tokens == 20_523 and s.kv_bytes_held == b and "761,278,464" in DOC
+    assert b == 761_278_464 and s.cached_tokens == 20_523 and s.kv_held_bytes == b and "761,278,464" in DOC
     assert s.slots == 16  # B: sessions of that context the H100 holds (core.memory.max_batch), quoted in the docs
     # The roofline's prefill of the 2,699 new tokens and the 523-token decode, as the docs quote them; money = s · u.
     assert round(s.prefill_s, 6) == 0.063426 and round(s.decode_s, 6) == 0.593903

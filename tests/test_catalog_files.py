@@ -8,6 +8,7 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from json_envelope import result_of
 
 from kokuban.cli import main
 from kokuban.errors import KokubanError
@@ -121,7 +122,7 @@ def test_cli_bad_config_exit_2_one_line(tmp_path, capsys):
     assert err.count("\n") == 1
     assert err.startswith(f"error: MODEL: config '{path}': field 'num_attention_heads'")
     # asked for --json, the refusal is JSON on stdout too (the same message), so a script can read it
-    assert json.loads(out)["error"]["message"] == err.removeprefix("error: ").rstrip("\n")
+    assert result_of(out)["error"]["message"] == err.removeprefix("error: ").rstrip("\n")
 
 
 # ---- accelerator files ------------------------------------------------------------------------------------

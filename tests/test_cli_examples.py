@@ -6,6 +6,7 @@ import shlex
 from pathlib import Path
 
 import click
+from json_envelope import result_of
 
 from kokuban.cli import cli, main
 from kokuban.cli.examples import EXAMPLES
@@ -61,11 +62,10 @@ def test_shell_completion_offers_catalog_ids(monkeypatch, capsys):
 
 def test_units_people_write_mean_the_same_run(capsys):
     """`1k` tokens = 1000, `12ms` = 0.012 s, `128Ki` = 131072: the same JSON as the plain numbers."""
-    import json
 
     def run(*args: str) -> dict:
         assert main([*args, "--json"]) == 0
-        return json.loads(capsys.readouterr().out)
+        return result_of(capsys.readouterr().out)
 
     plain = run("lanes", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "5", "--prompt", "1000", "--output", "500",
                 "--tpot", "0.012", "--ttft", "2")

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 import pytest
+from json_envelope import result_of
 
 from kokuban.cli import main
 
@@ -15,7 +14,7 @@ ROW_KEYS = {"batch", "bound", "compute_s_per_token", "weights_s_per_token", "kv_
 
 def run_json(capsys, args):
     assert main([*args, "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
+    return result_of(capsys.readouterr().out)
 
 
 def test_batch_json_csv_plot(capsys, tmp_path):

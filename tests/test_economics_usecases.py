@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from json_envelope import result_of
 
 from kokuban.cli import main
 from kokuban.core import memory
@@ -32,7 +33,7 @@ TEXTBOOK_FIELDS = {"compute_eff": 0.6, "memory_eff": 0.8, "link_eff": 0.75, "ste
 
 def cli_json(capsys, args):
     assert main([*args, "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
+    return result_of(capsys.readouterr().out)
 
 
 def as_json(result):

@@ -8,6 +8,7 @@ import socket
 import warnings
 
 import pytest
+from json_envelope import result_of
 
 from kokuban.cli import main
 from kokuban.errors import KokubanError
@@ -105,7 +106,7 @@ def test_cli_note_goes_to_stderr_and_json_is_unchanged(capsys):
     aliased, err = capsys.readouterr()
     assert main(["estimate", "llama-3.1-8b", "--gpu", "h100-sxm", "--json"]) == 0
     exact, err_exact = capsys.readouterr()
-    assert json.loads(aliased) == json.loads(exact)
+    assert result_of(aliased) == result_of(exact)
     assert err.startswith("note: gpu 'h100' taken as h100-sxm (NVIDIA H100 SXM5 80GB)") and err.count("\n") == 1
     assert err_exact == ""
 
@@ -201,12 +202,12 @@ def test_cli_takes_an_hf_id_and_a_folder(tmp_path, capsys, no_network, empty_hf_
     assert main(["estimate", "meta-llama/Llama-3.1-8B", "--gpu", "h100-sxm", "--json"]) == 0
     by_hf, err = capsys.readouterr()
     assert main(["estimate", "llama-3.1-8b", "--gpu", "h100-sxm", "--json"]) == 0
-    assert json.loads(by_hf) == json.loads(capsys.readouterr()[0]) and err == ""
+    assert result_of(by_hf) == result_of(capsys.readouterr()[0]) and err == ""
     folder = tmp_path / "tiny"
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps(TINY))
     assert main(["estimate", str(folder), "--gpu", "h100-sxm", "--json"]) == 0
-    assert json.loads(capsys.readouterr()[0])["model"]["name"] == "tiny"
+    assert result_of(capsys.readouterr()[0])["model"]["name"] == "tiny"
 
 
 def test_a_path_that_does_not_exist_says_so(tmp_path):

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from json_envelope import result_of
 
 from kokuban.cli import main
 from kokuban.errors import KokubanError
@@ -133,11 +132,11 @@ def test_explain_has_five_features_each_with_a_sentence(llama_dep):
 # ---- CLI --------------------------------------------------------------------------------------------------
 def run_json(capsys, args):
     assert main(args + ["--json"]) == 0
-    return json.loads(capsys.readouterr().out)
+    return result_of(capsys.readouterr().out)
 
 
 def test_cli_list_filters_by_provider(capsys):
-    rows = run_json(capsys, ["prices", "list", "--provider", "deepseek"])
+    rows = run_json(capsys, ["prices", "list", "--provider", "deepseek"])["prices"]
     assert rows and {r["provider"] for r in rows} == {"deepseek"}
 
 

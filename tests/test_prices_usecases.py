@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from json_envelope import result_of
 
 from kokuban.cli import main
 from kokuban.errors import KokubanError
@@ -31,7 +32,7 @@ DAY6_FLAGS = ["--input-tokens", "608e9", "--cached-tokens", "342e9", "--output-t
 
 def cli_json(capsys, args):
     assert main(args + ["--json"]) == 0
-    return json.loads(capsys.readouterr().out)
+    return result_of(capsys.readouterr().out)
 
 
 def as_json(result):
@@ -40,7 +41,7 @@ def as_json(result):
 
 # ---- contract: the CLI's JSON is the use case's as_dict() ------------------------------------------------
 def test_list_contract(capsys):
-    out = cli_json(capsys, ["prices", "list", "--provider", "deepseek"])
+    out = cli_json(capsys, ["prices", "list", "--provider", "deepseek"])["prices"]
     assert out == as_json(run_list(ListRequest(provider="deepseek")))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from json_envelope import result_of
 from pydantic import ValidationError
 
 from kokuban.cli import main
@@ -106,12 +107,16 @@ def assert_fields(req: EstimateRequest) -> bool:
 
 
 def test_a_refusal_asked_for_as_json_is_json(capsys):
-    import json
 
     assert main(["estimate", "llama-3.1-70b", "--gpu", "h200", "--json"]) == 2
     out, err = capsys.readouterr()
-    data = json.loads(out)
+    data = result_of(out, command="estimate")  # the envelope too: version, schema version, command
     # 70.6e9 params × 2 B = 141 GB of bf16 weights > 0.9 × 150.7 GB usable on one H200: the refusal says what fits
     assert data["error"]["field"] == "batch" and data["error"]["flag"] == "--batch"
-    assert "2× h200 would fit batch 1" in data["error"]["reason"] and data["kokuban_version"]
+    assert "2× h200 would fit batch 1" in data["error"]["reason"]
     assert err == f"error: {data['error']['message']}\n"
+    # and the same numbers for a script: 0.9 × 150.754820096e9 B usable, no batch fits, 2 GPUs would
+    fit = data["error"]["detail"]["does_not_fit"]
+    assert fit["usable_bytes"] == pytest.approx(0.9 * 150.754820096e9)
+    assert fit["used_bytes"] > fit["usable_bytes"] and fit["weights_bytes"] > 141e9
+    assert (fit["batch"], fit["gpus"], fit["gpu"], fit["max_batch"], fit["min_gpus"]) == (1, 1, "h200", 0, 2)

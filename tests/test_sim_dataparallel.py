@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from json_envelope import result_of
 
 from kokuban.cli import main
 from kokuban.errors import KokubanError
@@ -102,7 +103,7 @@ def test_cli_router_matches_the_use_case(capsys):
     args = ["simulate", "qwen3-30b-a3b", "--gpu", "h100-sxm", "--gpus", "2", "--layout", "ep", "--rate", "4",
             "--requests", "40", "--prompt", "300", "--output", "30", "--router", "round_robin", "--json"]
     assert main(args) == 0
-    got = json.loads(capsys.readouterr().out)
+    got = result_of(capsys.readouterr().out)
     want = run_simulate(SimulateRequest(model="qwen3-30b-a3b", gpu="h100-sxm", gpus=2, layout="ep", rate=4,
                                         requests=40, prompt="300", output="30", router="round_robin"))
     assert got == json.loads(to_json(want.as_dict()))

@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from json_envelope import result_of
 
 from kokuban.cli import main
 from kokuban.errors import KokubanError
@@ -132,7 +133,7 @@ def test_cli_engine_and_knobs_match_the_use_case(capsys):
             "--output", "20", "--engine", "vllm-v0-multistep", "--gpu-memory-utilization", "0.85", "--kv-blocks",
             "900", "--json"]
     assert main(args) == 0
-    got = json.loads(capsys.readouterr().out)
+    got = result_of(capsys.readouterr().out)
     want = run_simulate(SimulateRequest(model="llama-3.1-8b", gpu="a10g", rate=2, requests=20, prompt="200",
                                         output="20", engine="vllm-v0-multistep", gpu_memory_utilization=0.85,
                                         kv_blocks=900))
@@ -156,7 +157,7 @@ def test_capacity_takes_the_engine_and_knobs(capsys):
     args = ["capacity", "llama-3.1-8b", "--gpu", "h100-sxm", "--requests", "60", "--prompt", "300", "--output", "30",
             "--ttft-p99", "0.5", "--engine", "vllm-v1", "--kv-blocks", "4000", "--workers", "1", "--json"]
     assert main(args) == 0
-    got = json.loads(capsys.readouterr().out)
+    got = result_of(capsys.readouterr().out)
     req = CapacityRequest(model="llama-3.1-8b", gpu="h100-sxm", requests=60, prompt="300", output="30", ttft_p99=0.5,
                           engine="vllm-v1", kv_blocks=4000, workers=1)
     assert got == json.loads(to_json(run_capacity(req).as_dict()))

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from json_envelope import result_of
 
 from kokuban.cli import main
 from kokuban.specs.hardware import Efficiency
@@ -79,7 +78,7 @@ def test_per_node_row_that_does_not_fit_scales():
 
 def test_accuracy_cli_json(capsys):
     assert main(["accuracy", "--json"]) == 0
-    data = json.loads(capsys.readouterr().out)
+    data = result_of(capsys.readouterr().out)
     assert len(data["rows"]) == 43
     errs = np.array([r["error"] for r in data["rows"]])
     assert data["summary"]["median_abs_error"] == pytest.approx(np.median(errs))

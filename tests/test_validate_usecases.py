@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from json_envelope import result_of
 
 from kokuban.cli import main
 from kokuban.errors import KokubanError
@@ -47,7 +48,7 @@ def as_json(result) -> object:
 
 def cli_json(capsys, args: list[str]) -> object:
     assert main([*args, "--json"]) == 0, capsys.readouterr().err
-    return json.loads(capsys.readouterr().out)
+    return result_of(capsys.readouterr().out)
 
 
 def cli_error(capsys, args: list[str]) -> str:
@@ -121,7 +122,8 @@ def tiny_flags(t) -> list[str]:
 # ---- contract: --json == the use case's as_dict() -----------------------------------------------------
 def test_probe_json_is_the_use_case(capsys, fixed_probe, tmp_path):
     out = tmp_path / "p.json"
-    data = cli_json(capsys, ["probe", "--device", "cpu", "--seconds", "0.5", "--id", "here", "--out", str(out)])
+    doc = cli_json(capsys, ["probe", "--device", "cpu", "--seconds", "0.5", "--id", "here", "--out", str(out)])
+    data = doc["accelerator"][0]  # the entry, in the accelerator file's shape: {"accelerator": [entry]}
     assert data == as_json(run_probe(ProbeRequest(device="cpu", seconds=0.5, entry_id="here")))
     # the fixed figures, and the file written through the one serialiser: {"accelerator": [entry]}
     assert (data["id"], data["memory_bandwidth_bytes_per_s"], data["flops_fp32"]) == ("here", 2e10, 1e11)

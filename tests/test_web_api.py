@@ -9,6 +9,7 @@ import warnings
 from importlib import resources
 
 import pytest
+from json_envelope import result_of
 
 pytest.importorskip("fastapi")
 pytest.importorskip("httpx")
@@ -31,10 +32,11 @@ def client():
     return TestClient(create_app())
 
 
-def cli_json(capsys, *args):
+def cli_json(capsys, *args, key=None):
+    """The result of a `--json` command without its envelope (the API's body is the result itself)."""
     assert main(list(args)) == 0
     out, _ = capsys.readouterr()
-    return json.loads(out)
+    return result_of(out, key)
 
 
 # ---- the same numbers as the CLI -------------------------------------------------------------------
@@ -81,10 +83,10 @@ def test_uploaded_config_gives_the_catalog_numbers(client):
 
 def test_catalog_lists_are_the_cli_rows(client, capsys):
     models = client.get("/api/models").json()
-    cli_models = cli_json(capsys, "models", "--json")
+    cli_models = cli_json(capsys, "models", "--json", key="models")
     assert [{k: v for k, v in m.items() if k != "hf_repo"} for m in models] == cli_models
     assert next(m for m in models if m["id"] == "llama-3.1-8b")["hf_repo"] == "meta-llama/Llama-3.1-8B"
-    assert client.get("/api/gpus").json() == cli_json(capsys, "gpus", "--json")
+    assert client.get("/api/gpus").json() == cli_json(capsys, "gpus", "--json", key="gpus")
 
 
 # ---- errors: 422 naming the field, whichever layer finds them ----------------------------------------
@@ -197,6 +199,18 @@ def test_context_wall(client):
     assert d["summary"]["max_context"] == 131_072
 
 
+def test_every_response_names_its_version_and_schema(client):
+    """The headers carry what `--json`'s envelope carries; the body is the result (the same keys as the CLI)."""
+    from kokuban import __version__
+    from kokuban.present.jsonout import SCHEMA_VERSION
+
+    for r in (client.get("/api/gpus"), client.post("/api/estimate", json={"model": "llama-3.1-8b", "gpu": GPU}),
+              client.post("/api/estimate", json={"model": "llama-3.1-8b", "gpu": "nope"}), client.get("/")):
+        assert r.headers["x-kokuban-version"] == __version__
+        assert r.headers["x-kokuban-schema-version"] == str(SCHEMA_VERSION) == "1"
+    assert "kokuban_version" not in client.post("/api/estimate", json={"model": "llama-3.1-8b", "gpu": GPU}).json()
+
+
 # ---- the page --------------------------------------------------------------------------------------
 def test_page_and_assets_are_served_from_here(client):
     r = client.get("/")
@@ -253,7 +267,7 @@ def test_agent_matches_cli_json(client, capsys, body, args):
     r = client.post("/api/agent", json=body)
     assert r.status_code == 200, r.text
     assert main(["agent", *args, "--json"]) == 0
-    assert r.json() == json.loads(capsys.readouterr().out)
+    assert r.json() == result_of(capsys.readouterr().out)
 
 
 @pytest.mark.parametrize(("extra", "field"), [
@@ -273,7 +287,7 @@ def test_agent_is_bounded(client, extra, field):
 
 def test_agent_presets_are_the_cli_rows(client, capsys):
     assert main(["agent", "presets", "--json"]) == 0
-    assert client.get("/api/agent/presets").json() == json.loads(capsys.readouterr().out)
+    assert client.get("/api/agent/presets").json() == result_of(capsys.readouterr().out, "presets")
 
 
 # ---- the price sheets: the CLI's numbers, no files ----------------------------------------------------
@@ -290,7 +304,7 @@ def test_prices_match_cli_json(client, capsys, path, body, args):
     r = client.post(path, json=body)
     assert r.status_code == 200, r.text
     assert main(["prices", *args, "--json"]) == 0
-    assert r.json() == json.loads(capsys.readouterr().out)
+    assert r.json() == result_of(capsys.readouterr().out, "prices" if args[0] == "list" else None)
 
 
 @pytest.mark.parametrize(("path", "extra", "field"), [

@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
+from json_envelope import result_of
 
 CHROMIUM = "/usr/bin/chromium"
 # CI (.ci/run) installs Chromium and sets KOKUBAN_REQUIRE_BROWSER=1: there a missing browser fails, never skips.
@@ -99,7 +100,7 @@ def shown(pg) -> dict[str, float]:
 
 def estimate_json(capsys, *args) -> dict:
     assert main(["estimate", *args, "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
+    return result_of(capsys.readouterr().out)
 
 
 def expected(d: dict) -> dict[str, float]:

@@ -41,7 +41,7 @@ def test_operating_points_from_the_estimates_terms():
     for kind, step_s in (("decode", d["decode"]["step_time_s"]), ("prefill", d["prefill"]["time_s"])):
         s = d[kind]
         point = getattr(b, kind)
-        moved = s["weight_bytes_read"] + s["kv_bytes_read"]
+        moved = s["weights_read_bytes"] + s["kv_read_bytes"]
         assert point.intensity_flop_per_byte == pytest.approx(s["flops"] / moved)
         assert point.achieved_flops_per_s == pytest.approx(s["flops"] / step_s)
         assert point.achieved_flops_per_s <= point.attainable_flops_per_s * (1 + 1e-9)  # on or under the roof

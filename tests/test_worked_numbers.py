@@ -14,13 +14,13 @@ Catalog numbers used below (each also checked against the catalog, so the premis
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import shlex
 from pathlib import Path
 
 import pytest
+from json_envelope import result_of
 
 from kokuban.cli import main
 from kokuban.core import memory, roofline
@@ -420,7 +420,7 @@ FLEET = ["prices", "fleet", "deepseek/deepseek-reasoner", "--gpu-file", str(ROOT
 
 def fleet_day(capsys, gpu, *extra):
     assert main([*FLEET, "--gpu", gpu, *extra]) == 0
-    out = json.loads(capsys.readouterr().out)
+    out = result_of(capsys.readouterr().out)
     return out["day"]
 
 
@@ -500,7 +500,7 @@ def test_simulator_kv_cache_of_llama_8b_on_an_h100(capsys):
     blocks = math.floor((0.9 * H100_MEM - weights - activations) / kv_16)
     assert (blocks, blocks * 16) == (28_440, 455_040)
     assert main(["simulate", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "20", "--requests", "5", "--json"]) == 0
-    kv = json.loads(capsys.readouterr().out)["kv_cache"]
+    kv = result_of(capsys.readouterr().out)["kv_cache"]
     assert (kv["capacity_blocks"], kv["capacity_tokens"]) == (blocks, blocks * 16)
     says((ROOT / "docs" / "simulate.md").read_text(), "KV cache 455,040 tokens (28,440 blocks)",
          "the deployment holds 455,040 (28,440 blocks of 16)")

@@ -86,7 +86,7 @@ def selfhost_costs(calls: Calls, dep: Deployment, *, batch: int, survival_policy
     seconds = prefill_s + decode_s + hold_s
     return {
         "cached_tokens": np.where(kept, held, 0), "recomputed_tokens": np.where(kept, 0, held),
-        "kv_bytes_held": np.where(held > 0, kv_b, 0.0), "slots": slots,
+        "kv_held_bytes": np.where(held > 0, kv_b, 0.0), "slots": slots,
         "prefill_s": prefill_s, "decode_s": decode_s, "hold_s": hold_s,
         "keep_usd": np.where(held > 0, options[0], 0.0), "offload_usd": np.where(held > 0, options[1], 0.0),
         "drop_usd": np.where(held > 0, options[2], 0.0),

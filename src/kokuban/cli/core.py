@@ -64,7 +64,7 @@ def models(as_json: bool) -> None:
         table.add_column(col, justify="left" if col in ("id", "attention", "dtype") else "right")
     for r in rows:
         table.add_row(
-            r["id"], si(r["params_total"]), si(r["params_active"]), si(r["kv_bytes_per_token_bf16"], "B"),
+            r["id"], si(r["params_total"]), si(r["params_active"]), si(r["bf16_kv_bytes_per_token"], "B"),
             f"{r['max_context']:,}", r["attention"], f"{r['experts']}/{r['top_k']}" if r["experts"] else "-",
             r["native_dtype"], "yes" if r["verified"] else "no",
         )

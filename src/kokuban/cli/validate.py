@@ -52,7 +52,7 @@ def probe(**kw: Any) -> None:
     if kw["out"]:
         write_probe_entry(result, kw["out"])
     if kw["as_json"]:
-        emit_json({"accelerator": result.as_dict()})
+        emit_json({"accelerator": [result.as_dict()]})  # the --out file's shape
     else:
         print_probe(console(), result, kw["out"])
 

@@ -67,7 +67,7 @@ class MemoryPlan:
     capacity_bytes: float
     usable_bytes: float
     weights_bytes: float
-    weights_bytes_total: float
+    weights_total_bytes: float
     activation_bytes: float
     kv_bytes_per_request: float
     kv_bytes_per_gpu: float
@@ -106,7 +106,7 @@ def plan(dep: Deployment, batch: int, context: int) -> MemoryPlan:
     fits = weights + act + kv_gpu <= usable
     return MemoryPlan(
         batch=int(batch), context=int(context), capacity_bytes=dep.accelerator.memory_bytes, usable_bytes=usable,
-        weights_bytes=weights, weights_bytes_total=weight_bytes_stored(dep), activation_bytes=act,
+        weights_bytes=weights, weights_total_bytes=weight_bytes_stored(dep), activation_bytes=act,
         kv_bytes_per_request=kv_req, kv_bytes_per_gpu=kv_gpu, kv_bytes=batch * kv_req, fits=bool(fits),
         max_batch=int(max_batch(dep, context)), min_gpus=None if fits else min_gpus_to_fit(dep, batch, context),
     )

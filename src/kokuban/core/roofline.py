@@ -144,8 +144,8 @@ class Step:
             "flops": f(self.flops),
             "multiply_flops": f(self.flops - self.attn_flops),
             "attention_flops": f(self.attn_flops),
-            "weight_bytes_read": f(self.weight_bytes),
-            "kv_bytes_read": f(self.kv_bytes),
+            "weights_read_bytes": f(self.weight_bytes),
+            "kv_read_bytes": f(self.kv_bytes),
             "comm_bytes_per_gpu": f(self.comm_bytes),
             "experts_touched_per_layer": f(self.experts_touched),
         }

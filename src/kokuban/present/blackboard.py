@@ -16,7 +16,7 @@ def blackboard(con: Console, est: Estimate) -> None:
     d = est.as_dict()
     m, hw, mem, dec, pre, money = d["model"], d["hardware"], d["memory"], d["decode"], d["prefill"], d["cost"]
     eff, prec = d["efficiency"], d["precision"]
-    moe = f", MoE {m['top_k']}/{m['num_experts']} experts" if m["num_experts"] else ""
+    moe = f", MoE {m['top_k']}/{m['experts']} experts" if m["experts"] else ""
     con.print(f"[bold]黒板 kokuban[/bold] — {m['name']} on {hw['gpus']}× {hw['name']} ({hw['layout'].upper()})")
     con.print(
         f"model: {si(m['params_total'])} params, {si(m['params_active'])} active{moe}; {m['attention'].upper()} KV "
@@ -42,12 +42,12 @@ def blackboard(con: Console, est: Estimate) -> None:
     br = dec["breakdown"]
     def per_tok(seconds: float) -> str:  # the same seconds, shown per token of the batch
         return secs(seconds / dec["batch"])
-    experts = f", {dec['experts_touched_per_layer']:.1f} experts/layer" if m["num_experts"] else ""
+    experts = f", {dec['experts_touched_per_layer']:.1f} experts/layer" if m["experts"] else ""
     lin_c = br["multiply_compute_s"]
     t.add_row("multiply compute", si(dec["multiply_flops"], "FLOP"), secs(lin_c), per_tok(lin_c))
     t.add_row(
         "weight read (shared)",
-        si(dec["weight_bytes_read"], "B") + experts,
+        si(dec["weights_read_bytes"], "B") + experts,
         secs(br["weights_s"]),
         per_tok(br["weights_s"]),
     )
@@ -57,7 +57,7 @@ def blackboard(con: Console, est: Estimate) -> None:
         secs(br["attention_compute_s"]),
         per_tok(br["attention_compute_s"]),
     )
-    t.add_row("KV read (per request)", si(dec["kv_bytes_read"], "B"), secs(br["kv_s"]), per_tok(br["kv_s"]))
+    t.add_row("KV read (per request)", si(dec["kv_read_bytes"], "B"), secs(br["kv_s"]), per_tok(br["kv_s"]))
     t.add_row(
         "communication",
         si(dec["comm_bytes_per_gpu"], "B") if dec["comm_bytes_per_gpu"] else "-",

@@ -94,7 +94,7 @@ def _why(est: Estimate, ratio: float, crossover: int | None) -> tuple[str, ...]:
     kv_gb = mem["kv_bytes_per_request"] / 1e9
     bound = dec["bound"]
     if bound == "weights":
-        lever = (f"The weight read ({dec['weight_bytes_read'] / 1e9:.3g} GB a step) is shared by the batch: a larger "
+        lever = (f"The weight read ({dec['weights_read_bytes'] / 1e9:.3g} GB a step) is shared by the batch: a larger "
                  f"batch spreads it over more tokens; {fit:,} requests fit at this context")
         within = crossover is not None and crossover <= fit
         lever += (f", and decode turns compute-bound from batch {crossover:,}." if within

@@ -38,7 +38,7 @@ def run_models() -> Rows:
         m = load_model(model_id)
         rows.append({
             "id": model_id, "family": m.family, "params_total": m.params_total, "params_active": m.params_active,
-            "kv_bytes_per_token_bf16": m.kv_bytes_per_token("bf16"), "max_context": m.max_context,
+            "bf16_kv_bytes_per_token": m.kv_bytes_per_token("bf16"), "max_context": m.max_context,
             "attention": m.attention, "experts": m.num_experts, "top_k": m.top_k, "native_dtype": m.native_dtype,
             "source": entry.get("source", ""), "retrieved": entry.get("retrieved", ""),
             "verified": bool(entry.get("verified", False)), "hf_repo": entry.get("hf_repo", ""),

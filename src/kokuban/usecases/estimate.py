@@ -42,7 +42,7 @@ class Estimate:
                 "kv_bytes_per_token": m.kv_bytes_per_token(dep.kv_dtype),
                 "kv_bytes_per_token_beyond_windows": m.kv_bytes_per_token(dep.kv_dtype, beyond_windows=True),
                 "state_bytes_per_request": roofline.state_bytes_per_request(dep),
-                "num_experts": m.num_experts, "top_k": m.top_k, "notes": list(m.notes), "source": m.source,
+                "experts": m.num_experts, "top_k": m.top_k, "notes": list(m.notes), "source": m.source,
             },
             "hardware": {
                 "id": dep.accelerator.id, "name": dep.accelerator.name, "gpus": dep.num_gpus, "layout": dep.layout,

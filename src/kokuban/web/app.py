@@ -8,6 +8,9 @@ are not accepted: `gpu_file` and `efficiency_file` (paths on the server) and `ef
 `model` is a catalog id, a catalog model's Hugging Face repository, a `coarse:` spec, or the content of a
 config.json (a JSON object) — never a path.
 
+Every response carries the headers `X-Kokuban-Version` and `X-Kokuban-Schema-Version` (`VersionHeaders`); a
+body is the result itself — `--json`'s keys without its envelope (`kokuban_version`, `schema_version`, `command`).
+
 Errors: a bad field — whether FastAPI's body validation or the use case finds it — is a 422 with
 `{"error": {"field", "value", "reason", "message"}}`; a body over `MAX_BODY_BYTES` is a 413; nothing is a 500.
 Work is bounded by the requests' own limits (token counts ≤ 2³¹, ≤ 4096 accelerators, curves ≤ 64 rows of
@@ -315,6 +318,32 @@ class _TooBig(Exception):
     pass
 
 
+class VersionHeaders:
+    """ASGI middleware: every response says which kokuban and which JSON schema made it, in the headers
+    `X-Kokuban-Version` and `X-Kokuban-Schema-Version` (the bodies are the results themselves, the keys of
+    `--json` without its envelope)."""
+
+    def __init__(self, app: Any) -> None:
+        from kokuban import __version__
+        from kokuban.present.jsonout import SCHEMA_VERSION
+
+        self.app = app
+        self.headers = [(b"x-kokuban-version", __version__.encode()),
+                        (b"x-kokuban-schema-version", str(SCHEMA_VERSION).encode())]
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_versions(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                message = message | {"headers": [*message.get("headers", []), *self.headers]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_versions)
+
+
 #: The page's policy: every script, style, image and font from this server, none from anywhere else.
 CSP = ("default-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
        "form-action 'none'")
@@ -360,6 +389,7 @@ def create_app() -> FastAPI:
 
     app.mount("/static", StaticFiles(packages=[("kokuban.web", "static")]), name="static")
     app.add_middleware(BodyLimit)
+    app.add_middleware(VersionHeaders)
     return app
 
 
