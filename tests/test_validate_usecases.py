@@ -139,7 +139,7 @@ def test_validate_json_is_the_use_case(capsys, fixed_timer, tiny):
     assert len(data["rows"]) == 5 and all(
         r["measured_s"] == 1e-3 and r["repeats_s"] == [1e-3, 1e-3] for r in data["rows"]
     )
-    assert json.loads((out_dir / "validate.json").read_text()) == data  # the file is the same JSON
+    assert result_of((out_dir / "validate.json").read_text(), command="validate") == data  # the same JSON
 
 
 def test_accuracy_json_is_the_use_case(capsys):

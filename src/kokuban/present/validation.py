@@ -10,7 +10,7 @@ from typing import Any
 
 from kokuban.errors import KokubanError
 from kokuban.present.format import secs, si
-from kokuban.present.jsonout import to_json
+from kokuban.present.jsonout import envelope, to_json
 
 REGIME_COLOURS = {"compute": "tab:red", "weights": "tab:blue", "kv": "tab:green", "comm": "tab:purple",
                   "overhead": "tab:gray"}
@@ -131,8 +131,8 @@ def print_validation(console: Any, report: Any, out_dir: str | None = None) -> N
 
 
 def write_validation_report(report: Any, out_dir: str | Path) -> None:
-    """validate.csv (the rows, without the per-round times), validate.json (`report.as_dict()`) and
-    validate.png (`plot_validation`) in `out_dir`."""
+    """validate.csv (the rows, without the per-round times), validate.json (`report.as_dict()` in the `--json`
+    envelope: what `kokuban validate --json` prints) and validate.png (`plot_validation`) in `out_dir`."""
     import pandas as pd
 
     out_dir = Path(out_dir)
@@ -142,7 +142,7 @@ def write_validation_report(report: Any, out_dir: str | Path) -> None:
         raise KokubanError(f"cannot create '{out_dir}': {exc.strerror}", field="out_dir", value=str(out_dir)) from None
     frame = pd.DataFrame([{k: v for k, v in r.as_dict().items() if k != "repeats_s"} for r in report.rows])
     frame.to_csv(out_dir / "validate.csv", index=False)
-    _write(out_dir / "validate.json", to_json(report.as_dict()), "out_dir")
+    _write(out_dir / "validate.json", to_json(envelope("validate", report.as_dict())), "out_dir")
     plot_validation(report, out_dir / "validate.png")
 
 
