@@ -1,8 +1,10 @@
 """Command line: the `kokuban` group, assembled from the command modules, and `main`, the entry point.
 
 Faces only parse and present: each command builds a use case's typed request from its flags, runs the use
-case and prints its result (a table, or `--json`: the result's `as_dict()`). Bad input ends in one line on
-stderr naming the flag, and exit code 2; the use cases' errors name request fields, worded here as flags.
+case and prints its result (a table, or `--json`: the result's `as_dict()` in the envelope of
+`present.jsonout.envelope`). Bad input ends in one line on stderr naming the flag, and exit code 2 (with
+`--json`, the refusal in the same envelope on stdout too); the use cases' errors name request fields, worded here
+as flags.
 """
 
 from __future__ import annotations
@@ -105,13 +107,11 @@ def _notes_on_stderr(show: Callable[..., None], held: list[str] | None = None) -
     return showwarning
 
 
-def _click_error(exc: click.ClickException, message: str) -> dict[str, Any]:
+def _click_error(exc: click.ClickException, message: str, command: click.Command) -> dict[str, Any]:
     """A flag click refused (a bad value, a missing option) in the refusal's JSON shape."""
-    param = getattr(exc, "param", None)
-    flag = (max(param.opts, key=len) if isinstance(param, click.Option) else (param.name or "").upper()) if param \
-        else None
-    return {"field": param.name if param else None, "value": None, "reason": message, "message": message,
-            "flag": flag}
+    field = getattr(getattr(exc, "param", None), "name", None)
+    return {"field": field, "value": None, "reason": message, "message": message,
+            "flag": flag_for(field, command) if field else None}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         message = exc.format_message()
         click.echo(f"error: {message}", err=True)
         if "--json" in args:
-            _json_refusal(args, _click_error(exc, message))
+            _json_refusal(args, _click_error(exc, message, _command_for(args)))
         return 2
     except ModuleNotFoundError as exc:
         extra = EXTRAS.get((exc.name or "").split(".")[0])

@@ -97,7 +97,7 @@ def open_inference(result: OpenPriceInference) -> None:
         ("$/M input (prefill)", lambda c: f"{c.usd_per_m_input:.3g}"),
         ("profit÷cost on input", lambda c: _pct(c.margin_on_input.profit_over_cost)),
     ]
-    if inf.speed:
+    if inf.tokens_per_s_per_user:
         rows += [("batch at the speed", lambda c: str(c.speed_batch)),
                  ("profit÷cost at that batch", lambda c: _pct(c.margin_at_speed_batch.profit_over_cost))]
     for label, fn in rows:

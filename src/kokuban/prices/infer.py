@@ -166,7 +166,7 @@ class OpenInference(Record):
     usd_per_gpu_hour: float
     context: int
     prompt_tokens: int
-    speed: float | None
+    tokens_per_s_per_user: float | None  # the measured speed given (None: memory-limited batches)
     range: dict[str, Corner]
     by_gpu_count: tuple[GpuCountRow, ...]
     infeasible: str | None
@@ -205,7 +205,7 @@ def infer_open(row: PriceRow, dep: Deployment, *, context: int = 8192, prompt_to
                                   profit_over_cost_at_max_batch=r.margin_at_max_batch.profit_over_cost))
     return OpenInference(
         price=row, deployment=dep.describe(), gpus=dep.num_gpus, usd_per_gpu_hour=dep.price_per_hour_usd,
-        context=context, prompt_tokens=prompt, speed=speed, range=corners, by_gpu_count=tuple(counts),
+        context=context, prompt_tokens=prompt, tokens_per_s_per_user=speed, range=corners, by_gpu_count=tuple(counts),
         infeasible=infeasible,
         assumptions=(
             (f"decode at context {context:,} tokens, every request at that context; prefill of one "
