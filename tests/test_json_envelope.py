@@ -151,8 +151,12 @@ def test_the_hourly_price_has_one_name(capsys, in_repo):
     price = h100["usd_per_gpu_hour"]
     assert price > 0
     est = result_of(_json_text(capsys, "estimate llama-3.1-8b --gpu h100-sxm --gpus 2"))
-    assert est["hardware"]["gpus"] == 2
+    assert (est["hardware"]["gpus"], est["hardware"]["usd_per_gpu_hour"]) == (2, price)
     assert est["cost"]["usd_per_hour"] == pytest.approx(2 * price)  # 2 GPUs × the catalog's hourly price
+    agent = result_of(_json_text(capsys, "agent self-hosted llama-3.1-8b --gpu h100-sxm --gpus 2 --preset swe-bench "
+                                         "--runs 1"))
+    assert (agent["terms"]["gpus"], agent["terms"]["usd_per_gpu_hour"]) == (2, price)
+    assert agent["terms"]["usd_per_hour"] == pytest.approx(2 * price)
     explain = result_of(_json_text(capsys, "prices explain anthropic/claude-sonnet-4 --gpu h100-sxm --gpus 16"))
     assert (explain["gpus"], explain["usd_per_gpu_hour"]) == (16, price)
     cheapest = result_of(_json_text(capsys, MORE_RUNS["capacity"]))["candidates"][0]

@@ -103,6 +103,6 @@ def selfhost_costs(calls: Calls, dep: Deployment, *, batch: int, survival_policy
 
 
 def selfhost_summary_terms(dep: Deployment, batch: int) -> dict[str, Any]:
-    """The deployment's terms a self-hosted result quotes: USD/s, GPUs, batch."""
-    return {"deployment": dep.describe(), "gpus": dep.num_gpus, "usd_per_hour": cost.usd_of_seconds(dep, 3600.0),
-            "decode_batch": batch}
+    """The deployment's terms a self-hosted result quotes: GPUs, USD per GPU-hour and per hour, batch."""
+    return {"deployment": dep.describe(), "gpus": dep.num_gpus, "usd_per_gpu_hour": dep.price_per_hour_usd,
+            "usd_per_hour": cost.usd_of_seconds(dep, 3600.0), "decode_batch": batch}

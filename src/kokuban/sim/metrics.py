@@ -157,7 +157,7 @@ class SimResult(RunRecord):
             "batch": {"mean": float(np.average(self.step_batch, weights=w)) if w.size else 0.0,
                       "max": int(self.step_batch.max(initial=0))},
             "kv_cache": {
-                "capacity_blocks": self.kv_capacity_blocks, "block_size_tokens": self.block_size,
+                "capacity_blocks": self.kv_capacity_blocks, "block_size": self.block_size,
                 "capacity_tokens": self.kv_capacity_blocks * self.block_size,
                 "mean_occupancy": float(np.average(occupancy, weights=w)) if w.size else 0.0,
                 "peak_occupancy": float(occupancy.max(initial=0.0)),

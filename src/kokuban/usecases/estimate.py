@@ -50,6 +50,7 @@ class Estimate:
                 "memory_bandwidth_bytes_per_s": dep.accelerator.memory_bandwidth_bytes_per_s,
                 "peak_flops": dep.accelerator.flops(dep.compute_dtype),
                 "interconnect_bytes_per_s": dep.accelerator.interconnect_bytes_per_s,
+                "usd_per_gpu_hour": dep.price_per_hour_usd,
             },
             "precision": {"weights": dep.weights_dtype, "kv": dep.kv_dtype, "compute": dep.compute_dtype},
             "efficiency": dep.efficiency.as_dict(),
