@@ -204,3 +204,14 @@ def test_the_envelope_is_made_in_one_place():
         envelope("gpus", [1, 2])  # a list needs its key: the top level is always an object
     with pytest.raises(ValueError):
         envelope("x", {"command": "y"})  # a result cannot shadow the envelope
+
+
+def test_probe_json_is_an_accelerator_file(capsys, fixed_probe, tmp_path):  # noqa: F811
+    """`probe --json > f.json` is a `--gpu-file`: the entry under "accelerator", as `probe --out` writes it."""
+    saved = tmp_path / "probe.json"
+    saved.write_text(_json_text(capsys, "probe --device cpu --seconds 0.5 --id here"))
+    gpus = result_of(_json_text(capsys, f"gpus --gpu-file {saved}"), "gpus")
+    here = next(g for g in gpus if g["id"] == "here")
+    # the fixed probe: 2e10 B/s read, 1e11 FLOP/s (fp32, bf16), no price
+    assert (here["memory_bandwidth_bytes_per_s"], here["peak_flops"]["bf16"], here["usd_per_gpu_hour"]) == (
+        2e10, 1e11, 0.0)
