@@ -67,6 +67,7 @@ FORBIDDEN = [
     (r"^usd_(?!per_)", "an amount of money ends in _usd; usd_ starts only a rate (usd_per_…)"),
     (r"^usd_per_m_\w*tokens$", "a cost per million tokens is usd_per_m_input / _output / _total…"),
     (r"^speed$", "a speed says its unit: tokens_per_s_per_user"),
+    (r"(gpu|node)_hours_", "hours billed end the name (gpu_hours, decode_node_hours)"),
 ]
 #: Subtrees that are a file's schema, not output vocabulary: an accelerator entry (accelerators.toml keys), a
 #: model's Hugging Face config.json.

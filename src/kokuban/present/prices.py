@@ -196,7 +196,7 @@ def fleet_account(result: FleetAccount) -> None:
               f"{counted} counting {result.cache_hit:.1%} cache hits (bound: {tp.prefill_bound})")
     con.print(f"  used: prefill {day.prefill_tokens_per_s_per_node:,.0f} ({used['prefill']}), decode "
               f"{day.decode_tokens_per_s_per_node:,.0f} ({used['decode']}) tokens/s per node")
-    con.print(f"  node-hours/day: prefill {day.node_hours_prefill:,.0f} + decode {day.node_hours_decode:,.0f} "
+    con.print(f"  node-hours/day: prefill {day.prefill_node_hours:,.0f} + decode {day.decode_node_hours:,.0f} "
               f"= {day.average_nodes:,.2f} nodes on average")
     con.print(f"  cost/day ${day.cost_usd_per_day:,.0f} at ${day.usd_per_gpu_hour:g}/GPU-hour; revenue/day at "
               f"{row.key} prices ${day.revenue_usd_per_day:,.0f}; profit ÷ cost {day.profit_over_cost:.0%} "

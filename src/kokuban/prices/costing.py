@@ -250,8 +250,8 @@ class FleetDay(Record):
     decode_tokens_per_s_per_node: float
     gpus_per_node: int
     usd_per_gpu_hour: float
-    node_hours_prefill: float
-    node_hours_decode: float
+    prefill_node_hours: float
+    decode_node_hours: float
     average_nodes: float
     cost_usd_per_day: float
     revenue_usd_per_day: float
@@ -284,7 +284,7 @@ def fleet_day(row: PriceRow, input_tokens: float, cached_input_tokens: float, ou
         input_tokens=input_tokens, cached_input_tokens=cached_input_tokens, output_tokens=output_tokens,
         prefill_tokens_per_s_per_node=prefill_tokens_per_s_per_node,
         decode_tokens_per_s_per_node=decode_tokens_per_s_per_node, gpus_per_node=gpus_per_node,
-        usd_per_gpu_hour=usd_per_gpu_hour, node_hours_prefill=hp, node_hours_decode=hd, average_nodes=(hp + hd) / 24,
+        usd_per_gpu_hour=usd_per_gpu_hour, prefill_node_hours=hp, decode_node_hours=hd, average_nodes=(hp + hd) / 24,
         cost_usd_per_day=cost_day, revenue_usd_per_day=revenue, profit_over_cost=m.profit_over_cost,
         gross_margin=m.gross_margin,
     )
