@@ -216,3 +216,13 @@ def test_probe_json_is_an_accelerator_file(capsys, fixed_probe, tmp_path):  # no
     # the fixed probe: 2e10 B/s read, 1e11 FLOP/s (fp32, bf16), no price
     assert (here["memory_bandwidth_bytes_per_s"], here["peak_flops"]["bf16"], here["usd_per_gpu_hour"]) == (
         2e10, 1e11, 0.0)
+
+
+def test_a_sweep_where_nothing_fits_lists_every_configuration_left_out(capsys):
+    assert main(["frontier", "llama-3.1-405b", "--gpu", "h100-sxm", "--counts", "1,2", "--layouts", "tp", "--json"]) == 2
+    doc = _parse(capsys.readouterr().out)
+    # 811.7 GB of bf16 weights: neither 1 nor 2 H100s (77.0 GB usable each) hold them
+    assert doc["error"]["detail"]["skipped"] == [
+        {"config": "1× h100-sxm TP1 bf16", "reason": "does not fit at context 4096"},
+        {"config": "2× h100-sxm TP2 bf16", "reason": "does not fit at context 4096"},
+    ]

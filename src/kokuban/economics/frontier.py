@@ -93,7 +93,8 @@ def frontier_sweep(
                     frames.append(df)
     if not frames:
         reasons = "; ".join(f"{s.config}: {s.reason}" for s in skipped[:4])
-        raise KokubanError(f"no configuration fits {model.name} at context {context} ({reasons})")
+        raise KokubanError(f"no configuration fits {model.name} at context {context} ({reasons})",
+                           detail={"skipped": [{"config": s.config, "reason": s.reason} for s in skipped]})
     table = pd.concat(frames, ignore_index=True)
     table["on_frontier"] = pareto(table["tokens_per_s_per_user"].to_numpy(), table["tokens_per_s_per_gpu"].to_numpy())
     table["on_cost_frontier"] = pareto(table["tokens_per_s_per_user"].to_numpy(), -table["usd_per_m_output"].to_numpy())
