@@ -219,7 +219,7 @@ def test_probe_json_is_an_accelerator_file(capsys, fixed_probe, tmp_path):  # no
 
 
 def test_a_sweep_where_nothing_fits_lists_every_configuration_left_out(capsys):
-    assert main(["frontier", "llama-3.1-405b", "--gpu", "h100-sxm", "--counts", "1,2", "--layouts", "tp", "--json"]) == 2
+    assert main("frontier llama-3.1-405b --gpu h100-sxm --counts 1,2 --layouts tp --json".split()) == 2
     doc = _parse(capsys.readouterr().out)
     # 811.7 GB of bf16 weights: neither 1 nor 2 H100s (77.0 GB usable each) hold them
     assert doc["error"]["detail"]["skipped"] == [
