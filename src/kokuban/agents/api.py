@@ -143,7 +143,7 @@ def api_costs(calls: Calls, row: PriceRow, cache: CacheRules, *, lane: str = "st
     factor = mult * np.where(peak_off, row.rules.off_peak_multiplier or 1.0, 1.0)
     usd_written = factor * usd_for_tokens(written, cache.write_usd_per_m * scale)
     usd_read = factor * usd_for_tokens(read, cache.read_usd_per_m * scale)
-    output_usd = factor * usd_for_tokens(out, out_price)
+    usd_output = factor * usd_for_tokens(out, out_price)
     return {
         "input_written_tokens": written,
         "input_read_tokens": read,
@@ -153,6 +153,6 @@ def api_costs(calls: Calls, row: PriceRow, cache: CacheRules, *, lane: str = "st
         "off_peak": peak_off,
         "input_written_usd": usd_written,
         "input_read_usd": usd_read,
-        "output_usd": output_usd,
-        "usd": usd_written + usd_read + output_usd,
+        "output_usd": usd_output,
+        "usd": usd_written + usd_read + usd_output,
     }
