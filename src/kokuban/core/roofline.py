@@ -165,7 +165,7 @@ def comm_time_s(dep: Deployment, tokens: Any) -> tuple[np.ndarray, np.ndarray]:
     t = np.asarray(tokens, dtype=np.float64)
     if n == 1 or m.hidden_size == 0:
         return np.zeros_like(t), np.zeros_like(t)
-    if eff.kernels is not None:
+    if eff.kernels is not None and eff.kernels.covers(dep.accelerator):
         return kernel_comm_time_s(dep, t)
     link = dep.accelerator.interconnect_bytes_per_s * eff.interconnect
     if link <= 0:

@@ -77,6 +77,13 @@ class KernelCurves:
                 allowed = "in (0, 1]" if fraction else "a finite non-negative number"
                 raise KokubanError(f"must be {allowed}, got {value!r}", field=f.name, value=value)
 
+    def covers(self, accelerator: Any) -> bool:
+        """Whether the collective curves apply to `accelerator`: its GPUs talk over NVLink (the link the
+        tables measured: HGX H100/H200/B200 with NVSwitch). Other links (PCIe cards, AMD's Infinity Fabric,
+        TPU ICI) keep the flat collective model of the default profile (`Efficiency.collective_latency_s`
+        and `interconnect`): no table measures them, and the NVLink curves would price them far too fast."""
+        return accelerator.interconnect.lower().startswith("nvlink")
+
     def dtype_ratio(self, dtype: str) -> float:
         """The GEMM fraction of `dtype` relative to bf16's: fp8/int8/fp4 from the tables, 1 for 16/32-bit."""
         return {"fp8": self.fp8_ratio, "fp4": self.fp4_ratio, "int8": self.int8_ratio}.get(dtype, 1.0)

@@ -35,6 +35,10 @@ MIN_SECONDS, MAX_SECONDS = 1e-7, 1.0
 #: The fields fitted when none are named: published rows pin down the serving fractions and the fixed step
 #: cost; a validate report (one device, no interconnect) the KV-read fraction and the overlap as well.
 PUBLISHED_PARAMS = ("compute", "memory", "interconnect", "step_overhead_s")
+#: Fitted with the kernel profile (`Efficiency.kernel_calibrated`): its curves set the collectives and the GEMM
+#: shape, compute stays below what the kernel tables measure, so the rows fit the weight-read fraction and the
+#: fixed step cost.
+KERNEL_PARAMS = ("memory", "step_overhead_s")
 VALIDATION_PARAMS = ("compute", "memory", "kv_memory", "overlap", "step_overhead_s")
 
 
