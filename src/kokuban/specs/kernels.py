@@ -100,7 +100,7 @@ def gemm_fraction(peak_fraction: float, tokens: Any, m_half_tokens: float) -> np
     M = M_half. Assumes the N and K of serving GEMMs are large (≥ 1024), as in the fitted tables.
     Vectorised over `tokens`; M < 1 is treated as 1 (a GEMM has at least one row)."""
     m = np.maximum(np.asarray(tokens, dtype=np.float64), 1.0)
-    return peak_fraction * m / (m + m_half_tokens)
+    return peak_fraction / (1.0 + m_half_tokens / m)  # = e·M/(M + M_half), never above e in floating point
 
 
 def allreduce_time_s(message_bytes: Any, n: int, link_bytes_per_s: float, one_shot_s: float, two_shot_s: float,
