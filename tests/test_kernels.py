@@ -171,3 +171,26 @@ def test_kernel_step_times_positive_and_more_batch_never_faster(batch, context, 
                           efficiency=KERNEL)
     a, b = decode_step(dep, batch, context), decode_step(dep, batch + 1, context)
     assert 0 < float(a.step_time_s) <= float(b.step_time_s) and np.isfinite(float(b.step_time_s))
+
+
+def test_repeated_holdout_pools_each_splits_held_out_rows():
+    """Two stub 'calibrations' (no fit: the shipped fractions, rows a, b held out in split 0 and b, c in split 1)
+    pool to 4 rows: b twice. The pooled median is the median of those four rows' errors from `accuracy`."""
+    from types import SimpleNamespace
+
+    from kokuban.validation.calibrate import repeated_holdout
+
+    preds = {p.id: p for p in accuracy(Efficiency()).predictions}
+    ids = list(preds)[:3]
+    held = {0: ids[:2], 1: ids[1:]}
+
+    def stub(seed, fraction):
+        return SimpleNamespace(after=Efficiency(), params=("compute",), holdout_ids=tuple(held[seed]),
+                               holdout_rows=2, holdout_after={"median_abs_error": 0.0, "p90_abs_error": 0.0})
+
+    out = repeated_holdout([0, 1], procedures={"stub": stub})
+    pooled = out["profiles"]["stub"]["pooled"]
+    errors = [preds[i].error for i in ids[:2] + ids[1:]]
+    assert pooled["count"] == 4
+    assert pooled["median_abs_error"] == pytest.approx(float(np.median(errors)))
+    assert [s["fitted"] for s in out["profiles"]["stub"]["per_seed"]] == [{"compute": 0.74}] * 2

@@ -126,6 +126,9 @@ class Efficiency:
       An ASSUMPTION, the middle of the 0.5–0.7 of the bf16 rate that such kernels reach (issue 13: AWQ/GPTQ GEMV and
       tinygemm kernels unpack, scale and convert each weight before the multiply, so they do not stream at the
       16-bit GEMM's rate); not fitted: 3 published int4 rows cannot pin it down.
+    - kernels None: the scalars above price every GEMM and collective. Set (`kernel_calibrated()`, the opt-in
+      "kernel" profile, `specs.kernels.KernelCurves`), the GEMM fraction depends on the dtype and the token count
+      and collectives on message size and link, fitted on measured kernel tables (docs/validation.md).
     - overlap 1: the roofline — inside a kernel the shorter of compute and memory time hides entirely.
       Not fitted on the GPU rows: letting it float lands at ~0 (times that add), which contradicts the
       GPU kernel measurements the roofline rests on, on 31 rows that cannot separate it from compute and
