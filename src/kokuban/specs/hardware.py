@@ -169,9 +169,8 @@ class Efficiency:
 
     @classmethod
     def kernel_calibrated(cls) -> Efficiency:
-        """The opt-in "kernel" profile: the default fractions' fields with `kernels` set (`specs.kernels`:
-        GEMM fraction by dtype and token count, collectives by message size and link, groups that cross a node
-        on the scale-out network), and the global fractions refitted jointly with those curves.
+        """The opt-in "kernel" profile: `kernels` set (`specs.kernels`: GEMM fraction by dtype and token count,
+        collectives by message size and link, groups that cross a node on the scale-out network).
 
         memory 0.89 and step_overhead_s 2.15 ms are refitted with the curves (`kokuban calibrate --source published
         --efficiency-file kernel`: memory and step overhead) on the same two thirds of the published rows as the
@@ -199,8 +198,9 @@ class Efficiency:
                 raise KokubanError(f"must be a finite non-negative number of seconds, got {value!r}", field=name,
                                    value=value)
 
-    def as_dict(self) -> dict[str, float]:
-        """Every field as a number (an unset kv_memory reads as the memory fraction it follows), for JSON."""
+    def as_dict(self) -> dict[str, Any]:
+        """Every field as a number (an unset kv_memory reads as the memory fraction it follows), for JSON; the
+        kernel curves' parameters as a table under `kernels` when they are set."""
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "kernels"}
         out["kv_memory"] = self.kv_memory_fraction
         if self.kernels is not None:

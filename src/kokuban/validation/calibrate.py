@@ -131,7 +131,10 @@ class Calibration:
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        out["before"], out["after"] = asdict(self.before), asdict(self.after)
+        def fields_of(eff: Efficiency) -> dict[str, Any]:  # as set (kv_memory may be None); no curves: no key
+            return {k: v for k, v in asdict(eff).items() if not (k == "kernels" and v is None)}
+
+        out["before"], out["after"] = fields_of(self.before), fields_of(self.after)
         return out
 
 
