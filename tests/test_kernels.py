@@ -194,3 +194,16 @@ def test_repeated_holdout_pools_each_splits_held_out_rows():
     assert pooled["count"] == 4
     assert pooled["median_abs_error"] == pytest.approx(float(np.median(errors)))
     assert [s["fitted"] for s in out["profiles"]["stub"]["per_seed"]] == [{"compute": 0.74}] * 2
+
+
+def test_catalog_node_fields_are_checked_and_sourced():
+    """Every entry with a node states its NIC and a note with a source; a negative node size is one-line refused."""
+    from kokuban.specs.catalog import _checked_entry
+
+    for gpu in ("h100-sxm", "h200", "b200", "gb200", "a100-80gb", "mi300x"):
+        acc = load_accelerator(gpu)
+        assert acc.gpus_per_node in (8, 72) and acc.scaleout_bytes_per_s in (25e9, 50e9)
+    entry = {"id": "x", "memory_bytes": 1e9, "memory_bandwidth_bytes_per_s": 1e12, "flops_bf16": 1e14}
+    assert _checked_entry(entry, "x").gpus_per_node == 0
+    with pytest.raises(KokubanError, match="gpus_per_node"):
+        _checked_entry(entry | {"gpus_per_node": -1}, "x")
