@@ -1,6 +1,6 @@
 """Benchmark: decode configurations priced per second by the vectorised sweep, on one core.
 
-    python benchmarks/bench_sweep.py [--n 2000000] [--repeat 5]
+    python benchmarks/bench_sweep.py [--n 2000000] [--repeat 5] [--efficiency default|kernel]
 
 Each configuration is one (batch, context) point of a deployment: the core's decode step (compute,
 weight read with MoE touching, KV read, communication, bound) priced into tokens/s and USD per million
@@ -23,6 +23,7 @@ import numpy as np
 from kokuban.economics.batch import decode_columns
 from kokuban.specs.catalog import load_accelerator, load_model
 from kokuban.specs.deployment import Deployment
+from kokuban.specs.hardware import PROFILES
 
 CASES = (("llama-3.1-70b", "h100-sxm", 4, "tp"), ("deepseek-v3", "h200", 8, "ep"))
 
@@ -31,11 +32,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=2_000_000, help="configurations per call")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--efficiency", choices=sorted(PROFILES), default="default",
+                        help="efficiency profile: the shipped scalars or the kernel curves")
     args = parser.parse_args()
+    eff = PROFILES[args.efficiency]()
     rng = np.random.default_rng(0)
     print(f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, NumPy {np.__version__}")
     for model, gpu, n, layout in CASES:
-        dep = Deployment.make(load_model(model), load_accelerator(gpu), n, layout=layout)
+        dep = Deployment.make(load_model(model), load_accelerator(gpu), n, layout=layout, efficiency=eff)
         batch = rng.integers(1, 1024, args.n).astype(np.float64)
         context = rng.integers(1, dep.model.max_context, args.n).astype(np.float64)
         decode_columns(dep, batch[:1000], context[:1000])  # warm up
@@ -45,7 +49,8 @@ def main() -> None:
             cols = decode_columns(dep, batch, context)
             best = min(best, time.perf_counter() - t0)
         assert np.all(np.isfinite(cols["usd_per_m_output"]))
-        print(f"{dep.describe()}: {args.n:,} decode configurations in {best * 1e3:.0f} ms "
+        print(f"{dep.describe()}, {args.efficiency} efficiency: {args.n:,} decode configurations in "
+              f"{best * 1e3:.0f} ms "
               f"= {args.n / best / 1e6:.2f} M configurations/s")
 
 

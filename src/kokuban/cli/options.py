@@ -182,8 +182,8 @@ def efficiency_option_list(base: Any = None, note: str = "calibrated") -> list[C
             "--efficiency-file",
             type=click.Path(),
             default=None,
-            help="JSON/TOML of efficiency fields to start from (e.g. `kokuban calibrate --json` output); "
-            "the flags below override it.",
+            help="JSON/TOML of efficiency fields to start from (e.g. `kokuban calibrate --json` output), or "
+            "`kernel` for the kernel-calibrated profile (GEMM and collective curves); the flags below override it.",
         ),
         click.option(
             "--compute-eff",

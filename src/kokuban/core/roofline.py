@@ -165,6 +165,8 @@ def comm_time_s(dep: Deployment, tokens: Any) -> tuple[np.ndarray, np.ndarray]:
     t = np.asarray(tokens, dtype=np.float64)
     if n == 1 or m.hidden_size == 0:
         return np.zeros_like(t), np.zeros_like(t)
+    if eff.kernels is not None and eff.kernels.covers(dep.accelerator):
+        return kernel_comm_time_s(dep, t)
     link = dep.accelerator.interconnect_bytes_per_s * eff.interconnect
     if link <= 0:
         raise KokubanError(f"accelerator '{dep.accelerator.id}' has no interconnect bandwidth; cannot run on {n} GPUs")
@@ -174,6 +176,62 @@ def comm_time_s(dep: Deployment, tokens: Any) -> tuple[np.ndarray, np.ndarray]:
     else:
         per_gpu = (n - 1) / n * (t / n) * m.top_k * m.hidden_size * ACTIVATION_BYTES
     return count * (eff.collective_latency_s + per_gpu / link), count * per_gpu
+
+
+def kernel_comm_time_s(dep: Deployment, tokens: Any) -> tuple[np.ndarray, np.ndarray]:
+    """`comm_time_s` under the kernel profile (`Efficiency.kernels`): the same collectives and bytes, timed by
+    the latency–bandwidth curves of `specs.kernels` on the group's link (`collective_link`: NVLink within a
+    node, the scale-out NIC when the group is larger than a node).
+
+    TP: per all-reduce a message of S = tokens·d·2 bytes: `allreduce_time_s` (one-shot or two-shot within a
+      node; across nodes two-shot only, at the scale-out bandwidth, plus its latency).
+    EP: per all-to-all each GPU sends (N−1)/N·(tokens/N)·k·d·2 bytes to the other ranks, of which the
+      (N − g)/N bound for other nodes (g GPUs per node, N > g) cross the network: `alltoall_time_s`.
+    Returns (seconds per step, bytes sent per GPU per step) as `comm_time_s` does.
+    """
+    from kokuban.specs.kernels import allreduce_time_s, alltoall_time_s, collective_link
+
+    m, n, acc, k = dep.model, dep.num_gpus, dep.accelerator, dep.efficiency.kernels
+    if acc.interconnect_bytes_per_s <= 0:
+        raise KokubanError(f"accelerator '{acc.id}' has no interconnect bandwidth; cannot run on {n} GPUs")
+    count, kind = dep.parallel.collectives(m.num_layers, m.moe_layers)
+    fraction = k.allreduce_fraction if kind == "all-reduce" else k.alltoall_fraction
+    link = collective_link(n, acc.gpus_per_node, acc.interconnect_bytes_per_s, acc.scaleout_bytes_per_s,
+                           acc.scaleout_latency_s, fraction, k.scaleout_fraction)
+    if kind == "all-reduce":
+        message = tokens * m.hidden_size * ACTIVATION_BYTES
+        if link.crosses_node:
+            one = allreduce_time_s(message, n, link.bytes_per_s, np.inf, k.allreduce_two_shot_s, link.fraction)
+        else:
+            one = allreduce_time_s(message, n, link.bytes_per_s, k.allreduce_one_shot_s, k.allreduce_two_shot_s,
+                                   link.fraction)
+        return count * (one + link.extra_latency_s), count * 2 * (n - 1) / n * message
+    sent = (n - 1) / n * (tokens / n) * m.top_k * m.hidden_size * ACTIVATION_BYTES
+    g = acc.gpus_per_node
+    off = sent * (n - g) / (n - 1) if link.crosses_node else np.zeros_like(sent)
+    one = alltoall_time_s(sent - off, off, k.alltoall_s + link.extra_latency_s, acc.interconnect_bytes_per_s,
+                          k.alltoall_fraction, acc.scaleout_bytes_per_s, k.scaleout_fraction)
+    return count * one, count * sent
+
+
+def linear_compute_fractions(dep: Deployment, tokens: Any) -> tuple[Any, Any]:
+    """(fraction of peak for the dense matrix multiplies, for the routed experts') of a pass over `tokens`.
+
+    Default profile: `Efficiency.compute` for both. Kernel profile (`Efficiency.kernels`): `gemm_fraction`
+    of compute × the compute dtype's ratio, at M = the tokens one GPU's dense GEMMs see (tokens ÷ data-parallel
+    ranks) and, for the experts, at M = the tokens one touched expert receives (tokens·k ÷ experts touched)."""
+    eff = dep.efficiency
+    if eff.kernels is None:
+        return eff.compute, eff.compute
+    from kokuban.specs.kernels import gemm_fraction
+
+    m, k = dep.model, eff.kernels
+    peak = eff.compute * k.dtype_ratio(dep.compute_dtype)
+    dense = gemm_fraction(peak, tokens / dep.parallel.data_parallel_ranks, k.m_half_tokens)
+    if not m.is_moe:
+        return dense, dense
+    touched = np.maximum(expected_experts_touched(m.num_experts, m.top_k, tokens), 1.0)
+    return dense, gemm_fraction(peak, tokens * m.top_k / touched, k.m_half_tokens)
 
 
 def attention_dtype(dep: Deployment) -> str:
@@ -231,9 +289,13 @@ def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_pe
     if m.has_state:
         attn_flops = attn_flops + tokens * m.state_flops_per_token
     attn_compute_s = attn_flops / acc.flops(attention_dtype(dep)) / (n * eff.compute)
-    compute_s = (
-        body_flops / acc.flops(dep.compute_dtype) / (n * eff.compute) + logits * lm_head_time_s(dep) + attn_compute_s
-    )
+    if eff.kernels is None:
+        body_s = body_flops / acc.flops(dep.compute_dtype) / (n * eff.compute)
+    else:
+        dense_f, expert_f = linear_compute_fractions(dep, tokens)
+        expert_flops = tokens * 2.0 * m.moe_layers * m.top_k * m.params_per_expert if m.is_moe else 0.0
+        body_s = ((body_flops - expert_flops) / dense_f + expert_flops / expert_f) / acc.flops(dep.compute_dtype) / n
+    compute_s = body_s + logits * lm_head_time_s(dep) + attn_compute_s
     read = weight_bytes_read(dep, tokens)
     weights_s = weight_read_s(dep, tokens)
     kv_bw = acc.memory_bandwidth_bytes_per_s * eff.kv_memory_fraction

@@ -217,7 +217,11 @@ def print_accuracy(console: Any, result: Any) -> None:
     console.print(summary_table("error by engine", summary, "by_engine"))
     console.print(bootstrap_line(summary))
     console.print(worst_table(result.worst))
-    console.print("efficiency: " + ", ".join(f"{k}={v:g}" for k, v in result.efficiency.as_dict().items()))
+    fractions = {k: v for k, v in result.efficiency.as_dict().items() if k != "kernels"}
+    console.print("efficiency: " + ", ".join(f"{k}={v:g}" for k, v in fractions.items()))
+    if result.efficiency.kernels is not None:
+        curves = result.efficiency.kernels.as_dict()
+        console.print("kernel curves (specs/kernels.py): " + ", ".join(f"{k}={v:g}" for k, v in curves.items()))
 
 
 # ---- calibrate ---------------------------------------------------------------------------------------

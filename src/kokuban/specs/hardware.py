@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kokuban.errors import KokubanError, require_positive
 from kokuban.specs.dtypes import quant_format
+
+if TYPE_CHECKING:
+    from kokuban.specs.kernels import KernelCurves
 
 #: A PCIe Gen5 x16 host link, per direction: 32 GT/s × 16 lanes × 128/130 encoding ≈ 63 GB/s, quoted as 64 GB/s
 #: (PCI-SIG, PCI Express Base Specification 5.0, 2019). What KV offloaded to host memory crosses to come back.
@@ -32,6 +35,9 @@ class Accelerator:
     interconnect_bytes_per_s: float = 0.0
     interconnect: str = ""
     vendor: str = ""
+    gpus_per_node: int = 0  # accelerators one NVLink (scale-up) domain joins; 0 = not stated (never crossed)
+    scaleout_bytes_per_s: float = 0.0  # per-accelerator scale-out NIC bandwidth, per direction (0 = not stated)
+    scaleout_latency_s: float = 0.0  # latency a collective adds when it crosses the node (kernel profile only)
     price_per_hour_usd: float = 0.0
     sources: tuple[str, ...] = ()
     retrieved: str = ""
@@ -72,6 +78,9 @@ class Accelerator:
                 interconnect_bytes_per_s=float(entry.get("interconnect_bytes_per_s", 0.0)),
                 interconnect=str(entry.get("interconnect", "")),
                 vendor=str(entry.get("vendor", "")),
+                gpus_per_node=int(entry.get("gpus_per_node", 0)),
+                scaleout_bytes_per_s=float(entry.get("scaleout_bytes_per_s", 0.0)),
+                scaleout_latency_s=float(entry.get("scaleout_latency_s", 0.0)),
                 price_per_hour_usd=float(entry.get("price_per_hour_usd", 0.0)),
                 sources=tuple(entry.get("sources", ())),
                 retrieved=str(entry.get("retrieved", "")),
@@ -117,6 +126,9 @@ class Efficiency:
       An ASSUMPTION, the middle of the 0.5–0.7 of the bf16 rate that such kernels reach (issue 13: AWQ/GPTQ GEMV and
       tinygemm kernels unpack, scale and convert each weight before the multiply, so they do not stream at the
       16-bit GEMM's rate); not fitted: 3 published int4 rows cannot pin it down.
+    - kernels None: the scalars above price every GEMM and collective. Set (`kernel_calibrated()`, the opt-in
+      "kernel" profile, `specs.kernels.KernelCurves`), the GEMM fraction depends on the dtype and the token count
+      and collectives on message size and link, fitted on measured kernel tables (docs/validation.md).
     - overlap 1: the roofline — inside a kernel the shorter of compute and memory time hides entirely.
       Not fitted on the GPU rows: letting it float lands at ~0 (times that add), which contradicts the
       GPU kernel measurements the roofline rests on, on 31 rows that cannot separate it from compute and
@@ -131,6 +143,7 @@ class Efficiency:
     kv_memory: float | None = None
     overlap: float = 1.0
     dequant_memory: float = 0.6
+    kernels: KernelCurves | None = None
 
     @property
     def kv_memory_fraction(self) -> float:
@@ -154,7 +167,23 @@ class Efficiency:
             dequant_memory=0.6,
         )
 
+    @classmethod
+    def kernel_calibrated(cls) -> Efficiency:
+        """The opt-in "kernel" profile: `kernels` set (`specs.kernels`: GEMM fraction by dtype and token count,
+        collectives by message size and link, groups that cross a node on the scale-out network).
+
+        memory 0.89 and step_overhead_s 2.15 ms are refitted with the curves (`kokuban calibrate --source published
+        --efficiency-file kernel`: memory and step overhead) on the same two thirds of the published rows as the
+        default profile; compute keeps the default's 0.74 (`KERNEL_PROFILE_FRACTIONS` says why); judged on the
+        held-out third in docs/validation.md. On NVLink accelerators the curves replace `interconnect` and
+        `collective_latency_s`; other links keep them (`KernelCurves.covers`)."""
+        from kokuban.specs.kernels import KernelCurves
+
+        return cls(**KERNEL_PROFILE_FRACTIONS, kernels=KernelCurves())
+
     def __post_init__(self) -> None:
+        if self.kernels is not None and not isinstance(self.kernels, _kernel_curves_type()):
+            raise KokubanError("must be a KernelCurves", field="kernels", value=self.kernels)
         for name in ("compute", "memory", "interconnect", "kv_memory", "dequant_memory"):
             value = getattr(self, name)
             if name == "kv_memory" and value is None:
@@ -169,17 +198,26 @@ class Efficiency:
                 raise KokubanError(f"must be a finite non-negative number of seconds, got {value!r}", field=name,
                                    value=value)
 
-    def as_dict(self) -> dict[str, float]:
-        """Every field as a number (an unset kv_memory reads as the memory fraction it follows), for JSON."""
-        return {f.name: getattr(self, f.name) for f in fields(self)} | {"kv_memory": self.kv_memory_fraction}
+    def as_dict(self) -> dict[str, Any]:
+        """Every field as a number (an unset kv_memory reads as the memory fraction it follows), for JSON; the
+        kernel curves' parameters as a table under `kernels` when they are set."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "kernels"}
+        out["kv_memory"] = self.kv_memory_fraction
+        if self.kernels is not None:
+            out["kernels"] = self.kernels.as_dict()
+        return out
 
     @classmethod
     def from_file(cls, path: str) -> Efficiency:
         """An efficiency set saved as JSON or TOML: its fields at the top level, or under `after` (what
         `kokuban calibrate --json` prints: the fitted set) or `efficiency` (what estimate's JSON carries).
-        Unset fields keep the shipped calibrated values; an unknown field is a one-line error."""
+        Unset fields keep the shipped calibrated values; an unknown field is a one-line error. The name
+        `kernel` (no file) is the opt-in kernel-calibrated profile (`kernel_calibrated`); a file's `kernels`
+        table (the curves' parameters, `specs.kernels.KernelCurves`) switches the curves on with those values."""
         from kokuban.specs.files import read_json, read_toml
 
+        if str(path) in PROFILES:
+            return PROFILES[str(path)]()
         try:
             read = read_toml if str(path).endswith(".toml") else read_json
             data = read(path, "efficiency file")
@@ -202,4 +240,28 @@ class Efficiency:
         if bad:
             raise KokubanError(f"unknown efficiency field(s) {sorted(bad)}; allowed: {sorted(known)}",
                                field=min(bad))
+        curves = changes.get("kernels")
+        if isinstance(curves, dict):
+            kernel_curves = _kernel_curves_type()
+            names = {f.name for f in fields(kernel_curves)}
+            if set(curves) - names:
+                raise KokubanError(f"unknown kernels field(s) {sorted(set(curves) - names)}; allowed: {sorted(names)}",
+                                   field="kernels")
+            changes = changes | {"kernels": kernel_curves(**curves)}
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+def _kernel_curves_type() -> type:
+    from kokuban.specs.kernels import KernelCurves
+
+    return KernelCurves
+
+
+#: The global fractions of the kernel profile, refitted with its curves (`Efficiency.kernel_calibrated`).
+#: compute stays the default's 0.74 (below the 0.80 the bf16 kernel tables reach at large M: a refit that also
+#: frees compute lands at 0.95-1.0, above any measured GEMM, chasing rows whose error is not the GEMMs');
+#: memory and step_overhead_s are refitted with the curves on the training split (`KERNEL_PARAMS`).
+KERNEL_PROFILE_FRACTIONS: dict[str, float] = {"compute": 0.74, "memory": 0.89, "step_overhead_s": 2.15e-3}
+
+#: Named efficiency profiles `--efficiency-file` accepts instead of a path.
+PROFILES = {"default": Efficiency, "kernel": Efficiency.kernel_calibrated}

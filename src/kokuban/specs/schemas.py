@@ -146,6 +146,9 @@ class AcceleratorSchema(BaseModel):
     memory_bytes: PositiveFigure
     memory_bandwidth_bytes_per_s: PositiveFigure
     interconnect_bytes_per_s: Figure = 0.0
+    gpus_per_node: Annotated[int, Field(ge=0, le=100_000)] = 0
+    scaleout_bytes_per_s: Figure = 0.0
+    scaleout_latency_s: Figure = 0.0
     price_per_hour_usd: Figure = 0.0
     flops_fp32: Figure | None = None
     flops_bf16: Figure | None = None

@@ -27,6 +27,7 @@ from kokuban.validation.accuracy import Accuracy, PublishedResult
 from kokuban.validation.calibrate import (
     FRACTIONS,
     HOLD_OUT_FIELDS,
+    KERNEL_PARAMS,
     PUBLISHED_PARAMS,
     SECONDS,
     VALIDATION_PARAMS,
@@ -354,7 +355,8 @@ def run_accuracy(request: AccuracyRequest) -> Accuracy:
 
 # ---- calibrate ---------------------------------------------------------------------------------------
 class CalibrateRequest(TextbookEfficiencyRequest):
-    """`kokuban calibrate`: fit `params` (default: `PUBLISHED_PARAMS` or `VALIDATION_PARAMS` by source),
+    """`kokuban calibrate`: fit `params` (default: `PUBLISHED_PARAMS` or `VALIDATION_PARAMS` by source, and
+    `KERNEL_PARAMS` for published rows when the efficiency starts from the kernel profile),
     starting from the textbook fractions, on the rows outside the held-out split, and judge it on those in.
 
     `source` "published" fits data/published_results.toml; "validate-csv" the report at `csv_path` (a
@@ -412,6 +414,7 @@ def run_calibrate(request: CalibrateRequest) -> Calibration:
     r = request
     start = r.efficiency_spec()
     if r.source == "published":
-        return calibrate_published(r.fitted_params(), start=start, holdout_fraction=r.holdout, seed=r.seed)
+        params = r.params or (KERNEL_PARAMS if start.kernels is not None else r.fitted_params())
+        return calibrate_published(params, start=start, holdout_fraction=r.holdout, seed=r.seed)
     return calibrate_validation(r.csv_path, r.fitted_params(), start=start, phase=r.phase, holdout_fraction=r.holdout,
                                 seed=r.seed, hold_out=r.hold_out)

@@ -35,6 +35,10 @@ MIN_SECONDS, MAX_SECONDS = 1e-7, 1.0
 #: The fields fitted when none are named: published rows pin down the serving fractions and the fixed step
 #: cost; a validate report (one device, no interconnect) the KV-read fraction and the overlap as well.
 PUBLISHED_PARAMS = ("compute", "memory", "interconnect", "step_overhead_s")
+#: Fitted with the kernel profile (`Efficiency.kernel_calibrated`): its curves set the collectives and the GEMM
+#: shape, compute stays below what the kernel tables measure, so the rows fit the weight-read fraction and the
+#: fixed step cost.
+KERNEL_PARAMS = ("memory", "step_overhead_s")
 VALIDATION_PARAMS = ("compute", "memory", "kv_memory", "overlap", "step_overhead_s")
 
 
@@ -127,7 +131,10 @@ class Calibration:
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        out["before"], out["after"] = asdict(self.before), asdict(self.after)
+        def fields_of(eff: Efficiency) -> dict[str, Any]:  # as set (kv_memory may be None); no curves: no key
+            return {k: v for k, v in asdict(eff).items() if not (k == "kernels" and v is None)}
+
+        out["before"], out["after"] = fields_of(self.before), fields_of(self.after)
         return out
 
 
@@ -257,3 +264,54 @@ def calibrate_validation(csv_path: str, params: Sequence[str] = VALIDATION_PARAM
         held = frame[field].isin([int(v) for v in values]).to_numpy()
     return calibrate(f"validate:{csv_path}", ids, frame["measured_s"].to_numpy(), run, params, start=start,
                      holdout_fraction=holdout_fraction, seed=seed, held_out=held)
+
+
+# ---- the two profiles over several splits ---------------------------------------------------------------
+def profile_procedures() -> dict[str, Callable[[int, float], Calibration]]:
+    """How each efficiency profile is calibrated on one split (`seed`, `holdout_fraction`), from the same rows:
+
+    - "default": `PUBLISHED_PARAMS` fitted from the textbook fractions (how the shipped `Efficiency()` was made);
+    - "kernel": the kernel curves with compute = that split's "default" fit, then `KERNEL_PARAMS` fitted (how
+      `Efficiency.kernel_calibrated()` was made), so neither profile sees the split's held-out rows."""
+    def default(seed: int, fraction: float) -> Calibration:
+        return calibrate_published(PUBLISHED_PARAMS, start=Efficiency.textbook(), holdout_fraction=fraction, seed=seed)
+
+    def kernel(seed: int, fraction: float) -> Calibration:
+        compute = default(seed, fraction).after.compute
+        start = Efficiency.kernel_calibrated().updated(compute=compute)
+        return calibrate_published(KERNEL_PARAMS, start=start, holdout_fraction=fraction, seed=seed)
+
+    return {"default": default, "kernel": kernel}
+
+
+def repeated_holdout(seeds: Sequence[int], holdout_fraction: float = 1 / 3,
+                     procedures: dict[str, Callable[[int, float], Calibration]] | None = None) -> dict[str, Any]:
+    """Each profile calibrated on each split (`seeds`) and judged on that split's held-out rows; the held-out
+    errors pooled over the splits (a row counts once per split that holds it out).
+
+    Per profile: `per_seed` (the fitted fields and held-out median/p90 of each split), `pooled` (an
+    `error_summary` of the pooled held-out rows with bootstrap intervals, by regime, workload, weights dtype and
+    engine: `accuracy.add_intervals`). The pooled rows are not independent (a row recurs across splits, the
+    fitted fractions are correlated), so the intervals are narrower than the truth; the per-seed spread is the
+    other honest measure."""
+    from kokuban.validation.accuracy import load_published, predict_row, prediction_groups
+
+    rows = {r.id: r for r in load_published()}
+    procedures = procedures or profile_procedures()
+    out: dict[str, Any] = {"seeds": list(seeds), "holdout_fraction": holdout_fraction, "profiles": {}}
+    for name, procedure in procedures.items():
+        per_seed, preds = [], []
+        for seed in seeds:
+            cal = procedure(seed, holdout_fraction)
+            held = [predict_row(rows[i], cal.after) for i in cal.holdout_ids]
+            preds.extend(held)
+            per_seed.append({"seed": seed, "fitted": {p: param_value(cal.after, p) for p in cal.params},
+                             "holdout_rows": cal.holdout_rows,
+                             "median_abs_error": cal.holdout_after["median_abs_error"],
+                             "p90_abs_error": cal.holdout_after["p90_abs_error"]})
+        measured, predicted = [p.measured for p in preds], [p.predicted for p in preds]
+        regimes = [p.regime for p in preds]
+        pooled = error_summary(measured, predicted, regimes)
+        add_intervals(pooled, measured, predicted, {"by_regime": regimes}, prediction_groups(preds))
+        out["profiles"][name] = {"per_seed": per_seed, "pooled": pooled}
+    return out

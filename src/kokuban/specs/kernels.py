@@ -1,0 +1,163 @@
+"""Kernel curves: achievable GEMM throughput by dtype and token count, collectives by message size and link.
+
+The opt-in "kernel" efficiency profile (`Efficiency.kernel_calibrated()`) replaces three scalars of the default
+profile by curves with few parameters and a stated form, each a small pure function below:
+
+    GEMM fraction     e(dtype, M) = compute · r_dtype · M ÷ (M + M_half)                        (`gemm_fraction`)
+    all-reduce        t = min(α₁ + (N−1)·S ÷ (f·B),  α₂ + 2(N−1)/N·S ÷ (f·B))  one-shot | two-shot (`allreduce_time_s`)
+    all-to-all        t = α + [on-node bytes ÷ (f·B)] + [off-node bytes ÷ (f_net·B_net)]          (`alltoall_time_s`)
+
+M is the token count of the GEMM (a decode batch, a prefill chunk, or the tokens one routed expert receives),
+S a message in bytes, B the accelerator's per-direction NVLink bandwidth. A group larger than the accelerators
+of one node (`Accelerator.gpus_per_node`) crosses the scale-out network: its all-reduce runs two-shot (ring) at
+the scale-out bandwidth B_net with the network's latency added, and its all-to-all sends the off-node share of
+its bytes over B_net (`collective_link`). The default profile keeps the flat scalars (compute 0.74 for every
+dtype, 8 µs + 27 % of the link for every collective), so the blackboard arithmetic stays as it was.
+
+CALIBRATION DATA, with attribution: aiconfigurator-core 0.12.0 (PyPI; NVIDIA; licence Apache-2.0, stated in each
+table's collection_meta.yaml), files aiconfigurator_core/systems/data/<gpu>/gemm/trtllm/1.3.0rc20/gemm_perf.parquet,
+.../comm/trtllm/1.3.0rc20/custom_allreduce_perf.parquet and .../comm/nccl/2.29.2/nccl_perf.parquet for h100_sxm,
+h200_sxm and b200_sxm (downloaded and read 2026-12-03). `validation/kernel_tables.py` refits every constant below
+from those files; what it printed:
+
+    GEMM t = t₀ + max(2MNK ÷ (peak·e·M/(M+M_half)), bytes ÷ (HBM·μ)), N, K ≥ 1024, log-least-squares
+      h100-sxm bf16 e 0.797 M_half 97 | fp8 e 0.548 (0.69× bf16) M_half 23
+      h200     bf16 e 0.802 M_half 71 | fp8 e 0.569 (0.71× bf16) M_half 19
+      b200     bf16 e 0.708 M_half 147 | fp8 e 0.518 (0.73× bf16) M_half 102 | nvfp4 e 0.380 (0.54× bf16) M_half 21
+    custom all-reduce (TensorRT-LLM), N = 2, 4, 8
+      h100-sxm one-shot 3.0 µs, two-shot 25.7 µs, f 0.72 | h200 3.0, 20.7, 0.73 | b200 5.0, 29.0, 0.63
+    NCCL all-to-all, N = 2, 4, 8: h100-sxm 9.8 µs, f 0.57 | h200 9.3 µs, 0.58 | b200 12.7 µs, 0.44
+
+The constants are the medians across the three GPUs (rounded); int8 (SmoothQuant W8A8) has no Hopper table and
+is ASSUMED to follow fp8. The GEMM's absolute bf16 fraction is not taken from the tables: `Efficiency.compute`
+stays the whole-model fraction fitted on published serving rows, and the tables give the ratios and the shape.
+The scale-out latency and fraction are ASSUMPTIONS (no multi-node table in the package): NCCL's inter-node
+small-message all-reduce over InfiniBand adds about 10 µs (RDMA round trips and the proxy thread), and large
+messages reach ~80 % of the NIC's line rate (nccl-tests bus bandwidth ≈ 40 of 50 GB/s per 400 Gb/s NIC).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+
+from kokuban.errors import KokubanError
+
+#: Default scale-out latency and fraction of the NIC line rate (ASSUMED: see the module docstring).
+SCALEOUT_LATENCY_S = 10e-6
+SCALEOUT_FRACTION = 0.8
+
+
+@dataclass(frozen=True)
+class KernelCurves:
+    """The parameters of the kernel curves (module docstring): dtype ratios of the GEMM fraction, its
+    half-point in tokens, and the collectives' latencies (seconds) and link fractions."""
+
+    m_half_tokens: float = 70.0
+    fp8_ratio: float = 0.71
+    fp4_ratio: float = 0.54
+    int8_ratio: float = 0.71
+    allreduce_one_shot_s: float = 3.0e-6
+    allreduce_two_shot_s: float = 25.7e-6
+    allreduce_fraction: float = 0.72
+    alltoall_s: float = 9.8e-6
+    alltoall_fraction: float = 0.57
+    scaleout_fraction: float = SCALEOUT_FRACTION
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            fraction = f.name.endswith(("_ratio", "_fraction"))
+            ok = isinstance(value, (int, float)) and math.isfinite(value)
+            ok = ok and (0 < value <= 1 if fraction else value >= 0)
+            if not ok:
+                allowed = "in (0, 1]" if fraction else "a finite non-negative number"
+                raise KokubanError(f"must be {allowed}, got {value!r}", field=f.name, value=value)
+
+    def covers(self, accelerator: Any) -> bool:
+        """Whether the collective curves apply to `accelerator`: its GPUs talk over NVLink (the link the
+        tables measured: HGX H100/H200/B200 with NVSwitch). Other links (PCIe cards, AMD's Infinity Fabric,
+        TPU ICI) keep the flat collective model of the default profile (`Efficiency.collective_latency_s`
+        and `interconnect`): no table measures them, and the NVLink curves would price them far too fast."""
+        return accelerator.interconnect.lower().startswith("nvlink")
+
+    def dtype_ratio(self, dtype: str) -> float:
+        """The GEMM fraction of `dtype` relative to bf16's: fp8/int8/fp4 from the tables, 1 for 16/32-bit."""
+        return {"fp8": self.fp8_ratio, "fp4": self.fp4_ratio, "int8": self.int8_ratio}.get(dtype, 1.0)
+
+    def as_dict(self) -> dict[str, float]:
+        return {f.name: float(getattr(self, f.name)) for f in fields(self)}
+
+
+def gemm_fraction(peak_fraction: float, tokens: Any, m_half_tokens: float) -> np.ndarray:
+    """Fraction of peak a GEMM of `tokens` rows reaches: e·M ÷ (M + M_half).
+
+    A GEMM of few rows (a decode batch) cannot fill the tensor cores' tiles and waits on launches and
+    pipeline fill; the fraction rises toward `peak_fraction` as M grows and reaches half of it at
+    M = M_half. Assumes the N and K of serving GEMMs are large (≥ 1024), as in the fitted tables.
+    Vectorised over `tokens`; M < 1 is treated as 1 (a GEMM has at least one row)."""
+    m = np.maximum(np.asarray(tokens, dtype=np.float64), 1.0)
+    return peak_fraction / (1.0 + m_half_tokens / m)  # = e·M/(M + M_half), never above e in floating point
+
+
+def allreduce_time_s(message_bytes: Any, n: int, link_bytes_per_s: float, one_shot_s: float, two_shot_s: float,
+                     fraction: float) -> np.ndarray:
+    """Seconds of one all-reduce of `message_bytes` over `n` GPUs on a link of `link_bytes_per_s` per direction:
+
+        one-shot  α₁ + (N−1)·S ÷ (f·B)       every GPU reads all N−1 peers' whole buffers (latency-optimal)
+        two-shot  α₂ + 2(N−1)/N·S ÷ (f·B)    reduce-scatter then all-gather (bandwidth-optimal, as a ring)
+        t = min(one-shot, two-shot)          the engine picks the faster: one-shot below a size threshold
+
+    One GPU: 0. α₂ = `inf` (a link where one-shot is not used) leaves the one-shot term and vice versa."""
+    s = np.asarray(message_bytes, dtype=np.float64)
+    if n <= 1:
+        return np.zeros_like(s)
+    rate = fraction * link_bytes_per_s
+    one = one_shot_s + (n - 1) * s / rate
+    two = two_shot_s + 2 * (n - 1) / n * s / rate
+    return np.minimum(one, two)
+
+
+def alltoall_time_s(bytes_on_node: Any, bytes_off_node: Any, latency_s: float, link_bytes_per_s: float,
+                    fraction: float, net_bytes_per_s: float = 0.0, net_fraction: float = 1.0) -> np.ndarray:
+    """Seconds of one all-to-all: α + on-node bytes ÷ (f·B) + off-node bytes ÷ (f_net·B_net).
+
+    Bytes are what one GPU sends. The two parts are added rather than overlapped (an ASSUMPTION on the slow
+    side: an engine may overlap them), so moving bytes off the node never makes it faster. No off-node
+    bytes: the network terms are 0 (`net_bytes_per_s` may then be 0)."""
+    on = np.asarray(bytes_on_node, dtype=np.float64)
+    off = np.asarray(bytes_off_node, dtype=np.float64)
+    t = latency_s + on / (fraction * link_bytes_per_s)
+    if np.any(off > 0):
+        if net_bytes_per_s <= 0:
+            raise KokubanError("an all-to-all that leaves the node needs a scale-out bandwidth",
+                               field="scaleout_bytes_per_s", value=net_bytes_per_s)
+        t = t + off / (net_fraction * net_bytes_per_s)
+    return t
+
+
+@dataclass(frozen=True)
+class Link:
+    """The link a collective of `n` GPUs runs on: bandwidth per direction, latency added to each collective,
+    the fraction of the bandwidth large messages reach on it, and whether it leaves the node."""
+
+    bytes_per_s: float
+    extra_latency_s: float
+    fraction: float
+    crosses_node: bool
+
+
+def collective_link(n: int, gpus_per_node: int, nvlink_bytes_per_s: float, scaleout_bytes_per_s: float,
+                    scaleout_latency_s: float, nvlink_fraction: float, scaleout_fraction: float) -> Link:
+    """The link of a group of `n` GPUs: NVLink when n ≤ gpus_per_node (or the node size is unknown: 0),
+    else the scale-out network (its per-GPU NIC bandwidth and latency), which the group's collectives then
+    wait on. A catalog entry without a scale-out figure cannot run a group that crosses its node."""
+    if gpus_per_node <= 0 or n <= gpus_per_node:
+        return Link(nvlink_bytes_per_s, 0.0, nvlink_fraction, False)
+    if scaleout_bytes_per_s <= 0:
+        raise KokubanError(f"a group of {n} GPUs crosses a node of {gpus_per_node} and the accelerator lists no "
+                           "scale-out bandwidth", field="scaleout_bytes_per_s", value=scaleout_bytes_per_s)
+    return Link(scaleout_bytes_per_s, scaleout_latency_s, scaleout_fraction, True)

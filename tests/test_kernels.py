@@ -1,0 +1,209 @@
+"""The kernel profile (`Efficiency.kernel_calibrated`, specs/kernels.py): GEMM fraction by dtype and token count,
+collectives by message size and link, groups that cross a node. Expected values derived by hand."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kokuban.cli import main
+from kokuban.core.roofline import comm_time_s, decode_step, linear_compute_fractions
+from kokuban.errors import KokubanError
+from kokuban.specs.catalog import load_accelerator, load_model
+from kokuban.specs.deployment import Deployment
+from kokuban.specs.hardware import Efficiency
+from kokuban.specs.kernels import (
+    KernelCurves,
+    allreduce_time_s,
+    alltoall_time_s,
+    collective_link,
+    gemm_fraction,
+)
+from kokuban.validation.accuracy import WORST_ROWS, accuracy
+
+SETTINGS = settings(max_examples=60, deadline=None)
+KERNEL = Efficiency.kernel_calibrated()
+
+
+# ---- by hand ---------------------------------------------------------------------------------------------
+def test_gemm_fraction_is_half_the_peak_at_m_half():
+    """e·M/(M + M_half) at M = M_half = 70: 0.8·70/140 = 0.4; at M = 630: 0.8·630/700 = 0.72."""
+    assert float(gemm_fraction(0.8, 70, 70)) == pytest.approx(0.4)
+    assert float(gemm_fraction(0.8, 630, 70)) == pytest.approx(0.72)
+
+
+def test_allreduce_one_shot_below_the_threshold_two_shot_above():
+    """N = 8 on 450 GB/s at f = 0.72 (f·B = 324 GB/s), α₁ = 3 µs, α₂ = 25.7 µs.
+
+    S = 1 MB: one-shot 3 + 7·1e6/3.24e11 s = 3 + 21.605 = 24.605 µs; two-shot 25.7 + 1.75e6/3.24e11 = 25.7 + 5.401
+    = 31.101 µs → one-shot, 24.605 µs. S = 10 MB: one-shot 3 + 216.05 = 219.05 µs; two-shot 25.7 + 54.01 = 79.71 µs
+    → two-shot."""
+    args = (8, 450e9, 3e-6, 25.7e-6, 0.72)
+    assert float(allreduce_time_s(1e6, *args)) == pytest.approx(3e-6 + 7e6 / 3.24e11)
+    assert float(allreduce_time_s(1e6, *args)) == pytest.approx(24.605e-6, rel=1e-4)
+    assert float(allreduce_time_s(1e7, *args)) == pytest.approx(25.7e-6 + 1.75e7 / 3.24e11)
+    assert float(allreduce_time_s(1e7, *args)) == pytest.approx(79.71e-6, rel=1e-4)
+    assert float(allreduce_time_s(1e7, 1, *args[1:])) == 0.0
+
+
+def test_alltoall_adds_the_off_node_share_at_the_network_rate():
+    """1 MB on node at 0.57·900 GB/s = 513 GB/s: 1e6/5.13e11 = 1.949 µs; 0.5 MB off node at 0.8·50 GB/s = 40 GB/s:
+    12.5 µs; α = 9.8 µs: 9.8 + 1.949 + 12.5 = 24.249 µs."""
+    t = alltoall_time_s(1e6, 5e5, 9.8e-6, 900e9, 0.57, 50e9, 0.8)
+    assert float(t) == pytest.approx(9.8e-6 + 1e6 / 5.13e11 + 5e5 / 4e10)
+    assert float(t) == pytest.approx(24.249e-6, rel=1e-4)
+    with pytest.raises(KokubanError):
+        alltoall_time_s(1e6, 1.0, 9.8e-6, 900e9, 0.57, 0.0, 0.8)
+
+
+def test_a_tp16_group_on_hgx_h200_pays_the_scale_out_link():
+    """Llama 3.1 70B (hidden 8192, 80 layers) TP16 on H200 (8 per node, 50 GB/s NIC, +10 µs), 64 tokens:
+    message 64·8192·2 = 1,048,576 bytes; across nodes two-shot at 0.8·50 GB/s = 40 GB/s:
+    25.7 µs + 2·15/16·1,048,576/4e10 s (= 49.152 µs) + 10 µs = 84.852 µs per all-reduce, × 2·80 = 13.576 ms."""
+    dep = Deployment.make(load_model("llama-3.1-70b"), load_accelerator("h200"), 16, efficiency=KERNEL)
+    seconds, sent = comm_time_s(dep, 64)
+    assert float(seconds) == pytest.approx(160 * (25.7e-6 + 2 * 15 / 16 * 1_048_576 / 4e10 + 10e-6))
+    assert float(seconds) == pytest.approx(13.576e-3, rel=1e-4)
+    assert float(sent) == pytest.approx(160 * 2 * 15 / 16 * 1_048_576)
+
+
+def test_a_tp8_group_inside_the_node_uses_the_nvlink_curve():
+    """Same model TP8 on H200, 64 tokens (S = 1,048,576 B, NVLink 450 GB/s at 0.72 = 324 GB/s):
+    one-shot 3 + 7·1,048,576/3.24e11 s = 3 + 22.654 = 25.654 µs; two-shot 25.7 + 1.75·1,048,576/3.24e11 = 25.7 + 5.663
+    = 31.363 µs → 25.654 µs × 160 = 4.1047 ms."""
+    dep = Deployment.make(load_model("llama-3.1-70b"), load_accelerator("h200"), 8, efficiency=KERNEL)
+    assert float(comm_time_s(dep, 64)[0]) == pytest.approx(160 * (3e-6 + 7 * 1_048_576 / 3.24e11))
+    assert float(comm_time_s(dep, 64)[0]) == pytest.approx(4.1047e-3, rel=1e-4)
+
+
+def test_gemm_fraction_in_the_step_by_dtype():
+    """bf16 on one H100 at 70 tokens: 0.74·70/140 = 0.37; fp8 weights (fp8 tensor cores) at 70: 0.74·0.71·0.5 =
+    0.2627; the default profile: 0.74 whatever the tokens."""
+    model, h100 = load_model("llama-3.1-8b"), load_accelerator("h100-sxm")
+    bf16 = Deployment.make(model, h100, 1, efficiency=KERNEL)
+    assert float(linear_compute_fractions(bf16, 70.0)[0]) == pytest.approx(0.37)
+    fp8 = Deployment.make(model, h100, 1, weights_dtype="fp8", efficiency=KERNEL)
+    assert float(linear_compute_fractions(fp8, 70.0)[0]) == pytest.approx(0.74 * 0.71 * 0.5)
+    assert linear_compute_fractions(Deployment.make(model, h100, 1), 70.0) == (0.74, 0.74)
+
+
+def test_non_nvlink_links_keep_the_flat_model():
+    """MI300X (Infinity Fabric): the curves do not apply; TP8 of Llama 3.1 70B at 64 tokens costs what the default
+    profile's 8 µs + 2·7/8·1,048,576 B ÷ (0.27·link) does, per all-reduce."""
+    mi = load_accelerator("mi300x")
+    dep = Deployment.make(load_model("llama-3.1-70b"), mi, 8, efficiency=KERNEL)
+    expected = 160 * (8e-6 + 2 * 7 / 8 * 1_048_576 / (mi.interconnect_bytes_per_s * 0.27))
+    assert float(comm_time_s(dep, 64)[0]) == pytest.approx(expected)
+
+
+def test_default_profile_is_unchanged_and_carries_no_curves():
+    e = Efficiency()
+    assert e.kernels is None and "kernels" not in e.as_dict()
+    assert (e.compute, e.memory, e.interconnect, e.step_overhead_s) == (0.74, 0.84, 0.27, 2.7e-3)
+
+
+# ---- the profile as a file / name ---------------------------------------------------------------------
+def test_named_profile_and_file(tmp_path):
+    assert Efficiency.from_file("kernel") == KERNEL
+    path = tmp_path / "eff.json"
+    path.write_text(json.dumps({"compute": 0.7, "kernels": {"m_half_tokens": 40}}))
+    e = Efficiency.from_file(str(path))
+    assert e.compute == 0.7 and e.kernels == KernelCurves(m_half_tokens=40)
+    path.write_text(json.dumps({"kernels": {"m_half": 40}}))
+    with pytest.raises(KokubanError, match="unknown kernels field"):
+        Efficiency.from_file(str(path))
+    with pytest.raises(KokubanError):
+        KernelCurves(fp8_ratio=0.0)
+
+
+def test_accuracy_report_of_the_kernel_profile_has_its_splits_and_worst_rows(capsys):
+    acc = accuracy(KERNEL)
+    assert {"by_regime", "by_workload", "by_weights", "by_engine", "bootstrap"} <= set(acc.summary)
+    assert len(acc.worst) == WORST_ROWS and all(p.terms["step_time_s"] > 0 for p in acc.worst)
+    assert main(["accuracy", "--efficiency-file", "kernel", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["efficiency"]["kernels"]["m_half_tokens"] == 70.0 and len(out["worst"]) == WORST_ROWS
+
+
+# ---- properties ------------------------------------------------------------------------------------------
+@SETTINGS
+@given(e=st.floats(0.01, 1.0), m=st.floats(1.0, 1e6), dm=st.floats(0.0, 1e6), mh=st.floats(0.0, 1e4))
+def test_gemm_fraction_in_range_and_monotone(e, m, dm, mh):
+    a, b = float(gemm_fraction(e, m, mh)), float(gemm_fraction(e, m + dm, mh))
+    assert 0 < a <= e <= 1 and a <= b + 1e-15
+
+
+@SETTINGS
+@given(s=st.floats(0.0, 1e10), ds=st.floats(1.0, 1e10), n=st.integers(2, 72), link=st.floats(1e9, 2e12),
+       f=st.floats(0.05, 1.0))
+def test_allreduce_time_increases_with_bytes(s, ds, n, link, f):
+    a = float(allreduce_time_s(s, n, link, 3e-6, 25.7e-6, f))
+    assert 0 < a < float(allreduce_time_s(s + ds, n, link, 3e-6, 25.7e-6, f))
+
+
+@SETTINGS
+@given(gpu=st.sampled_from(["h100-sxm", "h200", "b200", "a100-80gb"]),
+       model=st.sampled_from(["llama-3.1-70b", "qwen3-235b-a22b", "llama-3.1-8b"]),
+       layout=st.sampled_from(["tp", "ep"]), tokens=st.floats(1.0, 1e5))
+def test_crossing_a_node_is_never_faster(gpu, model, layout, tokens):
+    """The same 16-GPU group, once inside one 16-GPU domain, once across two 8-GPU nodes."""
+    m = load_model(model)
+    if layout == "ep" and not m.is_moe:
+        layout = "tp"
+    acc = load_accelerator(gpu)
+    inside = Deployment.make(m, replace(acc, gpus_per_node=16), 16, layout=layout, efficiency=KERNEL)
+    across = Deployment.make(m, replace(acc, gpus_per_node=8), 16, layout=layout, efficiency=KERNEL)
+    assert collective_link(16, 8, acc.interconnect_bytes_per_s, acc.scaleout_bytes_per_s, 1e-5, 0.7, 0.8).crosses_node
+    t_in, t_out = float(comm_time_s(inside, tokens)[0]), float(comm_time_s(across, tokens)[0])
+    assert np.isfinite(t_out) and t_out >= t_in > 0
+
+
+@SETTINGS
+@given(batch=st.floats(1, 4096), context=st.floats(1, 32768),
+       dtype=st.sampled_from(["bf16", "fp8", "int4-g128"]))
+def test_kernel_step_times_positive_and_more_batch_never_faster(batch, context, dtype):
+    dep = Deployment.make(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"), 2, weights_dtype=dtype,
+                          efficiency=KERNEL)
+    a, b = decode_step(dep, batch, context), decode_step(dep, batch + 1, context)
+    assert 0 < float(a.step_time_s) <= float(b.step_time_s) and np.isfinite(float(b.step_time_s))
+
+
+def test_repeated_holdout_pools_each_splits_held_out_rows():
+    """Two stub 'calibrations' (no fit: the shipped fractions, rows a, b held out in split 0 and b, c in split 1)
+    pool to 4 rows: b twice. The pooled median is the median of those four rows' errors from `accuracy`."""
+    from types import SimpleNamespace
+
+    from kokuban.validation.calibrate import repeated_holdout
+
+    preds = {p.id: p for p in accuracy(Efficiency()).predictions}
+    ids = list(preds)[:3]
+    held = {0: ids[:2], 1: ids[1:]}
+
+    def stub(seed, fraction):
+        return SimpleNamespace(after=Efficiency(), params=("compute",), holdout_ids=tuple(held[seed]),
+                               holdout_rows=2, holdout_after={"median_abs_error": 0.0, "p90_abs_error": 0.0})
+
+    out = repeated_holdout([0, 1], procedures={"stub": stub})
+    pooled = out["profiles"]["stub"]["pooled"]
+    errors = [preds[i].error for i in ids[:2] + ids[1:]]
+    assert pooled["count"] == 4
+    assert pooled["median_abs_error"] == pytest.approx(float(np.median(errors)))
+    assert [s["fitted"] for s in out["profiles"]["stub"]["per_seed"]] == [{"compute": 0.74}] * 2
+
+
+def test_catalog_node_fields_are_checked_and_sourced():
+    """Every entry with a node states its NIC and a note with a source; a negative node size is one-line refused."""
+    from kokuban.specs.catalog import _checked_entry
+
+    for gpu in ("h100-sxm", "h200", "b200", "gb200", "a100-80gb", "mi300x"):
+        acc = load_accelerator(gpu)
+        assert acc.gpus_per_node in (8, 72) and acc.scaleout_bytes_per_s in (25e9, 50e9)
+    entry = {"id": "x", "memory_bytes": 1e9, "memory_bandwidth_bytes_per_s": 1e12, "flops_bf16": 1e14}
+    assert _checked_entry(entry, "x").gpus_per_node == 0
+    with pytest.raises(KokubanError, match="gpus_per_node"):
+        _checked_entry(entry | {"gpus_per_node": -1}, "x")

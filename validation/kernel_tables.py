@@ -1,0 +1,108 @@
+"""Derive kokuban's kernel-calibrated efficiency curves from aiconfigurator's measured kernel tables.
+
+    pip download aiconfigurator-core==0.12.0 --no-deps -d /tmp/aic && unzip -q /tmp/aic/*.whl -d /tmp/aic/w
+    pip install pyarrow            # to read the Parquet tables (not a kokuban dependency)
+    python validation/kernel_tables.py /tmp/aic/w/aiconfigurator_core/systems/data
+
+Calibration data, not a lookup kokuban depends on: aiconfigurator-core 0.12.0 (PyPI, NVIDIA, licence
+Apache-2.0, "SPDX-License-Identifier: Apache-2.0" in every collection_meta.yaml) ships per-kernel latency
+tables measured on each GPU. This script reads four of them and fits the few parameters of the stated forms in
+`kokuban.specs.kernels` (the constants there are what it printed; rerun it to check them):
+
+- GEMM (`<gpu>/gemm/trtllm/1.3.0rc20/gemm_perf.parquet`; m, n, k, latency in ms):
+      t = t₀ + max(2·M·N·K ÷ (peak[dtype]·e_dtype·M/(M + M_half)), bytes ÷ (HBM·μ))
+  bytes = (M·K + M·N)·2 + N·K·w (w = bytes per weight of the dtype), fitted by log-least-squares on every
+  shape with N, K ≥ 1024 per (GPU, dtype); e_dtype is then quoted relative to bf16 on the same GPU.
+- All-reduce (`<gpu>/comm/trtllm/1.3.0rc20/custom_allreduce_perf.parquet`, TensorRT-LLM's custom kernel that
+  serving decode uses; message_size in ELEMENTS of bf16 — the NCCL table's int8 rows take half the time of its
+  half rows at the same message_size, so the size counts elements, not bytes):
+      t = min(α₁ + (N−1)·S ÷ (f·B),  α₂ + 2(N−1)/N·S ÷ (f·B))   (one-shot, two-shot; S bytes, B link bytes/s)
+- All-to-all (`<gpu>/comm/nccl/2.29.2/nccl_perf.parquet`, op alltoall, half): t = α + (N−1)/N·S ÷ (f·B).
+
+Peaks and link bandwidths are kokuban's catalog values (data/accelerators.toml), so the fractions are of the
+figures kokuban divides by.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import least_squares
+
+from kokuban.specs.catalog import load_accelerator
+
+GPUS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200"}
+GEMM_DTYPES = {"bfloat16": ("bf16", 2.0), "fp8": ("fp8", 1.0), "nvfp4": ("fp4", 0.5625)}
+
+
+def fit_gemm(frame: pd.DataFrame, peak: float, hbm: float, w: float) -> tuple[float, float, float, float]:
+    """(e, M_half, μ, t₀ s) of t = t₀ + max(2MNK/(peak·e·M/(M+Mh)), bytes/(hbm·μ)) by log-least-squares."""
+    f = frame[(frame.n >= 1024) & (frame.k >= 1024)]
+    m, n, k, t = (f[c].to_numpy(np.float64) for c in ("m", "n", "k", "latency"))
+    t = t * 1e-3
+    flops, nbytes = 2 * m * n * k, (m * k + m * n) * 2 + n * k * w
+
+    def resid(z: np.ndarray) -> np.ndarray:
+        e, mh, mu = 1 / (1 + np.exp(-z[0])), np.exp(z[1]), 1 / (1 + np.exp(-z[2]))
+        pred = np.exp(z[3]) + np.maximum(flops / (peak * e * m / (m + mh)), nbytes / (hbm * mu))
+        return np.log(pred / t)
+
+    z = least_squares(resid, [1.0, np.log(64), 1.0, np.log(5e-6)]).x
+    return (float(1 / (1 + np.exp(-z[0]))), float(np.exp(z[1])), float(1 / (1 + np.exp(-z[2]))),
+            float(np.exp(z[3])))
+
+
+def fit_allreduce(frame: pd.DataFrame, link: float) -> tuple[float, float, float]:
+    """(α₁ s, α₂ s, f) of the one-shot/two-shot min-form, log-least-squares over N = 2, 4, 8."""
+    n, s, t = (frame[c].to_numpy(np.float64) for c in ("num_gpus", "message_size", "latency"))
+    s, t = s * 2.0, t * 1e-3
+
+    def resid(z: np.ndarray) -> np.ndarray:
+        a1, a2, fr = np.exp(z[0]), np.exp(z[1]), 1 / (1 + np.exp(-z[2]))
+        pred = np.minimum(a1 + (n - 1) * s / (fr * link), a2 + 2 * (n - 1) / n * s / (fr * link))
+        return np.log(pred / t)
+
+    z = least_squares(resid, [np.log(3e-6), np.log(15e-6), 0.5]).x
+    return float(np.exp(z[0])), float(np.exp(z[1])), float(1 / (1 + np.exp(-z[2])))
+
+
+def fit_alltoall(frame: pd.DataFrame, link: float) -> tuple[float, float]:
+    """(α s, f) of t = α + (N−1)/N·S/(f·B)."""
+    n, s, t = (frame[c].to_numpy(np.float64) for c in ("num_gpus", "message_size", "latency"))
+    s, t = s * 2.0, t * 1e-3
+
+    def resid(z: np.ndarray) -> np.ndarray:
+        return np.log((np.exp(z[0]) + (n - 1) / n * s / (1 / (1 + np.exp(-z[1])) * link)) / t)
+
+    z = least_squares(resid, [np.log(10e-6), 0.5]).x
+    return float(np.exp(z[0])), float(1 / (1 + np.exp(-z[1])))
+
+
+def main(root: str) -> None:
+    base = Path(root)
+    for gpu_dir, gpu_id in GPUS.items():
+        acc = load_accelerator(gpu_id)
+        gemm = pd.read_parquet(base / gpu_dir / "gemm/trtllm/1.3.0rc20/gemm_perf.parquet")
+        fits = {}
+        for name, (dtype, w) in GEMM_DTYPES.items():
+            rows = gemm[gemm.gemm_dtype == name]
+            if rows.empty or not acc.peak_flops.get(dtype):
+                continue
+            fits[dtype] = fit_gemm(rows, acc.flops(dtype), acc.memory_bandwidth_bytes_per_s, w)
+        for dtype, (e, mh, mu, t0) in fits.items():
+            print(f"{gpu_id} gemm {dtype}: e={e:.3f} ({e / fits['bf16'][0]:.2f}x bf16) M_half={mh:.0f} mu={mu:.2f} "
+                  f"t0={t0 * 1e6:.1f} us")
+        ar = pd.read_parquet(base / gpu_dir / "comm/trtllm/1.3.0rc20/custom_allreduce_perf.parquet")
+        a1, a2, fr = fit_allreduce(ar, acc.interconnect_bytes_per_s)
+        print(f"{gpu_id} all-reduce: one-shot {a1 * 1e6:.1f} us, two-shot {a2 * 1e6:.1f} us, link fraction {fr:.2f}")
+        nccl = pd.read_parquet(base / gpu_dir / "comm/nccl/2.29.2/nccl_perf.parquet")
+        a2a = nccl[(nccl.op_name == "alltoall") & (nccl.nccl_dtype == "half")]
+        a, fr = fit_alltoall(a2a, acc.interconnect_bytes_per_s)
+        print(f"{gpu_id} all-to-all: {a * 1e6:.1f} us, link fraction {fr:.2f}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/aic/w/aiconfigurator_core/systems/data")
