@@ -17,6 +17,7 @@ import click
 
 from kokuban import __version__
 from kokuban.cli import agent, core, economics, examples, prices, serve, simulate, validate
+from kokuban.cli.vocabulary import VocabOption
 from kokuban.errors import KokubanError
 from kokuban.notes import KokubanNote, KokubanWarning
 
@@ -25,10 +26,11 @@ EXTRAS = {"matplotlib": "plots", "scipy": "fitting", "torch": "validate", "ray":
 
 #: Fields of the wings' functions whose command-line flag is not the field with dashes.
 FIELD_FLAGS = {
-    "start": "--from", "end": "--to", "rate_per_s": "--rate", "min_tokens_per_s_per_user": "--slo-tps",
-    "max_ttft_s": "--slo-ttft", "tpot_target_s": "--tpot", "ttft_target_s": "--ttft", "slow_window_s": "--slow-window",
-    "prompt_tokens": "--prompt", "num_layers": "--layers", "hidden_size": "--hidden", "holdout_fraction": "--holdout",
-    "usd_per_gpu_hour": "--price-per-hour",
+    "start": "--from", "end": "--to", "rate_per_s": "--rate", "min_tokens_per_s_per_user": "--tps-slo",
+    "max_ttft_s": "--ttft-slo", "tpot_target_s": "--tpot-slo", "ttft_target_s": "--ttft-slo",
+    "slow_window_s": "--slow-window", "prompt_tokens": "--prompt-tokens", "output_tokens": "--output-tokens",
+    "num_layers": "--layers", "hidden_size": "--hidden", "holdout_fraction": "--holdout-fraction",
+    "usd_per_gpu_hour": "--price-per-hour", "csv_path": "--measurements-file",
 }
 
 
@@ -70,7 +72,7 @@ def flag_for(field: str, command: click.Command) -> str:
     `--` and the field with dashes (the convention every command follows)."""
     for param in command.params:
         if param.name == field and isinstance(param, click.Option):
-            return max(param.opts, key=len)
+            return param.opts[0] if isinstance(param, VocabOption) else max(param.opts, key=len)
         if param.name == field and isinstance(param, click.Argument):
             return field.upper()
     return FIELD_FLAGS.get(field, "--" + field.replace("_", "-"))
