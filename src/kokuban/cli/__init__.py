@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from kokuban import __version__
-from kokuban.cli import agent, core, economics, examples, prices, serve, simulate, validate
+from kokuban.cli import agent, core, economics, examples, outputs, prices, serve, simulate, validate
 from kokuban.cli.vocabulary import VocabOption
 from kokuban.errors import KokubanError
 from kokuban.notes import KokubanNote, KokubanWarning
@@ -36,6 +36,7 @@ FIELD_FLAGS = {
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kokuban")
+@outputs.group_scenario_option
 def cli() -> None:
     """kokuban (黒板): what running a large language model costs and how fast it goes, from first principles."""
 
@@ -56,6 +57,21 @@ def _add_examples(group: click.Group, prefix: str = "") -> None:
 
 
 _add_examples(cli)
+
+#: Commands that print no result to save (`--out-dir` is for the others).
+NO_RESULT = {"serve"}
+
+
+def _add_run_options(group: click.Group, prefix: str = "") -> None:
+    """`--scenario` on every command, `--out-dir` on every one with a result (`cli/outputs.py`)."""
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            _add_run_options(command, f"{prefix}{name} ")
+        else:
+            outputs.add_run_options(command, out_dir=f"{prefix}{name}" not in NO_RESULT)
+
+
+_add_run_options(cli)
 
 
 def _command_for(args: list[str]) -> click.Command:
@@ -99,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     if "numpy" not in sys.modules:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = sys.argv[1:] if argv is None else list(argv)
+    outputs.ARGV.set(args)
     held: list[str] = []
     try:
         with warnings.catch_warnings():

@@ -147,6 +147,7 @@ def infer(**kw: Any) -> None:
               show_default=True)
 @option("--weights", default=None, help="Self-hosted weights dtype (default: the checkpoint's).")
 @option("--price-file", "files", type=click.Path(), help="Extra price file(s).")
+@efficiency_options
 @option("--json", "as_json", is_flag=True, help="Print JSON.")
 def compare(**kw: Any) -> None:
     """One workload's cost on each API beside self-hosting MODEL on each catalog accelerator."""

@@ -155,19 +155,24 @@ def accuracy(**kw: Any) -> None:
               help="validate-csv only: hold out the rows whose batch, context or prompt_tokens is one of these "
                    "(e.g. context=4096) instead of the hash split.")
 @option("--plot", "plot_path", type=OutputPath(), default=None,
-              help="Write predicted vs measured before and after (.png, .svg or .pdf); held-out rows filled.")
+        help="Write predicted vs measured before and after (.png, .svg or .pdf); held-out rows filled.")
+@option("--out-file", "out_file", type=OutputPath(), default=None,
+        help="Write the fitted efficiency (TOML, or JSON if .json) for any command's --efficiency-file.")
 @textbook_efficiency_options
 @option("--json", "as_json", is_flag=True)
 def calibrate(**kw: Any) -> None:
     """Fit the achievable fractions on some rows; report the error before/after on the held-out rest."""
     from kokuban.present.plots import check_plot_path
-    from kokuban.present.validation import plot_calibration, print_calibration
+    from kokuban.present.validation import plot_calibration, print_calibration, write_efficiency_file
     from kokuban.usecases.validation import CalibrateRequest, run_calibrate
 
     kw["csv_path"] = kw.pop("measurements_file")  # the request's field
     if kw["plot_path"]:
         check_plot_path(kw["plot_path"])  # before the fit, which takes a while
+    out_file = kw.pop("out_file")
     cal = run_calibrate(request(CalibrateRequest, kw))
+    if out_file:
+        write_efficiency_file(cal.after, out_file, cal.source)
     if kw["plot_path"]:
         plot_calibration(cal, kw["plot_path"])
     if kw["as_json"]:

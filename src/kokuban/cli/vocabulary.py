@@ -232,10 +232,13 @@ def flags(group: click.Group) -> dict[str, dict[str, Any]]:
 def markdown_table(group: click.Group) -> str:
     """docs/vocabulary.md's table: flag | older spellings | meaning | unit | commands."""
     lines = ["| flag | older spellings (still accepted) | meaning | unit | commands |", "|---|---|---|---|---|"]
+    every = [path for path, _ in _leaves(group)]
     for flag, e in sorted(flags(group).items()):
+        missing = [path for path in every if path not in e["commands"]]
         aliases = ", ".join(f"`{a}`" for a in e["aliases"])
         meaning = e["meaning"].replace("|", "\\|") + (" (a list)" if e["list"] else "")
-        commands = "all" if flag in ("--json", "--scenario", "--out-dir") else ", ".join(e["commands"])
+        commands = ("all" if not missing else f"all but {', '.join(missing)}" if len(missing) <= 2
+                    else ", ".join(e["commands"]))
         lines.append(f"| `{flag}` | {aliases} | {meaning} | {e['unit']} | {commands} |")
     return "\n".join(lines) + "\n"
 
