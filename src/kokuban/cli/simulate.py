@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from kokuban.cli.options import SECONDS, OutputPath, deployment_options, emit_json, request
+from kokuban.cli.progress import progress_bar
 from kokuban.cli.vocabulary import option
 from kokuban.present.format import console
 
@@ -71,7 +72,8 @@ def simulate(**kw: Any) -> None:
     """Serve a stream of requests with continuous (or static) batching; every step timed by the core."""
     from kokuban.usecases.simulate import SimulateRequest, run_simulate
 
-    sim = run_simulate(request(SimulateRequest, kw), progress=not kw["as_json"])
+    with progress_bar("simulating", "req") as progress:
+        sim = run_simulate(request(SimulateRequest, kw), progress=progress)
     if kw["records"]:
         sim.result.records().to_csv(kw["records"], index=False)
     plots = None
@@ -104,7 +106,8 @@ def capacity(**kw: Any) -> None:
     from kokuban.present import sim as present
     from kokuban.usecases.simulate import CapacityRequest, run_capacity
 
-    result = run_capacity(request(CapacityRequest, kw))
+    with progress_bar("capacity", "run") as progress:
+        result = run_capacity(request(CapacityRequest, kw), progress=progress)
     if kw["as_json"]:
         emit_json(result.as_dict())
     elif kw["target_rate"] is None:

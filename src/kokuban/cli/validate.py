@@ -7,12 +7,12 @@ from `validation.calibrate`; which efficiency each command starts from is its re
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
 
 from kokuban.cli.options import OutputPath, efficiency_option_list, efficiency_options, emit_json, request
+from kokuban.cli.progress import progress_bar
 from kokuban.cli.vocabulary import option
 from kokuban.present.format import console
 from kokuban.specs.hardware import Efficiency
@@ -26,10 +26,6 @@ def textbook_efficiency_options(func: Any) -> Any:
     ):
         func = decorate(func)
     return func
-
-
-def _progress(as_json: bool) -> bool:
-    return not as_json and sys.stderr.isatty()
 
 
 # ---- probe ---------------------------------------------------------------------------------------------
@@ -50,7 +46,8 @@ def probe(**kw: Any) -> None:
     from kokuban.present.validation import print_probe, write_probe_entry
     from kokuban.usecases.validation import ProbeRequest, run_probe
 
-    result = run_probe(request(ProbeRequest, kw), progress=_progress(kw["as_json"]))
+    with progress_bar("probe", "test") as progress:
+        result = run_probe(request(ProbeRequest, kw), progress=progress)
     if kw["out"]:
         write_probe_entry(result, kw["out"])
     if kw["as_json"]:
@@ -106,7 +103,8 @@ def validate(**kw: Any) -> None:
     from kokuban.present.validation import print_validation, write_validation_report
     from kokuban.usecases.validation import ValidateRequest, run_validate
 
-    report = run_validate(request(ValidateRequest, kw), progress=_progress(kw["as_json"]))
+    with progress_bar("validate", "call") as progress:
+        report = run_validate(request(ValidateRequest, kw), progress=progress)
     if kw["out_dir"]:
         write_validation_report(report, kw["out_dir"])
     if kw["as_json"]:
@@ -170,7 +168,8 @@ def calibrate(**kw: Any) -> None:
     if kw["plot_path"]:
         check_plot_path(kw["plot_path"])  # before the fit, which takes a while
     out_file = kw.pop("out_file")
-    cal = run_calibrate(request(CalibrateRequest, kw))
+    with progress_bar("calibrate", "iter") as progress:
+        cal = run_calibrate(request(CalibrateRequest, kw), progress=progress)
     if out_file:
         write_efficiency_file(cal.after, out_file, cal.source)
     if kw["plot_path"]:
