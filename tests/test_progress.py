@@ -72,3 +72,39 @@ def test_piped_commands_leave_no_carriage_returns(tmp_path):
                               *args], capture_output=True, text=True, timeout=300, cwd=tmp_path)
         assert run.returncode == 0, run.stderr
         assert "\r" not in run.stderr and "\r" not in run.stdout
+
+
+def test_the_session_search_stays_within_its_announced_runs():
+    """max_sessions with a latency of n seconds for n sessions and a 12 s target, limit 32: doubling runs 1, 2, 4,
+    8, 16 (16 misses), bisection 12 (meets), 14 and 13 (miss): 8 runs, within the bound 2·⌈log₂ 32⌉ + 1 = 11."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from kokuban.sim.sessions import max_sessions
+
+    calls: list[tuple[int, int]] = []
+    cap = max_sessions(lambda n: SimpleNamespace(run_latency_s=np.array([float(n)])), 12.0, limit=32,
+                       progress=lambda done, total: calls.append((done, total)))
+    assert cap.max_sessions == 12
+    assert calls == [(k, 11) for k in range(1, 9)] + [(8, 8)]
+
+
+def test_the_session_search_bound_holds_for_any_limit_and_target():
+    from types import SimpleNamespace
+
+    import numpy as np
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from kokuban.sim.sessions import max_sessions
+
+    @given(st.integers(1, 4096), st.floats(0.5, 5000))
+    def check(limit: int, target: float) -> None:
+        calls: list[tuple[int, int]] = []
+        max_sessions(lambda n: SimpleNamespace(run_latency_s=np.array([float(n)])), target, limit=limit,
+                     progress=lambda done, total: calls.append((done, total)))
+        assert all(0 < d <= t for d, t in calls) and calls[-1][0] == calls[-1][1]
+        assert len({t for _, t in calls[:-1]}) <= 1  # the announced bound never had to grow
+
+    check()

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from kokuban.cli.options import SECONDS, OutputPath, deployment_options, emit_json, request
+from kokuban.cli.progress import progress_bar
 from kokuban.cli.vocabulary import VocabOption, option
 
 
@@ -157,7 +158,8 @@ def agent_simulate(**kw: Any) -> None:
     from kokuban.usecases.agent_sim import AgentSimRequest, run_agent_simulate
 
     fields = {k: v for k, v in kw.items() if v is not None}
-    result = run_agent_simulate(request(AgentSimRequest, fields))
+    with progress_bar("agent sessions", "run") as progress:
+        result = run_agent_simulate(request(AgentSimRequest, fields), progress=progress)
     if kw.get("as_json"):
         emit_json(result.as_dict())
         return
