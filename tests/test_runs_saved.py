@@ -50,7 +50,8 @@ def test_scenario_gives_defaults_and_flags_override(tmp_path, capsys):
 @pytest.mark.parametrize(("text", "words"), [
     ('model = "llama-3.1-8b"\ngpu = "h100-sxm"\npromt-tokens = 5\n',
      "'promt-tokens' is not an option of `estimate`; did you mean 'prompt-tokens'?"),
-    ('model = "llama-3.1-8b"\ngpu = "h100-sxm"\nbatch = "lots"\n', "'lots' is not a positive integer or 'max'"),
+    ('model = "llama-3.1-8b"\ngpu = "h100-sxm"\nbatch = "lots"\n', "batch: 'lots' is not a positive integer or 'max'"),
+    ('model = "llama-3.1-8b"\ngpu = "h100-sxm"\nprompt = "many"\n', "prompt: 'many' is not a token count"),
     ('model = "llama-3.1-8b"\ngpu = [', "is not valid TOML"),
 ])
 def test_a_bad_scenario_is_one_line(tmp_path, capsys, text, words):

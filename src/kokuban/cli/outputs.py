@@ -15,12 +15,9 @@ on every command that produces a result.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import io
-import json
 import math
 import os
-import shlex
 import sys
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -55,9 +52,10 @@ def scenario_key(param: click.Parameter) -> str:
     return param.name or ""
 
 
-def scenario_defaults(command: click.Command, data: dict[str, Any], path: str) -> dict[str, Any]:
-    """A scenario file's table as `command`'s default_map (parameter name → value); an unknown key is a
-    `click.UsageError` naming the closest option."""
+def scenario_defaults(command: click.Command, data: dict[str, Any], path: str,
+                      ctx: click.Context | None = None) -> dict[str, Any]:
+    """A scenario file's table as `command`'s default_map (parameter name → value); an unknown key, or (with
+    `ctx`) a value click's type for that option refuses, is a `click.UsageError` naming the file and the key."""
     spellings: dict[str, tuple[click.Parameter, bool]] = {}
     for param in command.params:
         if param.name in NOT_SCENARIO or param.name is None:
@@ -71,6 +69,8 @@ def scenario_defaults(command: click.Command, data: dict[str, Any], path: str) -
     for key, value in data.items():
         found = spellings.get(_key(key))
         if found is None:
+            import difflib
+
             canonical = sorted({scenario_key(p) for p, _ in spellings.values()})
             close = difflib.get_close_matches(key.lstrip("-").replace("_", "-"), canonical, n=1, cutoff=0.5)
             hint = f"; did you mean '{close[0]}'?" if close else f"; its options: {', '.join(canonical)}"
@@ -80,6 +80,11 @@ def scenario_defaults(command: click.Command, data: dict[str, Any], path: str) -
             value = not value
         if (getattr(param, "multiple", False) or param.nargs != 1) and not isinstance(value, (list, tuple)):
             value = [value]
+        if ctx is not None:
+            try:
+                param.type_cast_value(ctx, value)
+            except click.BadParameter as exc:
+                raise click.UsageError(f"scenario '{path}': {key}: {exc.message}") from None
         out[param.name] = value  # type: ignore[index]
     return out
 
@@ -92,7 +97,7 @@ def _load_scenario(ctx: click.Context, param: click.Parameter, value: str | None
     from kokuban.specs.files import read_toml
 
     data = read_toml(path, "scenario")
-    ctx.default_map = {**(ctx.default_map or {}), **scenario_defaults(ctx.command, data, path)}
+    ctx.default_map = {**(ctx.default_map or {}), **scenario_defaults(ctx.command, data, path, ctx)}
 
 
 def _remember_scenario(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
@@ -119,6 +124,8 @@ def toml_value(value: Any) -> str:
                                                          ("inf" if value > 0 else "-inf"))
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    import json
+
     return json.dumps(str(value), ensure_ascii=False)
 
 
@@ -145,6 +152,8 @@ def _path(ctx: click.Context) -> str:
 def save_run(callback: Callable[..., Any], kw: dict[str, Any], out_dir: str, ctx: click.Context) -> None:
     """Run `callback` through its `--json` path into DIR/result.json (echoed too when --json was asked), with
     command.txt, scenario.toml and the command's files; the files written are listed on stderr."""
+    import shlex
+
     from kokuban import __version__
 
     folder = Path(out_dir)

@@ -94,7 +94,8 @@ def probe(**kw: Any) -> None:
     "--out-dir",
     type=click.Path(file_okay=False),
     default=None,
-    help="Write validate.csv, validate.json, validate.png here.",
+    help="Write validate.csv, validate.json, validate.png here, and the run (result.json, command.txt, "
+         "scenario.toml) as every command's --out-dir does.",
 )
 @textbook_efficiency_options
 @option("--json", "as_json", is_flag=True, help="Print rows and summary as JSON.")
