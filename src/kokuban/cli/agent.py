@@ -146,7 +146,7 @@ def agent_self_hosted(**kw: Any) -> None:
               help="KV between a session's calls: evict (default: the prefix cache's LRU), pin:TTL (seconds), "
                    "offload:BW,CAP (host tier: bytes/s, bytes).")
 @option("--run-latency-slo", "run_latency_target", type=SECONDS, default=None,
-              help="Seconds: also search the most sessions whose p90 run latency is within it.")
+        help="Seconds: also search the most sessions whose p90 run latency is within it.")
 @click.option("--max-sessions", type=int, default=None, help="Ceiling of that search (default 256).")
 @option("--stagger", "stagger_s", type=SECONDS, default=None,
         help="Session j starts at j × this (default 0: all at once).")

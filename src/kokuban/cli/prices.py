@@ -27,7 +27,7 @@ from kokuban.usecases.defaults import AUTO_GPUS_BATCH
 def _hw_options(func: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         option("--gpu", default="h100-sxm", show_default=True, shell_complete=complete_gpu,
-                     help="Accelerator id (`kokuban gpus`) or one in --gpu-file."),
+               help="Accelerator id (`kokuban gpus`) or one in --gpu-file."),
         click.option("--gpus", type=int, default=None,
                      help=f"Accelerators (default: fewest that hold batch {AUTO_GPUS_BATCH} at the context)."),
         click.option("--layout", type=click.Choice(["tp", "ep"]), default=None,
@@ -89,7 +89,7 @@ def list_(**kw: Any) -> None:
 @option("--prompt-tokens", "prompt", type=TOKENS, default=None,
         help="Prompt tokens for the prefill side (default: the context).")
 @option("--speed", type=float, default=None,
-              help="Standard lane tokens/s per user (default: sheet's, else memory-limited).")
+        help="Standard lane tokens/s per user (default: sheet's, else memory-limited).")
 def explain(**kw: Any) -> None:
     """Decompose each feature of a price sheet with the cost model (numbers + one sentence each)."""
     from kokuban.usecases.prices import ExplainRequest, run_explain
@@ -144,7 +144,7 @@ def infer(**kw: Any) -> None:
 @option("--api", "apis", help="Price rows to include (PROVIDER/MODEL; default: rows serving MODEL).")
 @click.option("--all-apis", is_flag=True, help="Include every price row.")
 @option("--lane", type=click.Choice(["standard", "batch", "flex", "priority"]), default="standard",
-              show_default=True)
+        show_default=True)
 @option("--weights", default=None, help="Self-hosted weights dtype (default: the checkpoint's).")
 @option("--price-file", "files", type=click.Path(), help="Extra price file(s).")
 @efficiency_options

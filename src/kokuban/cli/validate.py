@@ -151,7 +151,7 @@ def accuracy(**kw: Any) -> None:
         help="Fraction of rows held out (by hash of id).")
 @option("--seed", type=int, default=0, show_default=True, help="Salt of the held-out split.")
 @option("--holdout-values", "hold_out", default=None, metavar="FIELD=V1,V2",
-              help="validate-csv only: hold out the rows whose batch, context or prompt_tokens is one of these "
+        help="validate-csv only: hold out the rows whose batch, context or prompt_tokens is one of these "
                    "(e.g. context=4096) instead of the hash split.")
 @option("--plot", "plot_path", type=OutputPath(), default=None,
         help="Write predicted vs measured before and after (.png, .svg or .pdf); held-out rows filled.")
