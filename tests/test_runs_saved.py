@@ -98,3 +98,18 @@ def test_calibrate_writes_an_efficiency_file_every_command_loads(tmp_path, capsy
         if names & {"compute_eff"}:
             assert "efficiency_file" in names, path
     assert "efficiency_file" in {p.name for p in _leaves(cli)["prices compare"].params}
+
+
+@pytest.mark.parametrize("args", [
+    ["models"], ["gpus"], ["agent", "presets"], ["prices", "list", "--provider", "deepseek"],
+    ["io", "llama-3.1-8b", "--gpu", "h100-sxm", "--batch", "8", "--prompt-tokens", "2000"],
+])
+def test_out_dir_works_on_commands_of_every_shape(tmp_path, capsys, args):
+    """Commands with a fixed signature (models, gpus, agent presets) as well as the **kw ones: result.json is
+    their --json output, and the saved scenario reruns to it."""
+    direct = _json(capsys, [*args, "--json"])
+    assert main([*args, "--out-dir", str(tmp_path / "a")]) == 0
+    capsys.readouterr()
+    assert json.loads((tmp_path / "a" / "result.json").read_text()) == direct
+    path = [w for w in args if not w.startswith("-")][:2 if args[0] in ("agent", "prices") else 1]
+    assert _json(capsys, [*path, "--scenario", str(tmp_path / "a" / "scenario.toml"), "--json"]) == direct

@@ -149,9 +149,11 @@ def _path(ctx: click.Context) -> str:
     return ctx.command_path.removeprefix(ctx.find_root().info_name or "").strip()
 
 
-def save_run(callback: Callable[..., Any], kw: dict[str, Any], out_dir: str, ctx: click.Context) -> None:
+def save_run(callback: Callable[..., Any], kw: dict[str, Any], out_dir: str, ctx: click.Context, *,
+             own: bool = False) -> None:
     """Run `callback` through its `--json` path into DIR/result.json (echoed too when --json was asked), with
-    command.txt, scenario.toml and the command's files; the files written are listed on stderr."""
+    command.txt, scenario.toml and the command's files; the files written are listed on stderr. `own`: the
+    command has an --out-dir of its own (validate), which is handed DIR to write its files there too."""
     import shlex
 
     from kokuban import __version__
@@ -166,8 +168,8 @@ def save_run(callback: Callable[..., Any], kw: dict[str, Any], out_dir: str, ctx
     for name, filename in OUTPUT_FILES.items():
         if name in params and params[name] is None and (can_plot or not name.startswith("plot")):
             params[name] = str(folder / filename)
-    if "out_dir" in {p.name for p in ctx.command.params}:
-        params["out_dir"] = out_dir  # a command with its own --out-dir (validate) writes its files there too
+    if own:
+        params["out_dir"] = out_dir
     shown = kw.get("as_json", False)
     params["as_json"] = True
     buffer = io.StringIO()
@@ -208,7 +210,7 @@ def add_run_options(command: click.Command, *, out_dir: bool) -> None:
         folder = kw.get("out_dir") if own else kw.pop("out_dir", None)
         if not folder:
             return callback(**kw)
-        return save_run(callback, kw, folder, click.get_current_context())
+        return save_run(callback, kw, folder, click.get_current_context(), own=own)
 
     run.__doc__, run.__name__ = callback.__doc__, callback.__name__
     command.callback = run
