@@ -159,6 +159,12 @@ class VocabOption(click.Option):
         finally:
             self.opts = opts
 
+    def get_help_extra(self, ctx: click.Context) -> Any:
+        extra = super().get_help_extra(ctx)
+        if self.list_values and isinstance(self.default, tuple) and "default" in extra:
+            extra["default"] = ",".join(str(d) for d in self.default)  # as it is written: 1,2,4,8
+        return extra
+
     def get_error_hint(self, ctx: click.Context | None) -> str:
         return f"'{self.canonical}'"
 
