@@ -108,3 +108,12 @@ def test_split_list_keeps_parameterised_items_whole():
     assert split_list("every:5,2,none,threshold:1e5,8000") == ["every:5,2", "none", "threshold:1e5,8000"]
     assert split_list("custom:bf16=1e15,bw=3e12,mem=8e10,h100") == ["custom:bf16=1e15,bw=3e12,mem=8e10", "h100"]
     assert split_list("") == []
+
+
+def test_every_list_concept_is_a_list_option():
+    for path, p in _options():
+        term = TERMS.get(p.opts[0])
+        if term is not None and term.list:
+            assert isinstance(p, VocabOption) and p.list_values, (path, p.opts[0])
+        if isinstance(p, VocabOption) and p.list_values:
+            assert p.multiple and "comma-separated" in (p.help or ""), (path, p.opts[0])

@@ -115,9 +115,6 @@ TERMS: dict[str, Term] = {t.flag: t for t in (
     Term("--compaction", "Compaction policy: none, every:M,K, threshold:T,K or auto; several to compare", ""),
 )}
 
-#: The flags whose value is a list on some command (`--gpu` on frontier, …) but one value elsewhere.
-LIST_ON = {"--gpu", "--weights", "--compaction"}
-
 _NUMBER = re.compile(r"[-+]?[0-9._]+(?:[eE][-+]?[0-9]+)?(?:[kKmMgG]i?)?")
 
 
@@ -228,9 +225,10 @@ def flags(group: click.Group) -> dict[str, dict[str, Any]]:
                 "aliases": term.aliases if term else tuple(param.opts[1:]),
                 "meaning": term.meaning if term else _meaning(param.help or ""),
                 "unit": term.unit if term else _unit(param),
-                "list": bool(term and term.list) or flag in LIST_ON,
+                "list": False,
                 "commands": [],
             })
+            entry["list"] |= bool(getattr(param, "list_values", False))  # a list on some command (frontier --gpu)
             entry["commands"].append(path)
     return out
 
