@@ -6,21 +6,16 @@ from __future__ import annotations
 import json
 import shlex
 
-import click
 import pytest
 
 from kokuban import __version__
 from kokuban.cli import NO_RESULT, cli, main
+from kokuban.cli.vocabulary import leaves
 from kokuban.specs.hardware import Efficiency
 
 ESTIMATE = ["estimate", "llama-3.1-8b", "--gpu", "h100-sxm", "--prompt-tokens", "1k", "--output-tokens", "200"]
 
 
-def _leaves(group: click.Group, prefix: str = "") -> dict[str, click.Command]:
-    out: dict[str, click.Command] = {}
-    for name, command in group.commands.items():
-        out |= _leaves(command, f"{prefix}{name} ") if isinstance(command, click.Group) else {prefix + name: command}
-    return out
 
 
 def _json(capsys, args):
@@ -29,7 +24,7 @@ def _json(capsys, args):
 
 
 def test_every_command_takes_a_scenario_and_every_result_an_out_dir():
-    for path, command in _leaves(cli).items():
+    for path, command in dict(leaves(cli)).items():
         names = {p.name for p in command.params}
         assert "--scenario" in {o for p in command.params for o in getattr(p, "opts", [])}, path
         assert ("out_dir" in names) == (path not in NO_RESULT), path
@@ -93,11 +88,11 @@ def test_calibrate_writes_an_efficiency_file_every_command_loads(tmp_path, capsy
     estimate = _json(capsys, [*ESTIMATE, "--efficiency-file", str(eff_file), "--json"])
     assert estimate["efficiency"] == fitted.as_dict()
     # every command that prices or simulates takes the file
-    for path, command in _leaves(cli).items():
+    for path, command in dict(leaves(cli)).items():
         names = {p.name for p in command.params}
         if names & {"compute_eff"}:
             assert "efficiency_file" in names, path
-    assert "efficiency_file" in {p.name for p in _leaves(cli)["prices compare"].params}
+    assert "efficiency_file" in {p.name for p in dict(leaves(cli))["prices compare"].params}
 
 
 @pytest.mark.parametrize("args", [

@@ -10,23 +10,15 @@ import click
 import pytest
 
 from kokuban.cli import cli, main
-from kokuban.cli.vocabulary import TERMS, VocabOption, markdown_table, split_list
+from kokuban.cli.vocabulary import TERMS, VocabOption, leaves, markdown_table, split_list
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "vocabulary.md"
 
 
-def _leaves(group: click.Group, prefix: str = "") -> dict[str, click.Command]:
-    out: dict[str, click.Command] = {}
-    for name, command in group.commands.items():
-        if isinstance(command, click.Group):
-            out |= _leaves(command, f"{prefix}{name} ")
-        else:
-            out[f"{prefix}{name}"] = command
-    return out
 
 
 def _options() -> list[tuple[str, click.Option]]:
-    return [(path, p) for path, c in _leaves(cli).items() for p in c.params if isinstance(p, click.Option)]
+    return [(path, p) for path, c in dict(leaves(cli)).items() for p in c.params if isinstance(p, click.Option)]
 
 
 def test_no_canonical_flag_is_an_older_spelling_of_a_concept():
@@ -86,19 +78,19 @@ def test_help_hides_the_older_spellings(capsys):
     ("probe", ["--out", "p.toml"], ["--out-file", "p.toml"]),
 ])
 def test_older_spellings_parse_to_the_same_values(path, old, new):
-    command = _leaves(cli)[path]
+    command = dict(leaves(cli))[path]
     head = ["llama-3.1-8b", "--gpu", "h100-sxm"] if any(isinstance(p, click.Argument) and p.name == "model"
                                                        for p in command.params) else []
     assert command.make_context(path, head + old).params == command.make_context(path, head + new).params
 
 
 def test_lists_are_comma_separated_or_repeated_everywhere():
-    frontier = _leaves(cli)["frontier"]
+    frontier = dict(leaves(cli))["frontier"]
     a = frontier.make_context("frontier", ["m", "--gpu", "h100-sxm,h200", "--counts", "1,2", "--counts", "4"]).params
     b = frontier.make_context("frontier", ["m", "--gpu", "h100-sxm", "--gpu", "h200", "--counts", "1,2,4"]).params
     assert a == b and a["gpu"] == ("h100-sxm", "h200") and a["counts"] == "1,2,4"
     assert frontier.make_context("frontier", ["m", "--gpu", "h200"]).params["counts"] == "1,2,4,8"  # the default
-    agent = _leaves(cli)["agent api"]
+    agent = dict(leaves(cli))["agent api"]
     params = agent.make_context("agent api", ["x/y", "--compaction", "threshold:100000,8000,auto"]).params
     assert params["compaction"] == ("threshold:100000,8000", "auto")
 

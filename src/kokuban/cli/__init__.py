@@ -17,7 +17,7 @@ import click
 
 from kokuban import __version__
 from kokuban.cli import agent, core, economics, examples, outputs, prices, serve, simulate, validate
-from kokuban.cli.vocabulary import VocabOption
+from kokuban.cli.vocabulary import VocabOption, leaves
 from kokuban.errors import KokubanError
 from kokuban.notes import KokubanNote, KokubanWarning
 
@@ -46,32 +46,15 @@ for module in (core, economics, prices, serve, simulate, validate, agent):
         cli.add_command(command)
 
 
-def _add_examples(group: click.Group, prefix: str = "") -> None:
-    """Give every command its worked example (`cli/examples.py`) at the end of its `--help`."""
-    for name, command in group.commands.items():
-        path = f"{prefix}{name}"
-        if isinstance(command, click.Group):
-            _add_examples(command, path + " ")
-        elif command.epilog is None:
-            command.epilog = examples.epilog(path)
-
-
-_add_examples(cli)
-
 #: Commands that print no result to save (`--out-dir` is for the others).
 NO_RESULT = {"serve"}
 
-
-def _add_run_options(group: click.Group, prefix: str = "") -> None:
-    """`--scenario` on every command, `--out-dir` on every one with a result (`cli/outputs.py`)."""
-    for name, command in group.commands.items():
-        if isinstance(command, click.Group):
-            _add_run_options(command, f"{prefix}{name} ")
-        else:
-            outputs.add_run_options(command, out_dir=f"{prefix}{name}" not in NO_RESULT)
-
-
-_add_run_options(cli)
+# every command: its worked example (`cli/examples.py`) at the end of its --help, `--scenario`, and `--out-dir`
+# where it has a result (`cli/outputs.py`)
+for _path, _command in leaves(cli):
+    if _command.epilog is None:
+        _command.epilog = examples.epilog(_path)
+    outputs.add_run_options(_command, out_dir=_path not in NO_RESULT)
 
 
 def _command_for(args: list[str]) -> click.Command:

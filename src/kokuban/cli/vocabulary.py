@@ -194,10 +194,11 @@ def option(flag: str, name: str | None = None, *, list_values: bool | None = Non
 
 
 # ---- the table of every flag (docs/vocabulary.md) --------------------------------------------------------
-def _leaves(group: click.Group, prefix: str = "") -> Iterable[tuple[str, click.Command]]:
+def leaves(group: click.Group, prefix: str = "") -> Iterable[tuple[str, click.Command]]:
+    """Every command under `group` with its path ("prices list"), in name order."""
     for name, command in sorted(group.commands.items()):
         if isinstance(command, click.Group):
-            yield from _leaves(command, f"{prefix}{name} ")
+            yield from leaves(command, f"{prefix}{name} ")
         else:
             yield f"{prefix}{name}", command
 
@@ -215,7 +216,7 @@ def _meaning(help_text: str) -> str:
 def flags(group: click.Group) -> dict[str, dict[str, Any]]:
     """Every option of every command: canonical flag → its aliases, meaning, unit and commands."""
     out: dict[str, dict[str, Any]] = {}
-    for path, command in _leaves(group):
+    for path, command in leaves(group):
         for param in command.params:
             if not isinstance(param, click.Option) or param.hidden or not param.opts[0].startswith("--"):
                 continue
@@ -236,7 +237,7 @@ def flags(group: click.Group) -> dict[str, dict[str, Any]]:
 def markdown_table(group: click.Group) -> str:
     """docs/vocabulary.md's table: flag | older spellings | meaning | unit | commands."""
     lines = ["| flag | older spellings (still accepted) | meaning | unit | commands |", "|---|---|---|---|---|"]
-    every = [path for path, _ in _leaves(group)]
+    every = [path for path, _ in leaves(group)]
     for flag, e in sorted(flags(group).items()):
         missing = [path for path in every if path not in e["commands"]]
         aliases = ", ".join(f"`{a}`" for a in e["aliases"])
