@@ -108,3 +108,14 @@ def test_out_dir_works_on_commands_of_every_shape(tmp_path, capsys, args):
     assert json.loads((tmp_path / "a" / "result.json").read_text()) == direct
     path = [w for w in args if not w.startswith("-")][:2 if args[0] in ("agent", "prices") else 1]
     assert _json(capsys, [*path, "--scenario", str(tmp_path / "a" / "scenario.toml"), "--json"]) == direct
+
+
+def test_the_docs_typo_example_is_what_the_cli_says(tmp_path, capsys, monkeypatch):
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "runs.md").read_text(encoding="utf-8")
+    (line,) = [ln for ln in doc.splitlines() if ln.startswith("error: scenario 'typo.toml'")]
+    monkeypatch.chdir(tmp_path)
+    Path("typo.toml").write_text('model = "llama-3.1-8b"\ngpu = "h100-sxm"\npromt-tokens = 500\n')
+    assert main(["simulate", "--scenario", "typo.toml"]) == 2
+    assert capsys.readouterr().err == line + "\n"
