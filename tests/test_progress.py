@@ -108,3 +108,14 @@ def test_the_session_search_bound_holds_for_any_limit_and_target():
         assert len({t for _, t in calls[:-1]}) <= 1  # the announced bound never had to grow
 
     check()
+
+
+def test_the_frontier_sweep_reports_each_configuration():
+    """llama-3.1-70b (dense, so no ep) on 2 accelerators × 2 weight dtypes × counts 1, 2, 4, 8: 2·2·4 = 16
+    configurations, reported 0…16 of 16."""
+    from kokuban.usecases.economics import FrontierRequest, run_frontier
+
+    calls: list[tuple[int, int]] = []
+    run_frontier(FrontierRequest(model="llama-3.1-70b", gpu=("h100-sxm", "h200"), weights=("bf16", "fp8"),
+                                 context=2048), progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(k, 16) for k in range(17)]

@@ -24,6 +24,7 @@ from kokuban.cli.options import (
     emit_json,
     request,
 )
+from kokuban.cli.progress import progress_bar
 from kokuban.cli.vocabulary import option
 
 
@@ -166,7 +167,8 @@ def frontier(**kw: Any) -> None:
     from kokuban.usecases.economics import FrontierRequest, run_frontier
 
     _check_plot(kw)
-    result = run_frontier(request(FrontierRequest, kw))
+    with progress_bar("frontier", "config") as progress:
+        result = run_frontier(request(FrontierRequest, kw), progress=progress)
     _present(result, result.table, kw, show.frontier_report, show.frontier_plot)
 
 
