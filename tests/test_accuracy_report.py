@@ -256,7 +256,7 @@ def test_a_bad_row_is_one_line_naming_file_row_and_field(capsys, tmp_path, line,
     assert main(["accuracy", "--file", path]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "Traceback" not in err
-    assert err.startswith(f"error: --file: {path} {says}"), err
+    assert err.startswith(f"error: --measurements-file: {path} {says}"), err
 
 
 def test_bad_files(capsys, tmp_path):
@@ -269,7 +269,7 @@ def test_bad_files(capsys, tmp_path):
                        (str(tmp_path / "nope.csv"), "cannot read"), (str(too_big), "does not fit")):
         assert main(["accuracy", "--file", path]) == 2
         err = capsys.readouterr().err.strip()
-        assert err.startswith("error: --file: ") and says in err and "\n" not in err, err
+        assert err.startswith("error: --measurements-file: ") and says in err and "\n" not in err, err
 
 
 # ---- the numbers docs/validation.md quotes ---------------------------------------------------------------

@@ -181,9 +181,9 @@ def test_cli_tables_print(capsys):
 @pytest.mark.parametrize("extra, field", [
     (["--retention", "pin:0"], "--retention"), (["--retention", "offload:1e9"], "--retention"),
     (["--retention", "keep"], "--retention"), (["--sessions", "0"], "--sessions"),
-    (["--compaction", "every:0,5"], "--compaction"), (["--gap-s", "-1"], "--gap-s"),
-    (["--kv-blocks", "10"], "--kv-blocks"), (["--stagger-s", "-1"], "--stagger-s"),
-    (["--run-latency-target", "0"], "--run-latency-target"),
+    (["--compaction", "every:0,5"], "--compaction"), (["--gap-s", "-1"], "--gap"),
+    (["--kv-blocks", "10"], "--kv-blocks"), (["--stagger-s", "-1"], "--stagger"),
+    (["--run-latency-target", "0"], "--run-latency-slo"),
 ])
 def test_bad_inputs_are_one_line_errors_naming_the_field(capsys, extra, field):
     assert main([*SIM_ARGS, *extra]) == 2

@@ -167,7 +167,7 @@ def test_cli_errors_word_the_flag_and_exit_2(capsys):
     rc = main(["agent", "api", SONNET, "--steps", "3", "--system-tokens", "100", "--output-tokens", "10",
                "--tool-tokens", "10", "--gap-s", "-1"])
     err = capsys.readouterr().err
-    assert rc == 2 and err.startswith("error: --gap-s:") and err.count("\n") == 1
+    assert rc == 2 and err.startswith("error: --gap:") and err.count("\n") == 1
 
 
 def test_cli_json_is_the_use_case_result(capsys):

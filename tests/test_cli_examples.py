@@ -38,7 +38,8 @@ def test_help_shows_the_example(capsys):
     assert main(["lanes", "--help"]) == 0
     out = capsys.readouterr().out
     assert "Example (output in docs/economics.md):" in out
-    assert "kokuban lanes llama-3.1-8b --gpu h100-sxm --rate 5 --prompt 1000 --output 500 --tpot 0.012 --ttft 2" in out
+    assert ("kokuban lanes llama-3.1-8b --gpu h100-sxm --rate 5 --prompt-tokens 1000 --output-tokens 500 "
+            "--tpot-slo 0.012 --ttft-slo 2") in out
 
 
 def test_shell_completion_offers_catalog_ids(monkeypatch, capsys):

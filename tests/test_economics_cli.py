@@ -94,7 +94,7 @@ def test_context_beyond_max_warns(capsys):
         ),
         (
             ["lanes", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "5", "--tpot", "0.001"],
-            "--tpot: no batch meets 0.001 s per output token",
+            "--tpot-slo: no batch meets 0.001 s per output token",
         ),
         (
             ["frontier", "llama-3.1-8b", "--gpu", "h100-sxm", "--slo-tps", "5000"],
@@ -126,7 +126,7 @@ def test_context_beyond_max_warns(capsys):
         ),
         (
             ["lanes", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "5", "--output", "1"],
-            "--output: must be at least 2 tokens",
+            "--output-tokens: must be at least 2 tokens",
         ),
         (
             ["io", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "200000"],

@@ -100,3 +100,26 @@ def test_a_missing_extra_is_one_line_naming_the_extra(monkeypatch, capsys):
     extras = PYPROJECT["project"]["optional-dependencies"]
     for lib, extra in cli_module.EXTRAS.items():  # each hint names an extra that installs that library
         assert any(req.startswith(lib) for req in extras[extra])
+
+
+def test_classifiers_and_project_urls_are_in_the_metadata(wheel):
+    """What an index page shows: the Python versions (each one the declared Requires-Python allows), typed, and
+    the project's links."""
+    meta = _metadata(wheel)
+    classifiers = meta.get_all("Classifier")
+    assert "Typing :: Typed" in classifiers and "Environment :: Console" in classifiers
+    versions = [c.rsplit(" ", 1)[1] for c in classifiers if c.startswith("Programming Language :: Python :: 3.")]
+    assert versions and meta["Requires-Python"] == ">=3.11"
+    assert all(tuple(map(int, v.split("."))) >= (3, 11) for v in versions)
+    links = {entry.split(",", 1)[0].strip() for entry in meta.get_all("Project-URL")}
+    assert {"Homepage", "Documentation", "Source", "Issues"} <= links
+
+
+def test_readme_test_command_pins_the_cpu_torch_itself():
+    """The README's test command installs the pinned CPU build of PyTorch in the command, not in a side clause."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    (line,) = [ln for ln in readme.splitlines() if ln.startswith("python3 -m venv") and "pytest" in ln]
+    pin = line.split("pip install '", 1)[1].split("'", 1)[0]
+    assert pin.startswith("torch==") and pin.endswith("+cpu")
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in line
+    assert line.index(pin) < line.index("pip install -e '.[test")  # first the CPU torch, then the extras

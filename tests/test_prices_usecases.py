@@ -151,7 +151,7 @@ def test_bad_input_names_the_field(make, field):
 @pytest.mark.parametrize("args, flag", [
     (["prices", "infer", "--input-price", "1"], "--output-price"),
     (["prices", "infer", "openai/gpt-5.4-mini"], "--speed"),
-    (["prices", "explain", "anthropic/claude-sonnet-4", "--stand-in", "llama-3.1-8x"], "--stand-in"),
+    (["prices", "explain", "anthropic/claude-sonnet-4", "--stand-in", "llama-3.1-8x"], "--model"),
     (["prices", "fleet", "anthropic/claude-sonnet-4", *DAY6_FLAGS], "--model"),
     (["prices", "compare", "llama-3.1-8b", "--prompt", "10", "--output", "10", "--api", "foo/bar"], "--api"),
     (["prices", "infer", "llama-3.1-8b", "--input-price", "0.1", "--output-price", "0.2", "--price-per-hour", "0"],

@@ -59,12 +59,12 @@ def test_simulate_cli_readable_output(capsys):
 @pytest.mark.parametrize(("args", "message"), [
     (["--rate", "0"], "error: --rate: must be > 0 requests/s (or 'inf' to send everything at once), got '0'"),
     (["--rate", "nan"], "error: --rate: must be > 0 requests/s"),
-    (["--rate", "1", "--prompt", "500000"], "error: --prompt: request 0 needs 500,199 tokens of KV cache"),
+    (["--rate", "1", "--prompt", "500000"], "error: --prompt-tokens: request 0 needs 500,199 tokens of KV cache"),
     (["--rate", "1", "--scheduler", "static", "--requests", "0"],
      "error: --requests: input should be greater than 0, got 0"),
     ([], "error: --rate: give a rate (requests/s) or a trace file"),
-    (["--rate", "1", "--prompt", "uniform:5"], "error: --prompt: 'uniform:5' needs 2 numbers, got 1"),
-    (["--rate", "1", "--output", "zipf:3"], "error: --output: 'zipf' is not a known length distribution"),
+    (["--rate", "1", "--prompt", "uniform:5"], "error: --prompt-tokens: 'uniform:5' needs 2 numbers, got 1"),
+    (["--rate", "1", "--output", "zipf:3"], "error: --output-tokens: 'zipf' is not a known length distribution"),
     (["--rate", "1", "--arrival", "zipf"], "error: --arrival: 'zipf' is not a known arrival process; allowed: poisson"),
     (["--rate", "1", "--scheduler", "fifo"], "error: --scheduler: 'fifo' is not a known scheduler; allowed: contin"),
     (["--rate", "1", "--batch-timeout", "-1"], "error: --batch-timeout: input should be greater than or equal to 0"),
@@ -78,7 +78,7 @@ def test_simulate_cli_errors_are_one_line(args, message, capsys):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    ([], "error: --ttft-p99: an SLO needs a p99 TTFT and/or a p99 TPOT target"),
+    ([], "error: --ttft-slo: an SLO needs a p99 TTFT and/or a p99 TPOT target"),
     (["--ttft-p99", "1", "--target-rate", "3", "--counts", "1,x"], "error: --counts: input should be a valid integer"),
     (["--ttft-p99", "1", "--target-rate", "0"], "error: --target-rate: input should be greater than 0, got 0.0"),
     (["--ttft-p99", "1", "--target-rate", "3", "--seqs", "0"], "error: --seqs: input should be greater than 0"),

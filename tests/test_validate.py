@@ -99,7 +99,7 @@ def test_validate_errors_are_one_line(capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("error:") and "\n" not in err and "builds only" in err
     assert main(["calibrate", "--source", "validate-csv"]) == 2
-    assert "--csv" in capsys.readouterr().err
+    assert "--measurements-file" in capsys.readouterr().err
 
 
 # ---- with PyTorch ------------------------------------------------------------------------------------

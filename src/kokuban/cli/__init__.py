@@ -18,7 +18,8 @@ from typing import Any
 import click
 
 from kokuban import __version__
-from kokuban.cli import agent, core, economics, examples, prices, serve, simulate, validate
+from kokuban.cli import agent, core, economics, examples, outputs, prices, serve, simulate, validate
+from kokuban.cli.vocabulary import VocabOption, leaves
 from kokuban.errors import KokubanError
 from kokuban.notes import KokubanNote, KokubanWarning
 
@@ -27,15 +28,17 @@ EXTRAS = {"matplotlib": "plots", "scipy": "fitting", "torch": "validate", "ray":
 
 #: Fields of the wings' functions whose command-line flag is not the field with dashes.
 FIELD_FLAGS = {
-    "start": "--from", "end": "--to", "rate_per_s": "--rate", "min_tokens_per_s_per_user": "--slo-tps",
-    "max_ttft_s": "--slo-ttft", "tpot_target_s": "--tpot", "ttft_target_s": "--ttft", "slow_window_s": "--slow-window",
-    "prompt_tokens": "--prompt", "num_layers": "--layers", "hidden_size": "--hidden", "holdout_fraction": "--holdout",
-    "usd_per_gpu_hour": "--price-per-hour",
+    "start": "--from", "end": "--to", "rate_per_s": "--rate", "min_tokens_per_s_per_user": "--tps-slo",
+    "max_ttft_s": "--ttft-slo", "tpot_target_s": "--tpot-slo", "ttft_target_s": "--ttft-slo",
+    "slow_window_s": "--slow-window", "prompt_tokens": "--prompt-tokens", "output_tokens": "--output-tokens",
+    "num_layers": "--layers", "hidden_size": "--hidden", "holdout_fraction": "--holdout-fraction",
+    "usd_per_gpu_hour": "--price-per-hour", "csv_path": "--measurements-file",
 }
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kokuban")
+@outputs.group_scenario_option
 def cli() -> None:
     """kokuban (黒板): what running a large language model costs and how fast it goes, from first principles."""
 
@@ -45,17 +48,15 @@ for module in (core, economics, prices, serve, simulate, validate, agent):
         cli.add_command(command)
 
 
-def _add_examples(group: click.Group, prefix: str = "") -> None:
-    """Give every command its worked example (`cli/examples.py`) at the end of its `--help`."""
-    for name, command in group.commands.items():
-        path = f"{prefix}{name}"
-        if isinstance(command, click.Group):
-            _add_examples(command, path + " ")
-        elif command.epilog is None:
-            command.epilog = examples.epilog(path)
+#: Commands that print no result to save (`--out-dir` is for the others).
+NO_RESULT = {"serve"}
 
-
-_add_examples(cli)
+# every command: its worked example (`cli/examples.py`) at the end of its --help, `--scenario`, and `--out-dir`
+# where it has a result (`cli/outputs.py`)
+for _path, _command in leaves(cli):
+    if _command.epilog is None:
+        _command.epilog = examples.epilog(_path)
+    outputs.add_run_options(_command, out_dir=_path not in NO_RESULT)
 
 
 def _command_for(args: list[str]) -> click.Command:
@@ -87,7 +88,7 @@ def flag_for(field: str, command: click.Command) -> str:
     `--` and the field with dashes (the convention every command follows)."""
     for param in command.params:
         if param.name == field and isinstance(param, click.Option):
-            return max(param.opts, key=len)
+            return param.opts[0] if isinstance(param, VocabOption) else max(param.opts, key=len)
         if param.name == field and isinstance(param, click.Argument):
             return field.upper()
     return FIELD_FLAGS.get(field, "--" + field.replace("_", "-"))
@@ -121,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     if "numpy" not in sys.modules:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = sys.argv[1:] if argv is None else list(argv)
+    outputs.ARGV.set(args)
     held: list[str] = []
     try:
         with warnings.catch_warnings():

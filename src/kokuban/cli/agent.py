@@ -10,7 +10,9 @@ from typing import Any
 
 import click
 
-from kokuban.cli.options import OutputPath, deployment_options, emit_json, request
+from kokuban.cli.options import SECONDS, OutputPath, deployment_options, emit_json, request
+from kokuban.cli.progress import progress_bar
+from kokuban.cli.vocabulary import VocabOption, option
 
 
 def scenario_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -18,35 +20,37 @@ def scenario_options(func: Callable[..., Any]) -> Callable[..., Any]:
     spec = "a number or uniform:LO,HI, lognormal:MEDIAN,SIGMA, exp:MEAN"
     options = [
         click.option("--preset", default=None, help="A bundled scenario (`kokuban agent presets`)."),
-        click.option(
-            "--scenario-file",
+        option(
+            "--preset-file",
+            "scenario_file",
             type=click.Path(dir_okay=False),
             default=None,
-            help="A TOML scenario file (the preset keys).",
+            help="A TOML workload file (the preset keys).",
         ),
-        click.option(
-            "--trace",
+        option(
+            "--trace-file",
+            "trace",
             default=None,
             help="A JSONL trace of real steps (session, step, input_tokens, cached_input_tokens, output_tokens, "
                  "gap_s), or 'example'.",
         ),
         click.option("--steps", default=None, help=f"Steps per run: {spec}."),
-        click.option("--system-tokens", type=int, default=None, help="System prompt + tool definitions (tokens)."),
-        click.option("--output-tokens", default=None, help=f"Output tokens per step: {spec}."),
-        click.option("--tool-tokens", default=None, help=f"Tool-result tokens added after each step: {spec}."),
-        click.option("--gap-s", default=None, help=f"Tool/think seconds between steps: {spec}."),
+        option("--system-tokens", type=int, default=None, help="System prompt + tool definitions (tokens)."),
+        option("--output-tokens", "output_tokens", default=None, help=f"Output tokens per step: {spec}."),
+        option("--tool-tokens", default=None, help=f"Tool-result tokens added after each step: {spec}."),
+        option("--gap", "gap_s", default=None, help=f"Tool/think seconds between steps: {spec}."),
         click.option("--subagents", type=int, default=None, help="Parallel child runs each run fans out."),
         click.option("--subagent-steps", default=None, help="Steps of each child run (default: --steps)."),
         click.option("--runs", type=int, default=None, help="Sampled runs (default 100; 1 when every size is fixed)."),
-        click.option("--seed", type=int, default=None, help="Sampling seed (default 0)."),
-        click.option(
+        option("--seed", type=int, default=None, help="Sampling seed (default 0)."),
+        option(
             "--compaction",
-            multiple=True,
+            list_values=True,
             default=None,
-            help="Policy to price (repeatable; the first is shown step by step): none (default), every:M,K, "
+            help="Policies to price (the first is shown step by step): none (default), every:M,K, "
                  "threshold:T,K, or auto.",
         ),
-        click.option(
+        option(
             "--plot",
             "plot_path",
             type=OutputPath(),
@@ -54,8 +58,8 @@ def scenario_options(func: Callable[..., Any]) -> Callable[..., Any]:
             help="Write the figure (.png, .svg or .pdf).",
         ),
     ]
-    for option in reversed(options):
-        func = option(func)
+    for decorate in reversed(options):
+        func = decorate(func)
     return func
 
 
@@ -90,18 +94,18 @@ def agent() -> None:
 @agent.command("api")
 @click.argument("price")
 @scenario_options
-@click.option(
-    "--price-file", multiple=True, type=click.Path(dir_okay=False), help="Extra price file(s) in the bundled schema."
-)
-@click.option(
+@option("--price-file", "price_file", type=click.Path(dir_okay=False),
+        help="Extra price file(s) in the bundled schema.")
+@option(
     "--cache-retention",
     type=click.Choice(["none", "standard", "extended"]),
     default=None,
     help="standard (default): the sheet's cache; none: no prompt cache; extended: the sheet's longer TTL at its write "
          "price (Anthropic 1h).",
 )
-@click.option("--cache-ttl-s", type=float, default=None, help="Cache lifetime in seconds (default: the sheet's).")
-@click.option(
+@option("--cache-ttl", "cache_ttl_s", type=SECONDS, default=None,
+        help="Cache lifetime in seconds (default: the sheet's).")
+@option(
     "--lane",
     type=click.Choice(["standard", "batch", "flex", "priority"]),
     default=None,
@@ -109,7 +113,7 @@ def agent() -> None:
 )
 @click.option("--start-utc-hour", type=float, default=None, help="UTC hour the run starts (applies off-peak prices).")
 @click.option("--weekend", is_flag=True, help="The run starts on a weekend day.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (SI units, stable keys).")
+@option("--json", "as_json", is_flag=True, help="Print JSON (SI units, stable keys).")
 def agent_api(**kw: Any) -> None:
     """Price agent runs on an API price sheet row (provider/model)."""
     _finish(kw)
@@ -118,7 +122,7 @@ def agent_api(**kw: Any) -> None:
 @agent.command("self-hosted")
 @deployment_options
 @scenario_options
-@click.option("--batch", type=int, default=None, help="Sessions decoded together (default 32).")
+@option("--batch", type=int, default=None, help="Sessions decoded together (default 32).")
 @click.option(
     "--survival",
     type=click.Choice(["keep", "offload", "drop", "best"]),
@@ -141,10 +145,11 @@ def agent_self_hosted(**kw: Any) -> None:
 @click.option("--retention", default=None,
               help="KV between a session's calls: evict (default: the prefix cache's LRU), pin:TTL (seconds), "
                    "offload:BW,CAP (host tier: bytes/s, bytes).")
-@click.option("--run-latency-target", type=float, default=None,
-              help="Seconds: also search the most sessions whose p90 run latency is within it.")
+@option("--run-latency-slo", "run_latency_target", type=SECONDS, default=None,
+        help="Seconds: also search the most sessions whose p90 run latency is within it.")
 @click.option("--max-sessions", type=int, default=None, help="Ceiling of that search (default 256).")
-@click.option("--stagger-s", type=float, default=None, help="Session j starts at j × this (default 0: all at once).")
+@option("--stagger", "stagger_s", type=SECONDS, default=None,
+        help="Session j starts at j × this (default 0: all at once).")
 @click.option("--kv-blocks", type=int, default=None, help="KV capacity in blocks (default: what the HBM leaves).")
 @click.option("--max-num-seqs", type=int, default=None, help="Scheduler limit (default: vLLM's).")
 @click.option("--max-num-batched-tokens", type=int, default=None, help="Scheduler token budget (default: vLLM's).")
@@ -153,7 +158,8 @@ def agent_simulate(**kw: Any) -> None:
     from kokuban.usecases.agent_sim import AgentSimRequest, run_agent_simulate
 
     fields = {k: v for k, v in kw.items() if v is not None}
-    result = run_agent_simulate(request(AgentSimRequest, fields))
+    with progress_bar("agent sessions", "run") as progress:
+        result = run_agent_simulate(request(AgentSimRequest, fields), progress=progress)
     if kw.get("as_json"):
         emit_json(result.as_dict())
         return
@@ -166,12 +172,12 @@ def agent_simulate(**kw: Any) -> None:
 # the scenario options a simulation takes (no trace, sampled runs, fan-out or plot) are self-hosted's, shared
 agent_simulate.params[1:1] = [p for p in agent_self_hosted.params if p.name in (
     "preset", "scenario_file", "steps", "system_tokens", "output_tokens", "tool_tokens", "gap_s", "seed")]
-agent_simulate.params.append(click.Option(["--compaction"], default=None,
-                                          help="none (default), every:M,K or threshold:T,K."))
+agent_simulate.params.append(VocabOption(["--compaction"], default=None,
+                                         help="none (default), every:M,K or threshold:T,K."))
 
 
 @agent.command("presets")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@option("--json", "as_json", is_flag=True, help="Print JSON.")
 def agent_presets(as_json: bool) -> None:
     """List the bundled scenarios, their sources and assumptions."""
     from kokuban.agents.presets import presets

@@ -10,19 +10,19 @@ from typing import Any
 import click
 
 from kokuban.cli.options import TOKENS, BatchType, deployment_options, emit_json, request
+from kokuban.cli.vocabulary import option
 from kokuban.present.format import console, gb, si
 
 
 @click.command()
 @deployment_options
-@click.option("--batch", type=BatchType(), default=1, show_default=True, help="Requests decoded together, or 'max'.")
-@click.option(
+@option("--batch", type=BatchType(), default=1, show_default=True, help="Requests decoded together, or 'max'.")
+@option(
     "--context", type=TOKENS, default=None, help="Tokens each request attends to (default 4096, or prompt+output)."
 )
-@click.option(
-    "--prompt", type=TOKENS, default=None, help="Prompt tokens per request (with --output: time a whole generation)."
-)
-@click.option("--output", type=TOKENS, default=None, help="Output tokens per request.")
+@option("--prompt-tokens", "prompt", type=TOKENS, default=None,
+        help="Prompt tokens per request (with --output-tokens: time a whole generation).")
+@option("--output-tokens", "output", type=TOKENS, default=None, help="Output tokens per request.")
 def estimate(**kw: Any) -> None:
     """Time and price one configuration: the blackboard."""
     from kokuban.usecases.estimate import run_estimate
@@ -38,7 +38,7 @@ def estimate(**kw: Any) -> None:
 
 
 @click.command()
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@option("--json", "as_json", is_flag=True, help="Print JSON.")
 def models(as_json: bool) -> None:
     """List the bundled model catalog."""
     from kokuban.usecases.catalog import run_models
@@ -72,8 +72,8 @@ def models(as_json: bool) -> None:
 
 
 @click.command()
-@click.option("--gpu-file", type=click.Path(), default=None, help="Also list accelerators from this file.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@option("--gpu-file", type=click.Path(), default=None, help="Also list accelerators from this file.")
+@option("--json", "as_json", is_flag=True, help="Print JSON.")
 def gpus(gpu_file: str | None, as_json: bool) -> None:
     """List the bundled accelerator catalog (dense FLOP/s, HBM, bandwidth, interconnect, price)."""
     from kokuban.usecases.catalog import run_gpus

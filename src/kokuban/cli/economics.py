@@ -24,15 +24,17 @@ from kokuban.cli.options import (
     emit_json,
     request,
 )
+from kokuban.cli.progress import progress_bar
+from kokuban.cli.vocabulary import option
 
 
 def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    for option in reversed(
+    for decorate in reversed(
         [
-            click.option(
+            option(
                 "--csv", "csv_path", type=OutputPath(), default=None, help="Write the rows as CSV."
             ),
-            click.option(
+            option(
                 "--plot",
                 "plot_path",
                 type=OutputPath(),
@@ -41,7 +43,7 @@ def output_options(func: Callable[..., Any]) -> Callable[..., Any]:
             ),
         ]
     ):
-        func = option(func)
+        func = decorate(func)
     return func
 
 
@@ -68,12 +70,12 @@ def _check_plot(kw: dict[str, Any]) -> None:
 # ---- kokuban batch -------------------------------------------------------------------------------------
 @click.command()
 @deployment_options
-@click.option(
+@option(
     "--context", type=TOKENS, default=None, help="Tokens each request attends to (default 4096 or the model's maximum)."
 )
-@click.option("--min-batch", type=TOKENS, default=1, show_default=True)
-@click.option("--max-batch", type=TOKENS, default=None, help="Largest batch (default: the largest that fits).")
-@click.option(
+@option("--min-batch", type=TOKENS, default=1, show_default=True)
+@option("--max-batch", type=TOKENS, default=None, help="Largest batch (default: the largest that fits).")
+@option(
     "--batch",
     type=BatchType(),
     default="max",
@@ -94,15 +96,16 @@ def batch(**kw: Any) -> None:
 # ---- kokuban io ----------------------------------------------------------------------------------------
 @click.command()
 @deployment_options
-@click.option(
+@option(
     "--batch",
     type=BatchType(),
     default=1,
     show_default=True,
     help="Requests decoded (and prefilled) together, or 'max'.",
 )
-@click.option("--context", type=TOKENS, default=None, help="Decode context (default 4096 or the model's maximum).")
-@click.option("--prompt", type=TOKENS, default=None, help="Prompt tokens per request (default: the context).")
+@option("--context", type=TOKENS, default=None, help="Decode context (default 4096 or the model's maximum).")
+@option("--prompt-tokens", "prompt", type=TOKENS, default=None,
+        help="Prompt tokens per request (default: the context).")
 def io(**kw: Any) -> None:
     """How many input tokens an output token costs, and why (prefill compute-bound, decode memory-bound)."""
     from kokuban.present.economics import io_report
@@ -118,13 +121,13 @@ def io(**kw: Any) -> None:
 # ---- kokuban lanes -------------------------------------------------------------------------------------
 @click.command()
 @deployment_options
-@click.option("--rate", type=float, required=True, help="Requests arriving per second (λ).")
-@click.option("--prompt", type=TOKENS, default=1000, show_default=True, help="Prompt tokens per request.")
-@click.option("--output", type=TOKENS, default=500, show_default=True, help="Output tokens per request.")
-@click.option("--tpot", type=SECONDS, default=None, help="Fast-lane target: seconds per output token.")
-@click.option(
-    "--ttft", type=SECONDS, default=None, help="Fast-lane target: seconds to the first token (queueing + prefill)."
-)
+@option("--rate", type=float, required=True, help="Requests arriving per second (λ).")
+@option("--prompt-tokens", "prompt", type=TOKENS, default=1000, show_default=True,
+        help="Prompt tokens per request.")
+@option("--output-tokens", "output", type=TOKENS, default=500, show_default=True, help="Output tokens per request.")
+@option("--tpot-slo", "tpot", type=SECONDS, default=None, help="Fast-lane target: seconds per output token.")
+@option("--ttft-slo", "ttft", type=SECONDS, default=None,
+        help="Fast-lane target: seconds to the first token (queueing + prefill).")
 @click.option(
     "--slow-window", type=SECONDS, default=3600.0, show_default=True,
     help="Slow lane: seconds a batch may wait to fill."
@@ -143,22 +146,20 @@ def lanes(**kw: Any) -> None:
 # ---- kokuban frontier ----------------------------------------------------------------------------------
 @click.command()
 @click.argument("model", shell_complete=complete_model)
-@click.option("--gpu", "gpu", multiple=True, required=True, shell_complete=complete_gpu,
-              help="Accelerator id; repeat to compare types.")
-@click.option("--counts", default="1,2,4,8", show_default=True, help="Accelerator counts to try.")
-@click.option("--layouts", default="tp,ep", show_default=True, help="Layouts to try (ep only for MoE models).")
-@click.option(
-    "--weights", "weights", multiple=True, help="Weights dtype; repeat to compare (default: the checkpoint's)."
-)
+@option("--gpu", "gpu", list_values=True, required=True, shell_complete=complete_gpu,
+        help="Accelerator ids to compare")
+@option("--counts", join=True, default="1,2,4,8", show_default=True, help="Accelerator counts to try.")
+@option("--layouts", join=True, default="tp,ep", show_default=True, help="Layouts to try (ep only for MoE models).")
+@option("--weights", "weights", list_values=True, help="Weights dtypes to compare (default: the checkpoint's).")
 @click.option("--kv", default=None, help="KV-cache dtype (default bf16).")
-@click.option("--context", type=TOKENS, default=None, help="Decode context (default 4096 or the model's maximum).")
-@click.option("--prompt", type=TOKENS, default=None, help="Prompt tokens for TTFT (default: the context).")
-@click.option("--slo-tps", type=float, default=None, help="SLO: at least this many tokens/s per user.")
-@click.option("--slo-ttft", type=SECONDS, default=None, help="SLO: first token within this many seconds.")
-@click.option("--price-per-hour", type=float, default=None, help="USD per accelerator-hour (default: catalog's).")
-@click.option("--gpu-file", type=click.Path(), default=None, help="Extra accelerators (catalog schema).")
+@option("--context", type=TOKENS, default=None, help="Decode context (default 4096 or the model's maximum).")
+@option("--prompt-tokens", "prompt", type=TOKENS, default=None, help="Prompt tokens for TTFT (default: the context).")
+@option("--tps-slo", "slo_tps", type=float, default=None, help="SLO: at least this many tokens/s per user.")
+@option("--ttft-slo", "slo_ttft", type=SECONDS, default=None, help="SLO: first token within this many seconds.")
+@option("--price-per-hour", type=float, default=None, help="USD per accelerator-hour (default: catalog's).")
+@option("--gpu-file", type=click.Path(), default=None, help="Extra accelerators (catalog schema).")
 @efficiency_options
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (SI units, stable keys).")
+@option("--json", "as_json", is_flag=True, help="Print JSON (SI units, stable keys).")
 @output_options
 def frontier(**kw: Any) -> None:
     """Latency–throughput frontier over batch, GPU count, layout, accelerator and precision."""
@@ -166,7 +167,8 @@ def frontier(**kw: Any) -> None:
     from kokuban.usecases.economics import FrontierRequest, run_frontier
 
     _check_plot(kw)
-    result = run_frontier(request(FrontierRequest, kw))
+    with progress_bar("frontier", "config") as progress:
+        result = run_frontier(request(FrontierRequest, kw), progress=progress)
     _present(result, result.table, kw, show.frontier_report, show.frontier_plot)
 
 
@@ -180,7 +182,7 @@ def frontier(**kw: Any) -> None:
 @click.option("--points", type=int, default=40, show_default=True, help="Contexts in the sweep (geometric).")
 @click.option(
     "--threshold",
-    type=int,
+    type=TOKENS,
     default=None,
     help="Pricing tier threshold (default 200k, or a quarter of --to if shorter).",
 )

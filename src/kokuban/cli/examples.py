@@ -5,33 +5,37 @@ from __future__ import annotations
 
 #: Command path → an example command line (without the leading `kokuban`) and where its output is shown.
 EXAMPLES: dict[str, tuple[str, str]] = {
-    "estimate": ("estimate llama-3.1-70b --gpu h200 --weights fp8 --batch 32 --prompt 2000 --output 500", "README.md"),
+    "estimate": ("estimate llama-3.1-70b --gpu h200 --weights fp8 --batch 32 --prompt-tokens 2000 "
+                 "--output-tokens 500", "README.md"),
     "models": ("models --json", "README.md"),
     "gpus": ("gpus", "README.md"),
     "batch": ("batch llama-3.1-70b --gpu h100-sxm --gpus 4 --context 1024 --batch 64 --plot batch.png",
               "docs/economics.md"),
-    "io": ("io deepseek-v3 --gpu h200 --gpus 8 --layout ep --batch 256 --context 4096 --prompt 2000",
+    "io": ("io deepseek-v3 --gpu h200 --gpus 8 --layout ep --batch 256 --context 4096 --prompt-tokens 2000",
            "docs/economics.md"),
-    "lanes": ("lanes llama-3.1-8b --gpu h100-sxm --rate 5 --prompt 1000 --output 500 --tpot 0.012 --ttft 2",
+    "lanes": ("lanes llama-3.1-8b --gpu h100-sxm --rate 5 --prompt-tokens 1000 --output-tokens 500 "
+              "--tpot-slo 0.012 --ttft-slo 2",
               "docs/economics.md"),
     "frontier": ("frontier llama-3.1-70b --gpu h100-sxm --gpu h200 --weights bf16 --weights fp8 --context 2048 "
-                 "--slo-tps 50", "docs/economics.md"),
+                 "--tps-slo 50", "docs/economics.md"),
     "context": ("context deepseek-v3 --gpu h200 --gpus 8 --layout ep --to 262144 --threshold 128000",
                 "docs/economics.md"),
     "prices list": ("prices list --provider deepseek", "docs/prices.md"),
     "prices explain": ("prices explain anthropic/claude-sonnet-4", "docs/prices.md"),
     "prices infer": ("prices infer openai/gpt-5.4-mini --speed 100", "docs/prices.md"),
-    "prices compare": ("prices compare llama-3.3-70b --prompt 2000 --output 400 --requests 100000 --cache-hit 0.5",
+    "prices compare": ("prices compare llama-3.3-70b --prompt-tokens 2000 --output-tokens 400 --requests 100000 "
+                       "--cache-hit 0.5",
                        "docs/prices.md"),
     "prices fleet": ("prices fleet deepseek/deepseek-reasoner --gpu h800 --gpu-file docs/examples/h800.toml "
-                     "--input-tokens 608e9 --cached-tokens 342e9 --output-tokens 168e9 --context 4989 --speed 21",
+                     "--input-tokens-per-day 608e9 --cached-tokens-per-day 342e9 --output-tokens-per-day 168e9 "
+                     "--context 4989 --speed 21",
                      "docs/prices.md"),
     "serve": ("serve --port 8000", "docs/web.md"),
-    "simulate": ("simulate llama-3.1-8b --gpu h100-sxm --rate 20 --requests 2000 --prompt lognormal:1000,0.6 "
-                 "--output uniform:50,350 --ttft-slo 0.5 --tpot-slo 0.05", "docs/simulate.md"),
-    "capacity": ("capacity llama-3.1-8b --gpu h100-sxm --requests 1000 --ttft-p99 0.5 --tpot-p99 0.05",
+    "simulate": ("simulate llama-3.1-8b --gpu h100-sxm --rate 20 --requests 2000 --prompt-tokens lognormal:1000,0.6 "
+                 "--output-tokens uniform:50,350 --ttft-slo 0.5 --tpot-slo 0.05", "docs/simulate.md"),
+    "capacity": ("capacity llama-3.1-8b --gpu h100-sxm --requests 1000 --ttft-slo 0.5 --tpot-slo 0.05",
                  "docs/simulate.md"),
-    "probe": ("probe --device cpu --seconds 4 --out probe.toml", "docs/validation.md"),
+    "probe": ("probe --device cpu --seconds 4 --out-file probe.toml", "docs/validation.md"),
     "validate": ("validate --gpu-file validation/cpu/probe.toml --out-dir out", "docs/validation.md"),
     "accuracy": ("accuracy --compute-eff 0.6 --memory-eff 0.8 --link-eff 0.75 --step-overhead 0",
                  "docs/validation.md"),

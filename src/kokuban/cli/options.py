@@ -12,6 +12,8 @@ from typing import Any, TypeVar
 
 import click
 
+from kokuban.cli.vocabulary import option
+
 R = TypeVar("R")
 
 
@@ -130,7 +132,7 @@ def deployment_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """The options every deployment-building command shares (model argument, accelerator, precisions…)."""
     options = [
         click.argument("model", shell_complete=complete_model),
-        click.option(
+        option(
             "--gpu",
             required=True,
             shell_complete=complete_gpu,
@@ -144,30 +146,30 @@ def deployment_options(func: Callable[..., Any]) -> Callable[..., Any]:
             show_default=True,
             help="tp: tensor parallel; ep: DP attention + expert parallel (MoE).",
         ),
-        click.option(
+        option(
             "--weights", default=None, help="Weights dtype (default: the checkpoint's): bf16 fp16 fp8 int8 int4 fp4."
         ),
         click.option("--kv", default=None, help="KV-cache dtype (default bf16)."),
         click.option(
             "--compute", default=None, help="Matmul dtype (default: what the accelerator runs the weights in)."
         ),
-        click.option(
+        option(
             "--price-per-hour",
             type=float,
             default=None,
             help="USD per accelerator-hour (default: catalog's typical price).",
         ),
-        click.option(
+        option(
             "--gpu-file",
             type=click.Path(),
             default=None,
             help="TOML/JSON file of extra accelerators in the catalog schema.",
         ),
         *efficiency_option_list(),
-        click.option("--json", "as_json", is_flag=True, help="Print JSON (SI units, stable keys)."),
+        option("--json", "as_json", is_flag=True, help="Print JSON (SI units, stable keys)."),
     ]
-    for option in reversed(options):
-        func = option(func)
+    for decorate in reversed(options):
+        func = decorate(func)
     return func
 
 
@@ -178,11 +180,11 @@ def efficiency_option_list(base: Any = None, note: str = "calibrated") -> list[C
     e = base or Efficiency()
     kv = "--memory-eff's" if e.kv_memory is None else f"{e.kv_memory:g}"
     return [
-        click.option(
+        option(
             "--efficiency-file",
             type=click.Path(),
             default=None,
-            help="JSON/TOML of efficiency fields to start from (e.g. `kokuban calibrate --json` output), or "
+            help="TOML/JSON of efficiency fields to start from (`kokuban calibrate --out-file`, or its --json), or "
             "`kernel` for the kernel-calibrated profile (GEMM and collective curves); the flags below override it.",
         ),
         click.option(
@@ -227,6 +229,6 @@ def efficiency_option_list(base: Any = None, note: str = "calibrated") -> list[C
 
 def efficiency_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Decorate a command with `efficiency_option_list()` (help naming the shipped defaults)."""
-    for option in reversed(efficiency_option_list()):
-        func = option(func)
+    for decorate in reversed(efficiency_option_list()):
+        func = decorate(func)
     return func

@@ -20,29 +20,29 @@ from kokuban.cli.options import (
     emit_json,
     request,
 )
+from kokuban.cli.vocabulary import option
 from kokuban.usecases.defaults import AUTO_GPUS_BATCH
 
 
 def _hw_options(func: Callable[..., Any]) -> Callable[..., Any]:
     options = [
-        click.option("--gpu", default="h100-sxm", show_default=True, shell_complete=complete_gpu,
-                     help="Accelerator id (`kokuban gpus`) or one in --gpu-file."),
+        option("--gpu", default="h100-sxm", show_default=True, shell_complete=complete_gpu,
+               help="Accelerator id (`kokuban gpus`) or one in --gpu-file."),
         click.option("--gpus", type=int, default=None,
                      help=f"Accelerators (default: fewest that hold batch {AUTO_GPUS_BATCH} at the context)."),
         click.option("--layout", type=click.Choice(["tp", "ep"]), default=None,
                      help="Default: ep for MoE, tp for dense."),
-        click.option("--weights", default=None, help="Weights dtype (default: the checkpoint's)."),
+        option("--weights", default=None, help="Weights dtype (default: the checkpoint's)."),
         click.option("--kv", default=None, help="KV-cache dtype (default bf16)."),
-        click.option("--price-per-hour", type=float, default=None, help="USD per accelerator-hour (default: catalog)."),
-        click.option("--gpu-file", type=click.Path(), default=None, help="TOML/JSON file of extra accelerators."),
+        option("--price-per-hour", type=float, default=None, help="USD per accelerator-hour (default: catalog)."),
+        option("--gpu-file", type=click.Path(), default=None, help="TOML/JSON file of extra accelerators."),
         *efficiency_option_list(),
-        click.option("--context", type=TOKENS, default=8192, show_default=True, help="Tokens each request attends to."),
-        click.option("--file", "files", multiple=True, type=click.Path(),
-                     help="Extra price file(s) in the prices.toml schema."),
-        click.option("--json", "as_json", is_flag=True, help="Print JSON (SI units, stable keys)."),
+        option("--context", type=TOKENS, default=8192, show_default=True, help="Tokens each request attends to."),
+        option("--price-file", "files", type=click.Path(), help="Extra price file(s) in the prices.toml schema."),
+        option("--json", "as_json", is_flag=True, help="Print JSON (SI units, stable keys)."),
     ]
-    for option in reversed(options):
-        func = option(func)
+    for decorate in reversed(options):
+        func = decorate(func)
     return func
 
 
@@ -54,8 +54,8 @@ def _price_options(func: Callable[..., Any]) -> Callable[..., Any]:
                      help="USD per million output tokens (a price by hand)."),
         click.option("--cached-price", type=float, default=None, help="USD per million cached input tokens (by hand)."),
     ]
-    for option in reversed(options):
-        func = option(func)
+    for decorate in reversed(options):
+        func = decorate(func)
     return func
 
 
@@ -66,8 +66,8 @@ def prices() -> None:
 
 @prices.command("list")
 @click.option("--provider", default=None, help="Only this provider.")
-@click.option("--file", "files", multiple=True, type=click.Path(), help="Extra price file(s) in the same schema.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@option("--price-file", "files", type=click.Path(), help="Extra price file(s) in the same schema.")
+@option("--json", "as_json", is_flag=True, help="Print JSON.")
 def list_(**kw: Any) -> None:
     """The price sheet dataset (bundled data/prices.toml plus --file), validated on load."""
     from kokuban.usecases.prices import ListRequest, run_list
@@ -84,10 +84,12 @@ def list_(**kw: Any) -> None:
 @prices.command()
 @_price_options
 @_hw_options
-@click.option("--stand-in", "model", default=None, help="Open model whose physics stands in for a closed one.")
-@click.option("--prompt", type=TOKENS, default=None, help="Prompt tokens for the prefill side (default: the context).")
-@click.option("--speed", type=float, default=None,
-              help="Standard lane tokens/s per user (default: sheet's, else memory-limited).")
+@option("--model", "model", default=None,
+        help="Open model whose physics stands in for a closed one.")
+@option("--prompt-tokens", "prompt", type=TOKENS, default=None,
+        help="Prompt tokens for the prefill side (default: the context).")
+@option("--speed", type=float, default=None,
+        help="Standard lane tokens/s per user (default: sheet's, else memory-limited).")
 def explain(**kw: Any) -> None:
     """Decompose each feature of a price sheet with the cost model (numbers + one sentence each)."""
     from kokuban.usecases.prices import ExplainRequest, run_explain
@@ -104,15 +106,16 @@ def explain(**kw: Any) -> None:
 @prices.command()
 @_price_options
 @_hw_options
-@click.option("--speed", type=float, default=None, help="Measured output tokens/s per user (default: the sheet's).")
-@click.option("--batch", type=int, default=None, help="Also report the margin at this batch (open models).")
-@click.option("--prompt", type=TOKENS, default=None, help="Prompt tokens for the input side (default: the context).")
+@option("--speed", type=float, default=None, help="Measured output tokens/s per user (default: the sheet's).")
+@option("--batch", type=int, default=None, help="Also report the margin at this batch (open models).")
+@option("--prompt-tokens", "prompt", type=TOKENS, default=None,
+        help="Prompt tokens for the input side (default: the context).")
 @click.option("--closed", is_flag=True, help="Treat the model as closed: solve for active parameters and batch.")
 @click.option("--kv-per-token", type=float, default=160e3, show_default=True,
               help="Closed: KV bytes per token (16-bit).")
 @click.option("--total-over-active", type=float, default=1.0, show_default=True,
               help="Closed: total ÷ active parameters.")
-@click.option("--plot", type=OutputPath(), default=None, help="Closed: save the feasible region as a PNG here.")
+@option("--plot", type=OutputPath(), default=None, help="Closed: save the feasible region as a PNG here.")
 def infer(**kw: Any) -> None:
     """Back-calculate (逆算) what a price (and a speed) imply for the provider."""
     from kokuban.present import prices as present
@@ -132,20 +135,20 @@ def infer(**kw: Any) -> None:
 
 @prices.command()
 @click.argument("model")
-@click.option("--prompt", type=TOKENS, required=True, help="Prompt tokens per request.")
-@click.option("--output", type=TOKENS, required=True, help="Output tokens per request.")
-@click.option("--requests", type=int, default=1, show_default=True, help="Number of requests.")
+@option("--prompt-tokens", "prompt", type=TOKENS, required=True, help="Prompt tokens per request.")
+@option("--output-tokens", "output", type=TOKENS, required=True, help="Output tokens per request.")
+@option("--requests", type=int, default=1, show_default=True, help="Number of requests.")
 @click.option("--cache-hit", type=float, default=0.0, show_default=True,
               help="Share of prompt tokens served from a cache.")
-@click.option("--speed", type=float, default=30.0, show_default=True, help="Self-hosted tokens/s per user to keep.")
-@click.option("--api", "apis", multiple=True,
-              help="Price rows to include (PROVIDER/MODEL; default: rows serving MODEL).")
+@option("--speed", type=float, default=30.0, show_default=True, help="Self-hosted tokens/s per user to keep.")
+@option("--api", "apis", help="Price rows to include (PROVIDER/MODEL; default: rows serving MODEL).")
 @click.option("--all-apis", is_flag=True, help="Include every price row.")
-@click.option("--lane", type=click.Choice(["standard", "batch", "flex", "priority"]), default="standard",
-              show_default=True)
-@click.option("--weights", default=None, help="Self-hosted weights dtype (default: the checkpoint's).")
-@click.option("--file", "files", multiple=True, type=click.Path(), help="Extra price file(s).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@option("--lane", type=click.Choice(["standard", "batch", "flex", "priority"]), default="standard",
+        show_default=True)
+@option("--weights", default=None, help="Self-hosted weights dtype (default: the checkpoint's).")
+@option("--price-file", "files", type=click.Path(), help="Extra price file(s).")
+@efficiency_options
+@option("--json", "as_json", is_flag=True, help="Print JSON.")
 def compare(**kw: Any) -> None:
     """One workload's cost on each API beside self-hosting MODEL on each catalog accelerator."""
     from kokuban.usecases.prices import CompareRequest, run_compare
@@ -161,24 +164,27 @@ def compare(**kw: Any) -> None:
 
 @prices.command()
 @_price_options
-@click.option("--model", "model", default=None, help="Open model served (default: the row's open model).")
-@click.option("--gpu", default="h100-sxm", show_default=True)
-@click.option("--gpu-file", type=click.Path(), default=None)
-@click.option("--price-per-hour", type=float, default=None, help="USD per GPU-hour (default: the accelerator's).")
-@click.option("--gpus-per-node", type=int, default=8, show_default=True)
+@option("--model", "model", default=None, help="Open model served (default: the row's open model).")
+@option("--gpu", default="h100-sxm", show_default=True, shell_complete=complete_gpu, help="Accelerator id.")
+@option("--gpu-file", type=click.Path(), default=None, help="TOML/JSON file of extra accelerators.")
+@option("--price-per-hour", type=float, default=None, help="USD per GPU-hour (default: the accelerator's).")
+@option("--gpus-per-node", type=int, default=8, show_default=True)
 @click.option("--prefill-gpus", type=int, default=32, show_default=True, help="GPUs of one prefill unit (EP).")
 @click.option("--decode-gpus", type=int, default=144, show_default=True, help="GPUs of one decode unit (EP).")
-@click.option("--input-tokens", type=float, required=True, help="Input tokens per day (cached included).")
-@click.option("--cached-tokens", type=float, default=0.0, help="Of which served from the prefix cache.")
-@click.option("--output-tokens", type=float, required=True, help="Output tokens per day.")
-@click.option("--context", type=TOKENS, required=True, help="Mean KV length per output token.")
-@click.option("--speed", type=float, required=True, help="Output tokens/s per user the decode keeps.")
-@click.option("--prompt", type=TOKENS, default=None, help="Prompt length for prefill (default: the context).")
+@option("--input-tokens-per-day", "input_tokens", type=float, required=True,
+        help="Input tokens per day (cached included).")
+@option("--cached-tokens-per-day", "cached_tokens", type=float, default=0.0,
+        help="Of which served from the prefix cache.")
+@option("--output-tokens-per-day", "output_tokens", type=float, required=True, help="Output tokens per day.")
+@option("--context", type=TOKENS, required=True, help="Mean KV length per output token.")
+@option("--speed", type=float, required=True, help="Output tokens/s per user the decode keeps.")
+@option("--prompt-tokens", "prompt", type=TOKENS, default=None,
+        help="Prompt length for prefill (default: the context).")
 @click.option("--prefill-tps", type=float, default=None, help="Use this measured prefill tokens/s per node instead.")
 @click.option("--decode-tps", type=float, default=None, help="Use this measured decode tokens/s per node instead.")
 @efficiency_options
-@click.option("--file", "files", multiple=True, type=click.Path())
-@click.option("--json", "as_json", is_flag=True)
+@option("--price-file", "files", type=click.Path(), help="Extra price file(s).")
+@option("--json", "as_json", is_flag=True, help="Print JSON (SI units, stable keys).")
 def fleet(**kw: Any) -> None:
     """A day of a disaggregated EP fleet: node throughput (roofline), node-hours, cost, revenue, margin."""
     from kokuban.usecases.prices import FleetRequest, run_fleet

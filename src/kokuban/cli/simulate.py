@@ -10,21 +10,24 @@ from typing import Any
 import click
 
 from kokuban.cli.options import SECONDS, OutputPath, deployment_options, emit_json, request
+from kokuban.cli.progress import progress_bar
+from kokuban.cli.vocabulary import option
 from kokuban.present.format import console
 
 
 def workload_options(func: Any) -> Any:
     """The workload-shape and scheduler options `simulate` and `capacity` share (`ServingRequest`'s fields)."""
     options = [
-        click.option("--requests", default=1000, show_default=True, type=int, help="Requests to simulate."),
-        click.option("--prompt", default="1000", show_default=True,
-                     help="Prompt tokens: N, uniform:LO,HI, lognormal:MEDIAN,SIGMA or hist:V=W,…"),
-        click.option("--output", default="200", show_default=True, help="Output tokens (same forms as --prompt)."),
+        option("--requests", default=1000, show_default=True, type=int, help="Requests to simulate."),
+        option("--prompt-tokens", "prompt", default="1000", show_default=True,
+               help="Prompt tokens: N, uniform:LO,HI, lognormal:MEDIAN,SIGMA or hist:V=W,…"),
+        option("--output-tokens", "output", default="200", show_default=True,
+               help="Output tokens (same forms as --prompt-tokens)."),
         click.option("--arrival", default="poisson", show_default=True,
                      help="Arrival process: poisson, gamma or fixed."),
         click.option("--burstiness", type=float, default=1.0, show_default=True,
                      help="Gamma shape for --arrival gamma (< 1: burstier than Poisson)."),
-        click.option("--seed", type=int, default=0, show_default=True),
+        option("--seed", type=int, default=0, show_default=True),
         click.option("--scheduler", default=None,
                      help="Scheduling policy: continuous, prefill_first or static (default: the engine's)."),
         click.option("--max-num-seqs", type=int, default=None, help="Running requests at most (default: vLLM's)."),
@@ -32,7 +35,7 @@ def workload_options(func: Any) -> Any:
         click.option("--block-size", type=int, default=None, help="KV block size, tokens (default: the engine's; 16)."),
         click.option("--prefix-caching/--no-prefix-caching", default=None,
                      help="Prefix caching (default: the engine's; on)."),
-        click.option("--batch-timeout", type=float, default=0.0, show_default=True,
+        click.option("--batch-timeout", type=SECONDS, default=0.0, show_default=True,
                      help="Static batching: max wait, s."),
         click.option("--max-concurrency", type=int, default=None, help="Client cap on requests in flight."),
         click.option("--engine", default="kokuban", show_default=True,
@@ -43,32 +46,34 @@ def workload_options(func: Any) -> Any:
         click.option("--kv-blocks", type=int, default=None,
                      help="KV blocks of one scheduler, e.g. from the engine's log (default: computed)."),
     ]
-    for option in reversed(options):
-        func = option(func)
+    for decorate in reversed(options):
+        func = decorate(func)
     return func
 
 
 @click.command()
 @deployment_options
-@click.option("--rate", default=None, help="Mean arrival rate, requests/s ('inf': all at t=0).")
+@option("--rate", default=None, help="Mean arrival rate, requests/s ('inf': all at t=0).")
 @workload_options
-@click.option("--trace", type=click.Path(), default=None,
-              help="Replay a CSV/JSONL trace instead of a synthetic workload.")
-@click.option("--shared-prefix", type=int, default=0, help="Tokens of a shared system prompt prepended to each prompt.")
+@option("--trace-file", "trace", type=click.Path(), default=None,
+        help="Replay a CSV/JSONL trace instead of a synthetic workload.")
+@option("--shared-prefix", type=int, default=0, help="Tokens of a shared system prompt prepended to each prompt.")
 @click.option("--num-prefixes", type=int, default=1, show_default=True, help="Distinct shared prefixes.")
-@click.option("--ttft-slo", type=SECONDS, default=None, help="TTFT objective, s (goodput).")
-@click.option("--tpot-slo", type=SECONDS, default=None, help="TPOT objective, s (goodput).")
+@option("--ttft-slo", type=SECONDS, default=None, help="TTFT objective, s (goodput).")
+@option("--tpot-slo", type=SECONDS, default=None, help="TPOT objective, s (goodput).")
 @click.option("--router", type=click.Choice(["round_robin", "random"]), default=None,
               help="Run each data-parallel rank (--layout ep) as its own scheduler behind this router.")
 @click.option("--replicas", type=int, default=1, show_default=True,
               help="Copies of the deployment behind one router (default router: round_robin).")
-@click.option("--records", type=OutputPath(), default=None, help="Write per-request records to this CSV.")
-@click.option("--plots", type=click.Path(), default=None, help="Write latency CDFs, occupancy and step plots here.")
+@option("--records", type=OutputPath(), default=None, help="Write per-request records to this CSV.")
+@option("--plot-dir", "plots", type=click.Path(file_okay=False), default=None,
+        help="Write latency CDFs, occupancy and step plots here.")
 def simulate(**kw: Any) -> None:
     """Serve a stream of requests with continuous (or static) batching; every step timed by the core."""
     from kokuban.usecases.simulate import SimulateRequest, run_simulate
 
-    sim = run_simulate(request(SimulateRequest, kw), progress=not kw["as_json"])
+    with progress_bar("simulating", "req") as progress:
+        sim = run_simulate(request(SimulateRequest, kw), progress=progress)
     if kw["records"]:
         sim.result.records().to_csv(kw["records"], index=False)
     plots = None
@@ -87,13 +92,13 @@ def simulate(**kw: Any) -> None:
 @click.command()
 @deployment_options
 @workload_options
-@click.option("--ttft-p99", type=SECONDS, default=None, help="SLO: p99 time to first token, s.")
-@click.option("--tpot-p99", type=SECONDS, default=None, help="SLO: p99 time per output token, s.")
+@option("--ttft-slo", "ttft_p99", type=SECONDS, default=None, help="SLO: p99 time to first token within this, s.")
+@option("--tpot-slo", "tpot_p99", type=SECONDS, default=None, help="SLO: p99 time per output token within this, s.")
 @click.option("--target-rate", type=float, default=None,
               help="Find the cheapest deployment serving this many requests/s (searches --candidates).")
-@click.option("--candidates", default=None, help="GPU ids to try with --target-rate, comma-separated (default: --gpu).")
-@click.option("--counts", default="1,2,4,8", show_default=True, help="GPU counts to try with --target-rate.")
-@click.option("--seqs", default=None, help="max_num_seqs values to try with --target-rate (default: vLLM's).")
+@option("--candidates", join=True, default=None, help="GPU ids to try with --target-rate (default: --gpu).")
+@option("--counts", join=True, default="1,2,4,8", show_default=True, help="GPU counts to try with --target-rate.")
+@option("--seqs", join=True, default=None, help="max_num_seqs values to try with --target-rate (default: vLLM's).")
 @click.option("--workers", type=int, default=None, help="Local processes (default: all cores).")
 @click.option("--ray", "ray_address", default=None, help="Run the sweep on a Ray cluster at this address.")
 def capacity(**kw: Any) -> None:
@@ -101,7 +106,8 @@ def capacity(**kw: Any) -> None:
     from kokuban.present import sim as present
     from kokuban.usecases.simulate import CapacityRequest, run_capacity
 
-    result = run_capacity(request(CapacityRequest, kw))
+    with progress_bar("capacity", "run") as progress:
+        result = run_capacity(request(CapacityRequest, kw), progress=progress)
     if kw["as_json"]:
         emit_json(result.as_dict())
     elif kw["target_rate"] is None:

@@ -19,6 +19,7 @@ import pandas as pd
 from kokuban.core import memory, roofline
 from kokuban.economics.batch import decode_columns
 from kokuban.errors import KokubanError, require_positive
+from kokuban.progress import Progress, tick
 from kokuban.specs.deployment import Deployment
 from kokuban.specs.hardware import Accelerator, Efficiency
 from kokuban.specs.model import ModelSpec
@@ -54,8 +55,10 @@ def frontier_sweep(
     price_per_hour: float | None = None,
     kv: str | None = None,
     points: int = 48,
+    progress: Progress | None = None,
 ) -> tuple[pd.DataFrame, list[Skipped]]:
-    """All configurations that fit at `context`, each at a grid of batches up to the largest that fits.
+    """All configurations that fit at `context`, each at a grid of batches up to the largest that fits
+    (`progress(configurations tried, configurations)` after each).
 
     Columns: gpu, gpus, layout, weights, config, the `decode_columns`, `ttft_s` (prefill of one
     `prompt`-token prompt, default `context`), `on_frontier` (Pareto: tokens/s per user vs per GPU) and
@@ -65,32 +68,31 @@ def frontier_sweep(
     prompt = context if prompt is None else prompt
     require_positive("prompt", prompt, integer=True)
     frames, skipped = [], []
-    for acc in accelerators:
-        for wdt in weights:
-            for layout in layouts:
-                if layout == "ep" and not model.is_moe:
-                    continue
-                for n in counts:
-                    label = f"{n}× {acc.id} {layout.upper()}{n} {wdt or model.native_dtype}"
-                    try:
-                        dep = Deployment.make(model, acc, n, layout=layout, weights_dtype=wdt, kv_dtype=kv,
-                                              efficiency=efficiency, price_per_hour_usd=price_per_hour)
-                    except KokubanError as exc:
-                        skipped.append(Skipped(label, str(exc)))
-                        continue
-                    fit = int(memory.max_batch(dep, max(context, prompt)))
-                    if fit < 1:
-                        skipped.append(Skipped(label, f"does not fit at context {context}"))
-                        continue
-                    b = batch_grid(fit, points)
-                    df = pd.DataFrame(decode_columns(dep, b, context)).astype({"batch": "int64", "context": "int64"})
-                    df.insert(0, "config", label)
-                    df.insert(0, "weights", dep.weights_dtype)
-                    df.insert(0, "layout", layout)
-                    df.insert(0, "gpus", n)
-                    df.insert(0, "gpu", acc.id)
-                    df["ttft_s"] = float(roofline.prefill(dep, 1, prompt).step_time_s)
-                    frames.append(df)
+    configs = [(acc, wdt, layout, n) for acc in accelerators for wdt in weights for layout in layouts
+               if layout != "ep" or model.is_moe for n in counts]
+    for i, (acc, wdt, layout, n) in enumerate(configs):
+        tick(progress, i, len(configs))
+        label = f"{n}× {acc.id} {layout.upper()}{n} {wdt or model.native_dtype}"
+        try:
+            dep = Deployment.make(model, acc, n, layout=layout, weights_dtype=wdt, kv_dtype=kv,
+                                  efficiency=efficiency, price_per_hour_usd=price_per_hour)
+        except KokubanError as exc:
+            skipped.append(Skipped(label, str(exc)))
+            continue
+        fit = int(memory.max_batch(dep, max(context, prompt)))
+        if fit < 1:
+            skipped.append(Skipped(label, f"does not fit at context {context}"))
+            continue
+        b = batch_grid(fit, points)
+        df = pd.DataFrame(decode_columns(dep, b, context)).astype({"batch": "int64", "context": "int64"})
+        df.insert(0, "config", label)
+        df.insert(0, "weights", dep.weights_dtype)
+        df.insert(0, "layout", layout)
+        df.insert(0, "gpus", n)
+        df.insert(0, "gpu", acc.id)
+        df["ttft_s"] = float(roofline.prefill(dep, 1, prompt).step_time_s)
+        frames.append(df)
+    tick(progress, len(configs), len(configs))
     if not frames:
         reasons = "; ".join(f"{s.config}: {s.reason}" for s in skipped[:4])
         raise KokubanError(f"no configuration fits {model.name} at context {context} ({reasons})",

@@ -127,7 +127,7 @@ def lanes_report(result: Any) -> None:
     if result.prices is not None:
         console().print(result.prices.sentence)
     else:
-        console().print("give --tpot and/or --ttft to price a fast lane against the slow lane")
+        console().print("give --tpot-slo and/or --ttft-slo to price a fast lane against the slow lane")
 
 
 def lanes_plot(result: Any, path: str) -> None:

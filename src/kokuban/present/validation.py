@@ -82,6 +82,23 @@ def _write(path: str | Path, text: str, field: str) -> None:
         raise KokubanError(f"cannot write '{path}': {exc.strerror}", field=field, value=str(path)) from None
 
 
+# ---- calibrate's efficiency file -------------------------------------------------------------------------
+def write_efficiency_file(efficiency: Any, path: str | Path, source: str = "") -> None:
+    """A fitted `Efficiency` as a file every command's `--efficiency-file` reads (`Efficiency.from_file`): JSON if
+    `path` ends in .json, else TOML, its fields at the top level (an unset kv_memory left out: it follows
+    memory)."""
+    from dataclasses import asdict
+
+    fields = {k: v for k, v in asdict(efficiency).items() if v is not None}
+    if str(path).endswith(".json"):
+        text = to_json(fields)
+    else:
+        lines = [f"# achievable fractions fitted by `kokuban calibrate`{' (' + source + ')' if source else ''}; "
+                 "use with --efficiency-file"]
+        text = "\n".join(lines + [f"{k} = {float(v)!r}" for k, v in fields.items()]) + "\n"
+    _write(path, text, "out_file")
+
+
 # ---- probe -------------------------------------------------------------------------------------------
 def write_probe_entry(probe: Any, path: str | Path) -> None:
     """The probed entry as an accelerator file: JSON (`{"accelerator": [entry]}`) if `path` ends in .json,

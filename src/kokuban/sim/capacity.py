@@ -29,6 +29,7 @@ import numpy as np
 
 from kokuban.core import cost
 from kokuban.errors import KokubanError
+from kokuban.progress import Progress, tick
 from kokuban.sim.engine import simulate
 from kokuban.sim.metrics import SLO
 from kokuban.sim.scheduler import SchedulerConfig
@@ -54,8 +55,9 @@ class WorkloadShape:
 
 # ---- parallel map: local processes or Ray ---------------------------------------------------------------
 def parallel_map(fn: Callable[[Any], Any], items: Iterable[Any], *, workers: int | None = None,
-                 ray_address: str | None = None) -> list[Any]:
-    """[fn(x) for x in items], on `workers` local processes (default: all cores) or on Ray."""
+                 ray_address: str | None = None, progress: Progress | None = None) -> list[Any]:
+    """[fn(x) for x in items], on `workers` local processes (default: all cores) or on Ray; `progress(done,
+    len(items))` as results come in (in order)."""
     items = list(items)
     if ray_address:
         try:
@@ -65,12 +67,23 @@ def parallel_map(fn: Callable[[Any], Any], items: Iterable[Any], *, workers: int
                                value=ray_address) from None
         ray.init(address=ray_address, ignore_reinit_error=True, include_dashboard=False, log_to_driver=False)
         remote = ray.remote(fn)
-        return ray.get([remote.remote(x) for x in items])
+        out = ray.get([remote.remote(x) for x in items])
+        tick(progress, len(items), len(items))
+        return out
     workers = workers or os.cpu_count() or 1
     if workers == 1 or len(items) <= 1:
-        return [fn(x) for x in items]
+        return _counted((fn(x) for x in items), len(items), progress)
     with ProcessPoolExecutor(max_workers=min(workers, len(items))) as pool:
-        return list(pool.map(fn, items))
+        return _counted(pool.map(fn, items), len(items), progress)
+
+
+def _counted(results: Iterable[Any], total: int, progress: Progress | None) -> list[Any]:
+    """The results as a list, `progress(done, total)` after each."""
+    out = []
+    for result in results:
+        out.append(result)
+        tick(progress, len(out), total)
+    return out
 
 
 def _meets(args: tuple[Deployment, WorkloadShape, SchedulerConfig, SLO, float]) -> tuple[float, bool, dict]:
@@ -103,21 +116,26 @@ class Capacity:
 
 def max_rate(dep: Deployment, slo: SLO, shape: WorkloadShape | None = None, scheduler: SchedulerConfig | None = None,
              *, rel_tol: float = 0.02, points: int | None = None, workers: int | None = None,
-             ray_address: str | None = None) -> Capacity:
-    """Highest Poisson (or `shape.arrival`) rate whose run meets `slo` (see module docstring)."""
+             ray_address: str | None = None, progress: Progress | None = None) -> Capacity:
+    """Highest Poisson (or `shape.arrival`) rate whose run meets `slo` (see module docstring).
+    `progress(runs done, runs planned)`: the bisection's length is not known ahead, so the plan is the runs so
+    far plus one more round, until the last."""
     if slo.ttft_s is None and slo.tpot_s is None:
         raise KokubanError("an SLO needs a p99 TTFT and/or a p99 TPOT target", field="slo", value=slo)
     shape = shape or WorkloadShape()
     sched = scheduler or SchedulerConfig()
     workers = workers or os.cpu_count() or 1
     points = points or max(3, min(workers, 8))
+    tick(progress, 0, 1 + points)
     sat = saturation_rate(dep, shape, sched)
     lo, hi = 0.0, 1.2 * sat
     trials: list[dict[str, Any]] = []
 
     def run(rates: list[float]) -> list[tuple[float, bool, dict]]:
+        done = 1 + len(trials)
         res = parallel_map(_meets, [(dep, shape, sched, slo, r) for r in rates], workers=workers,
-                           ray_address=ray_address)
+                           ray_address=ray_address,
+                           progress=None if progress is None else lambda k, n: progress(done + k, done + n + points))
         trials.extend({"rate_per_s": r, "meets_slo": ok, **m} for r, ok, m in res)
         return res
 
@@ -132,6 +150,7 @@ def max_rate(dep: Deployment, slo: SLO, shape: WorkloadShape | None = None, sche
         if lo == 0.0 and hi < 1e-3 * sat:  # misses the SLO even almost idle
             break
     trials.sort(key=lambda d: d["rate_per_s"])
+    tick(progress, 1 + len(trials), 1 + len(trials))
     return Capacity(max_rate_per_s=lo, saturation_rate_per_s=sat, slo=slo, trials=tuple(trials))
 
 
@@ -191,11 +210,12 @@ def replicas_for(target_rate_per_s: float, max_rate_per_s: float) -> int:
 def cheapest(make: Callable[[str, int, str | None], Deployment], candidates: Iterable[Candidate],
              target_rate_per_s: float, slo: SLO, shape: WorkloadShape | None = None,
              scheduler: SchedulerConfig | None = None, *, workers: int | None = None,
-             ray_address: str | None = None) -> list[CandidateCapacity]:
+             ray_address: str | None = None, progress: Progress | None = None) -> list[CandidateCapacity]:
     """Every candidate's max rate, replicas for `target_rate_per_s` and USD/hour (replicas × the deployment's
     USD/hour, `cost.usd_of_seconds`), cheapest first (then fewest GPUs); those that cannot serve it last.
 
-    `make(gpu, num_gpus, layout)` builds a deployment (KokubanError if it cannot).
+    `make(gpu, num_gpus, layout)` builds a deployment (KokubanError if it cannot); `progress(candidates done,
+    candidates)`.
     """
     shape, sched = shape or WorkloadShape(), scheduler or SchedulerConfig()
     jobs = []
@@ -206,7 +226,7 @@ def cheapest(make: Callable[[str, int, str | None], Deployment], candidates: Ite
             dep = str(exc)
         jobs.append((dep, cand, shape, sched, slo))
     rows = []
-    for row in parallel_map(_candidate_capacity, jobs, workers=workers, ray_address=ray_address):
+    for row in parallel_map(_candidate_capacity, jobs, workers=workers, ray_address=ray_address, progress=progress):
         if row.max_rate_per_s > 0 and row.usd_per_replica_hour is not None:
             n = replicas_for(target_rate_per_s, row.max_rate_per_s)
             row = replace(row, replicas=n, usd_per_hour=n * row.usd_per_replica_hour)

@@ -37,11 +37,11 @@ The pieces the engine is assembled from, each behind a small interface, so a var
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
 
 import numpy as np
 
 from kokuban.errors import KokubanError
+from kokuban.progress import Progress, tick
 from kokuban.sim.clients import Client, client_for
 from kokuban.sim.decoderun import MAX_RUN_STEPS, MIN_RUN_STEPS, DecodeRun, plan_decode_run
 from kokuban.sim.kvcache import BlockPool, capacity_blocks
@@ -56,7 +56,7 @@ from kokuban.specs.deployment import Deployment
 
 
 def simulate(dep: Deployment, workload: Workload, scheduler: SchedulerConfig | None = None, *,
-             progress: bool = False, kv_blocks: int | None = None, step_model: StepTimeModel | None = None,
+             progress: Progress | None = None, kv_blocks: int | None = None, step_model: StepTimeModel | None = None,
              client: Client | None = None) -> SimResult:
     """Serve `workload` on `dep` with `scheduler` (default: vLLM's continuous batching and limits).
 
@@ -66,6 +66,7 @@ def simulate(dep: Deployment, workload: Workload, scheduler: SchedulerConfig | N
     (a request whose prompt + output does not fit the whole KV cache).
     `kv_blocks` None takes the scheduler's `kv_blocks`; its `overheads` (an engine profile's) wrap the step model
     (`profiles.OverheadStepModel`) and give the record a client's view (`profiles.client_view`).
+    `progress(finished, requests)` is called as requests finish (`kokuban.progress`).
     """
     cfg = (scheduler or SchedulerConfig()).resolve(dep.accelerator)
     kv_blocks = cfg.kv_blocks if kv_blocks is None else kv_blocks
@@ -507,10 +508,9 @@ class Engine:
         self.finished += int(done.size)
 
     # ---- the loop ----------------------------------------------------------------------------------------
-    def run(self, progress: bool = False) -> RunRecord:
-        """Serve every request; returns the run's record."""
+    def run(self, progress: Progress | None = None) -> RunRecord:
+        """Serve every request; returns the run's record (`progress(finished, N)` every 512 steps and at the end)."""
         N, policy, client, waiting = self.N, self.policy, self.client, self.waiting
-        bar = _progress(N, progress)
         t, steps = 0.0, 0
         fast = policy.steady_fast_path and not self.keyed  # `_steady_step` applies
         while self.finished < N:
@@ -539,11 +539,9 @@ class Engine:
                 end = self._step(t)
             t = end
             steps += 1
-            if bar is not None and steps % 512 == 0:
-                bar.update(self.finished - bar.n)
-        if bar is not None:
-            bar.update(self.finished - bar.n)
-            bar.close()
+            if progress is not None and steps % 512 == 0:
+                progress(self.finished, N)
+        tick(progress, self.finished, N)
         return self.record(t)
 
     def record(self, end_s: float) -> RunRecord:
@@ -627,9 +625,3 @@ class Engine:
             self.finished += int(done.size)
 
 
-def _progress(total: int, enabled: bool) -> Any:
-    if not enabled:
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="req", desc="simulating", leave=False)

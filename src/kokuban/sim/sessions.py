@@ -47,6 +47,7 @@ import numpy as np
 
 from kokuban.core import cost, roofline
 from kokuban.errors import KokubanError
+from kokuban.progress import Progress, tick
 from kokuban.sim.engine import simulate
 from kokuban.sim.metrics import SimResult
 from kokuban.sim.metrics import _stats as stats  # mean and percentiles, None where undefined
@@ -361,16 +362,19 @@ class SessionCapacity:
 
 
 def max_sessions(run_with: Callable[[int], SessionRun], target_s: float, *, percentile: float = 90,
-                 limit: int = 1024) -> SessionCapacity:
+                 limit: int = 1024, progress: Progress | None = None) -> SessionCapacity:
     """The most concurrent sessions (≤ `limit`) whose run latency's p`percentile` is ≤ `target_s`:
     `run_with(n)` runs n sessions. Doubles n from 1 until the target is missed (or `limit`), then bisects
-    the bracket [highest passing, lowest failing] down to one session (meeting the target assumed monotone)."""
+    the bracket [highest passing, lowest failing] down to one session (meeting the target assumed monotone).
+    `progress(runs, at most)`: the doubling takes at most ⌈log₂ limit⌉ + 1 runs and the bisection ⌈log₂ limit⌉."""
     trials: dict[int, dict[str, Any]] = {}
+    bound = 2 * max(1, math.ceil(math.log2(max(limit, 1)))) + 1
 
     def ok(n: int) -> bool:
         if n not in trials:
             lat = float(np.percentile(run_with(n).run_latency_s, percentile))
             trials[n] = {"sessions": n, f"run_latency_p{percentile:g}_s": lat, "meets_target": lat <= target_s}
+            tick(progress, len(trials), max(bound, len(trials)))
         return bool(trials[n]["meets_target"])
 
     lo, hi = 0, None
@@ -389,5 +393,6 @@ def max_sessions(run_with: Callable[[int], SessionRun], target_s: float, *, perc
             lo = mid
         else:
             hi = mid
+    tick(progress, len(trials), len(trials))
     return SessionCapacity(lo, float(target_s), float(percentile), int(limit),
                            tuple(trials[k] for k in sorted(trials)))

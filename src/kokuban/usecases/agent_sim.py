@@ -23,6 +23,7 @@ import numpy as np
 from pydantic import Field
 
 from kokuban.errors import KokubanError
+from kokuban.progress import Progress, tick
 from kokuban.usecases.agent import Spec, scenario_of
 from kokuban.usecases.request import DeploymentRequest, NonNegative, Positive, Tokens
 
@@ -108,9 +109,10 @@ class AgentSimulation:
         }
 
 
-def run_agent_simulate(request: AgentSimRequest) -> AgentSimulation:
+def run_agent_simulate(request: AgentSimRequest, *, progress: Progress | None = None) -> AgentSimulation:
     """Simulate the request's sessions (see the module docstring). One-line KokubanError naming the field for a
-    bad scenario, a context beyond the model's window, or sessions that cannot fit the KV cache."""
+    bad scenario, a context beyond the model's window, or sessions that cannot fit the KV cache.
+    `progress(runs, at most)` follows the run and, with a latency target, the search (`sim.sessions.max_sessions`)."""
     from kokuban.agents.compaction import build_calls, parse_policy, require_window
     from kokuban.agents.scenario import sample_runs
     from kokuban.sim.scheduler import SchedulerConfig
@@ -141,6 +143,11 @@ def run_agent_simulate(request: AgentSimRequest) -> AgentSimulation:
 
     run = run_with(r.sessions)
     capacity = None
-    if r.run_latency_target is not None:
-        capacity = max_sessions(run_with, r.run_latency_target, percentile=TARGET_PERCENTILE, limit=r.max_sessions)
+    if r.run_latency_target is None:
+        tick(progress, 1, 1)
+    else:
+        tick(progress, 1, 2)
+        after_first = None if progress is None else lambda done, total: progress(1 + done, 1 + total)
+        capacity = max_sessions(run_with, r.run_latency_target, percentile=TARGET_PERCENTILE, limit=r.max_sessions,
+                                progress=after_first)
     return AgentSimulation(r, scenario, run, capacity)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import Field, InstanceOf, field_validator
 
 from kokuban.errors import KokubanError
+from kokuban.progress import Progress
 from kokuban.specs.hardware import Accelerator
 from kokuban.specs.model import ModelSpec
 from kokuban.usecases.request import (
@@ -291,9 +292,9 @@ class Frontier:
         return {"summary": self.summary_dict(), "rows": frame_records(self.table)}
 
 
-def run_frontier(request: FrontierRequest) -> Frontier:
+def run_frontier(request: FrontierRequest, *, progress: Progress | None = None) -> Frontier:
     """The latency–throughput frontier over the request's configurations, and the cheapest point meeting
-    the SLO (raises, naming the target and the shortfall, when none does)."""
+    the SLO (raises, naming the target and the shortfall, when none does); `progress` follows the sweep."""
     from kokuban.economics.frontier import cheapest_meeting, frontier_sweep
 
     r = request
@@ -301,7 +302,7 @@ def run_frontier(request: FrontierRequest) -> Frontier:
     context = default_context(model, r.context)
     df, skipped = frontier_sweep(model, r.accelerators(), context, counts=r.counts, layouts=r.layouts,
                                  weights=r.weights or (None,), prompt=r.prompt, efficiency=r.efficiency_spec(),
-                                 price_per_hour=r.price_per_hour, kv=r.kv)
+                                 price_per_hour=r.price_per_hour, kv=r.kv, progress=progress)
     chosen = None
     if r.slo_tps is not None or r.slo_ttft is not None:
         chosen = cheapest_meeting(df, min_tokens_per_s_per_user=r.slo_tps, max_ttft_s=r.slo_ttft)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import Field, field_validator
 
 from kokuban.errors import KokubanError
+from kokuban.progress import Progress
 from kokuban.usecases.request import DeploymentRequest, NonNegative, Positive
 
 if TYPE_CHECKING:
@@ -192,10 +193,11 @@ class Simulation:
         return out | {"router": self.router, "ranks": [rank.summary(self.slo) for rank in self.ranks]}
 
 
-def run_simulate(request: SimulateRequest, *, progress: bool = False) -> Simulation:
+def run_simulate(request: SimulateRequest, *, progress: Progress | None = None) -> Simulation:
     """Serve the request's workload on its deployment (every step timed by the core). The automatic GPU count
     (`gpus=None`) is sized for the longest request. A request that cannot fit the KV cache is an error naming
-    the field its length came from (`prompt`, or `trace`)."""
+    the field its length came from (`prompt`, or `trace`). `progress(finished, requests)` follows a
+    single-scheduler run (`kokuban.progress`)."""
     from kokuban.sim import SLO, simulate
     from kokuban.sim.dataparallel import simulate_data_parallel
 
@@ -261,16 +263,18 @@ class CheapestDeployments:
                 "candidates": [row.as_dict() for row in self.rows]}
 
 
-def run_capacity(request: CapacityRequest) -> Capacity | CheapestDeployments:
+def run_capacity(request: CapacityRequest, *, progress: Progress | None = None) -> Capacity | CheapestDeployments:
     """`sim.capacity.max_rate` on the request's deployment (a `Capacity`), or with `target_rate`,
-    `sim.capacity.cheapest` over the candidates (`CheapestDeployments`)."""
+    `sim.capacity.cheapest` over the candidates (`CheapestDeployments`); `progress(done, planned)` follows the
+    simulations (or the candidates)."""
     from kokuban.sim import SLO
     from kokuban.sim.capacity import Candidate, cheapest, max_rate
 
     r = request
     slo, shape, sched = SLO(r.ttft_p99, r.tpot_p99), r.shape(), r.scheduler_config()
     if r.target_rate is None:
-        return max_rate(r.deployment(), slo, shape, sched, workers=r.workers, ray_address=r.ray_address)
+        return max_rate(r.deployment(), slo, shape, sched, workers=r.workers, ray_address=r.ray_address,
+                        progress=progress)
     home = r.accelerator().id
 
     def make(gpu: str, num_gpus: int, layout: str | None):
@@ -280,5 +284,6 @@ def run_capacity(request: CapacityRequest) -> Capacity | CheapestDeployments:
 
     cands = [Candidate(g, n, r.layout, s) for g in (r.candidates or (home,)) for n in r.counts
              for s in (r.seqs or (r.max_num_seqs,))]
-    rows = cheapest(make, cands, r.target_rate, slo, shape, sched, workers=r.workers, ray_address=r.ray_address)
+    rows = cheapest(make, cands, r.target_rate, slo, shape, sched, workers=r.workers, ray_address=r.ray_address,
+                    progress=progress)
     return CheapestDeployments(r.target_rate, slo, tuple(rows))

@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from kokuban.errors import KokubanError
+from kokuban.progress import Progress
 from kokuban.specs.hardware import Accelerator, Efficiency
 from kokuban.usecases.request import EfficiencyRequest, Request, Tokens
 from kokuban.validation.accuracy import Accuracy, PublishedResult
@@ -102,9 +103,9 @@ class Probe:
         return dict(self.entry)
 
 
-def run_probe(request: ProbeRequest, *, progress: bool = False) -> Probe:
-    """Measure this machine's read bandwidth and matmul FLOP/s (`validation.probe.probe`); a progress bar on
-    stderr if asked."""
+def run_probe(request: ProbeRequest, *, progress: Progress | None = None) -> Probe:
+    """Measure this machine's read bandwidth and matmul FLOP/s (`validation.probe.probe`); `progress(tests done,
+    tests)` as it goes."""
     from kokuban.validation.probe import probe
 
     r = request
@@ -166,8 +167,9 @@ class ValidateRequest(TextbookEfficiencyRequest):
             raise KokubanError(exc.reason, field=field, value=exc.value) from None
 
 
-def run_validate(request: ValidateRequest, *, progress: bool = False) -> ValidationReport:
-    """Probe (unless the request names a probe file), build, measure and predict (`harness.run_validation`)."""
+def run_validate(request: ValidateRequest, *, progress: Progress | None = None) -> ValidationReport:
+    """Probe (unless the request names a probe file), build, measure and predict (`harness.run_validation`);
+    `progress(done, total)` follows the probe, then the timed calls."""
     from kokuban.validation.harness import run_validation
 
     r = request
@@ -407,14 +409,16 @@ class CalibrateRequest(TextbookEfficiencyRequest):
         return self.params or (PUBLISHED_PARAMS if self.source == "published" else VALIDATION_PARAMS)
 
 
-def run_calibrate(request: CalibrateRequest) -> Calibration:
-    """Fit and judge (`validation.calibrate`): the fitted efficiency and the held-out error before and after."""
+def run_calibrate(request: CalibrateRequest, *, progress: Progress | None = None) -> Calibration:
+    """Fit and judge (`validation.calibrate`): the fitted efficiency and the held-out error before and after;
+    `progress(iterations, budget)` follows the fit."""
     from kokuban.validation.calibrate import calibrate_published, calibrate_validation
 
     r = request
     start = r.efficiency_spec()
     if r.source == "published":
         params = r.params or (KERNEL_PARAMS if start.kernels is not None else r.fitted_params())
-        return calibrate_published(params, start=start, holdout_fraction=r.holdout, seed=r.seed)
+        return calibrate_published(params, start=start, holdout_fraction=r.holdout, seed=r.seed,
+                                   progress=progress)
     return calibrate_validation(r.csv_path, r.fitted_params(), start=start, phase=r.phase, holdout_fraction=r.holdout,
-                                seed=r.seed, hold_out=r.hold_out)
+                                seed=r.seed, hold_out=r.hold_out, progress=progress)

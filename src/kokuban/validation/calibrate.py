@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from kokuban.errors import KokubanError
+from kokuban.progress import Progress, tick
 from kokuban.specs.hardware import Efficiency
 from kokuban.validation.accuracy import add_intervals, error_summary
 
@@ -85,8 +86,10 @@ def log_loss(predicted: np.ndarray, measured: np.ndarray) -> float:
 
 
 def fit_efficiency(predict: Callable[[Efficiency], np.ndarray], measured: Sequence[float], params: Sequence[str],
-                   start: Efficiency) -> tuple[Efficiency, float]:
-    """The Efficiency (only `params` changed from `start`) minimising `log_loss` on these rows."""
+                   start: Efficiency, progress: Progress | None = None) -> tuple[Efficiency, float]:
+    """The Efficiency (only `params` changed from `start`) minimising `log_loss` on these rows.
+    `progress(iterations, budget)`: Nelder-Mead iterations of the four starts' budget (a start that converges
+    early counts its whole share)."""
     from scipy.optimize import minimize
 
     bad = [p for p in params if p not in FRACTIONS + SECONDS]
@@ -103,10 +106,18 @@ def fit_efficiency(predict: Callable[[Efficiency], np.ndarray], measured: Sequen
         alt = start.updated(**{p: (frac if p in FRACTIONS else secs) for p in params})
         starts.append(_encode(alt, params))
     best = None
-    for z0 in starts:
-        res = minimize(
-            loss, z0, method="Nelder-Mead", options={"xatol": 1e-3, "fatol": 1e-6, "maxiter": 400 * len(params)}
-        )
+    maxiter = 400 * len(params)
+    budget = maxiter * len(starts)
+    for i, z0 in enumerate(starts):
+        iterations = [i * maxiter]
+
+        def step(_: Any, count: list[int] = iterations) -> None:
+            count[0] += 1
+            tick(progress, min(count[0], budget), budget)
+
+        res = minimize(loss, z0, method="Nelder-Mead", callback=step,
+                       options={"xatol": 1e-3, "fatol": 1e-6, "maxiter": maxiter})
+        tick(progress, (i + 1) * maxiter, budget)
         if best is None or res.fun < best.fun:
             best = res
     return _decode(best.x, start, params), float(best.fun)
@@ -150,12 +161,14 @@ def calibrate(
     seed: int = 0,
     held_out: Sequence[bool] | None = None,
     groups: Callable[[Efficiency], dict[str, list[tuple[str, ...]]]] | None = None,
+    progress: Progress | None = None,
 ) -> Calibration:
     """Split, fit on the training rows, and summarise both sides before and after.
 
     `predict(eff)` returns (predicted values, regime labels) for all rows, in the order of `ids`.
     The split is `holdout_mask(ids, holdout_fraction, seed)` unless `held_out` gives it row by row.
     `groups(eff)`, if given, names further splits of the held-out summaries ({key: per row, its groups}).
+    `progress` follows the fit (`fit_efficiency`).
     """
     m = np.asarray(measured, dtype=np.float64)
     held = holdout_mask(ids, holdout_fraction, seed) if held_out is None else np.asarray(held_out, dtype=bool)
@@ -163,7 +176,7 @@ def calibrate(
         raise KokubanError(f"the split left {int((~held).sum())} training and {int(held.sum())} held-out rows; "
                            "change the held-out fraction, the seed or the held-out field", field="holdout_fraction",
                            value=holdout_fraction)
-    after, _ = fit_efficiency(lambda e: predict(e)[0][~held], m[~held], params, start)
+    after, _ = fit_efficiency(lambda e: predict(e)[0][~held], m[~held], params, start, progress)
     (pred_b, reg_b), (pred_a, reg_a) = (tuple(np.asarray(x) for x in predict(e)) for e in (start, after))
 
     def side(pred: np.ndarray, regime: np.ndarray, mask: np.ndarray) -> dict[str, Any]:
@@ -188,8 +201,8 @@ def calibrate(
 
 # ---- the two sources -------------------------------------------------------------------------------
 def calibrate_published(params: Sequence[str] = PUBLISHED_PARAMS, *, start: Efficiency, holdout_fraction: float = 1 / 3,
-                        seed: int = 0) -> Calibration:
-    """Fit to data/published_results.toml (rules of `accuracy.predict_row`)."""
+                        seed: int = 0, progress: Progress | None = None) -> Calibration:
+    """Fit to data/published_results.toml (rules of `accuracy.predict_row`); `progress` follows the fit."""
     from kokuban.validation.accuracy import load_published, predict_row, prediction_groups
 
     rows = load_published()
@@ -202,7 +215,7 @@ def calibrate_published(params: Sequence[str] = PUBLISHED_PARAMS, *, start: Effi
         return prediction_groups([predict_row(r, eff) for r in rows])
 
     return calibrate("published", [r.id for r in rows], [r.value for r in rows], predict, params, start=start,
-                     holdout_fraction=holdout_fraction, seed=seed, groups=groups)
+                     holdout_fraction=holdout_fraction, seed=seed, groups=groups, progress=progress)
 
 
 def read_validation(csv_path: str) -> tuple[Any, dict[str, Any]]:
@@ -236,12 +249,13 @@ HOLD_OUT_FIELDS = ("batch", "context", "prompt_tokens")
 
 def calibrate_validation(csv_path: str, params: Sequence[str] = VALIDATION_PARAMS, *, start: Efficiency,
                          phase: str | None = None, holdout_fraction: float = 1 / 3, seed: int = 0,
-                         hold_out: tuple[str, Sequence[int]] | None = None) -> Calibration:
+                         hold_out: tuple[str, Sequence[int]] | None = None,
+                         progress: Progress | None = None) -> Calibration:
     """Fit to a `kokuban validate` report (optionally one phase), re-predicting with `validate.predict`.
 
     `hold_out` = (field, values) holds out every row whose `field` (batch, context or prompt_tokens) is one
     of `values` — a structured split that asks the fit to extrapolate to unseen batches or contexts —
-    instead of the hash split."""
+    instead of the hash split. `progress` follows the fit."""
     from kokuban.validation.harness import deployment_from_setup, predict
 
     frame, setup = read_validation(csv_path)
@@ -263,7 +277,7 @@ def calibrate_validation(csv_path: str, params: Sequence[str] = VALIDATION_PARAM
                                value=field)
         held = frame[field].isin([int(v) for v in values]).to_numpy()
     return calibrate(f"validate:{csv_path}", ids, frame["measured_s"].to_numpy(), run, params, start=start,
-                     holdout_fraction=holdout_fraction, seed=seed, held_out=held)
+                     holdout_fraction=holdout_fraction, seed=seed, held_out=held, progress=progress)
 
 
 # ---- the two profiles over several splits ---------------------------------------------------------------

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from kokuban.errors import KokubanError
+from kokuban.progress import Progress, tick
 from kokuban.specs.deployment import Deployment
 from kokuban.specs.hardware import Accelerator, Efficiency
 from kokuban.specs.model import ModelSpec
@@ -357,7 +358,7 @@ def kv_cache_bytes(shape: TorchShape, batch: int, context: int, bytes_per_elemen
 
 
 def measure(model: TorchTransformer, points: Sequence[Point], *, warmup: int = 2, repeats: int = 5,
-            progress: bool = False, seed: int = 0) -> list[Measurement]:
+            progress: Progress | None = None, seed: int = 0) -> list[Measurement]:
     """Time every point in `repeats` rounds; the median of its rounds is reported.
 
     Each round visits every point once: it runs `warmup` untimed calls, then one call timed between two
@@ -365,11 +366,9 @@ def measure(model: TorchTransformer, points: Sequence[Point], *, warmup: int = 2
     once for the largest point: a step's cost does not depend on what the cache holds, and allocating
     gigabytes per round would time the operating system's page zeroing instead. Interleaving the points
     spreads a slow drift of the machine (clock speed, a neighbour's memory traffic on a shared host)
-    over all of them, instead of biasing whichever points were measured while it lasted. Progress bar
-    on stderr if asked.
+    over all of them, instead of biasing whichever points were measured while it lasted.
+    `progress(calls timed, repeats · points)` after each timed call (`kokuban.progress`).
     """
-    from tqdm import tqdm
-
     torch, sync = model.torch, synchronizer(model.device)
     gen = torch.Generator(device="cpu").manual_seed(seed)
     tokens = [
@@ -380,8 +379,8 @@ def measure(model: TorchTransformer, points: Sequence[Point], *, warmup: int = 2
     ]
     pool = model.cache_pool([(p.batch, p.tokens) for p in points if p.phase == "decode"])
     times: list[list[float]] = [[] for _ in points]
-    with torch.inference_mode(), tqdm(total=repeats * len(points), desc="validate", unit="call", disable=not progress,
-                                      leave=False) as bar:
+    total, done = repeats * len(points), 0
+    with torch.inference_mode():
         for _ in range(repeats):
             for i, p in enumerate(points):
                 if p.phase == "decode":
@@ -390,7 +389,8 @@ def measure(model: TorchTransformer, points: Sequence[Point], *, warmup: int = 2
                 else:
                     fn = partial(model.prefill, tokens[i])
                 times[i].extend(float(t) for t in time_calls(fn, warmup=warmup, repeats=1, sync=sync))
-                bar.update()
+                done += 1
+                tick(progress, done, total)
     del pool
     if model.device == "cuda":
         torch.cuda.empty_cache()
@@ -476,7 +476,7 @@ def run_validation(
     num_layers: int | None = 4, hidden_size: int | None = None, batches: Sequence[int] = (1, 2, 4, 8, 16, 32, 64),
     contexts: Sequence[int] = (128, 1024, 4096), prompts: Sequence[int] = (16, 64, 256), prefill_batch: int = 1,
     accelerator_entry: dict[str, Any] | None = None, warmup: int = 1,
-    repeats: int = 5, max_kv_bytes: float | None = None, probe_seconds: float = 3.0, progress: bool = False,
+    repeats: int = 5, max_kv_bytes: float | None = None, probe_seconds: float = 3.0, progress: Progress | None = None,
     seed: int = 0, linear: str = "auto",
 ) -> ValidationReport:
     """Probe (unless an accelerator entry is given), build, measure, predict; see the module docstring.

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from kokuban.errors import KokubanError, require_positive
+from kokuban.progress import Progress, tick
 
 CPU_BUFFER_BYTES = 512 * 2**20  # ≫ any CPU last-level cache (this CI machine: 32 MiB L3)
 GPU_BUFFER_BYTES = 4 * 2**30  # ≫ H100/H200 L2 (50–60 MB)
@@ -181,28 +182,25 @@ def device_memory_bytes(device: str) -> float:
 
 
 def probe(device: str = "auto", *, seconds: float = 3.0, dtypes: Iterable[str] = DTYPES, entry_id: str | None = None,
-          progress: bool = False) -> dict[str, Any]:
-    """Measure `device` for about `seconds` and return an accelerator entry (accelerators.toml keys).
+          progress: Progress | None = None) -> dict[str, Any]:
+    """Measure `device` for about `seconds` and return an accelerator entry (accelerators.toml keys);
+    `progress(tests done, tests)` after each (`kokuban.progress`).
 
     Extra keys `measured_on`, `device`, `method`, `medians` record how; `Accelerator.from_dict` ignores them.
     """
-    from tqdm import tqdm
-
     require_positive("seconds", seconds)
     device = resolve_device(device)
     torch = _torch_or_none()
     dtypes = [d for d in dtypes if torch is not None or d == "fp32"]
     share = seconds / (1 + len(dtypes))
-    bar = tqdm(total=1 + len(dtypes), desc=f"probe {device}", unit="test", disable=not progress, leave=False)
-    bar.set_postfix_str("read bandwidth")
+    tests = 1 + len(dtypes)
+    tick(progress, 0, tests)
     bw = measure_bandwidth(device, budget_s=share)
-    bar.update()
+    tick(progress, 1, tests)
     flops: dict[str, dict[str, float]] = {}
-    for dt in dtypes:
-        bar.set_postfix_str(f"{dt} matmul")
+    for i, dt in enumerate(dtypes):
         flops[dt] = measure_matmul(device, dt, budget_s=share)
-        bar.update()
-    bar.close()
+        tick(progress, 2 + i, tests)
     if "bf16" not in flops and "fp16" not in flops:  # NumPy only: the schema needs a 16-bit figure
         flops["bf16"] = flops["fp32"]
     name = device_name(device)

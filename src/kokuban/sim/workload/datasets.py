@@ -1,7 +1,7 @@
 """Named length distributions of public datasets, shipped as histograms with their source
 (data/length_datasets.toml).
 
-    --prompt dataset:azure-code --output dataset:azure-code
+    --prompt-tokens dataset:azure-code --output-tokens dataset:azure-code
 
 `dataset:NAME` draws the prompt (or output: the spec's field says which) lengths of dataset NAME from its shipped
 histogram: a bin is drawn with probability count ÷ total, then an integer uniformly in [lo, hi) of that bin. Bins
