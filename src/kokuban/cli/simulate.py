@@ -38,8 +38,9 @@ def workload_options(func: Any) -> Any:
         click.option("--engine", default="kokuban", show_default=True,
                      help="Engine profile: scheduler defaults and overheads (kokuban, vllm-v1, vllm-v0, "
                           "vllm-v0-multistep, sglang, trtllm; data/engines.toml)."),
-        click.option("--gpu-memory-utilization", type=float, default=0.9, show_default=True,
-                     help="Fraction of each GPU's memory the engine may use (weights, activations, KV cache)."),
+        click.option("--gpu-memory-utilization", type=float, default=None,
+                     help="The engine's memory fraction: vLLM's gpu_memory_utilization, SGLang's mem_fraction_static, "
+                          "TensorRT-LLM's free_gpu_memory_fraction (default: the engine's; 0.9)."),
         click.option("--kv-blocks", type=int, default=None,
                      help="KV blocks of one scheduler, e.g. from the engine's log (default: computed)."),
     ]

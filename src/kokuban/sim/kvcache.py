@@ -2,7 +2,8 @@
 
 Capacity (blocks in the whole deployment):
     free bytes per GPU = HBM × memory_utilization − weights per GPU − activations(max_num_seqs)
-                         (kokuban.memory: usable − weights − activations, the logits of max_num_seqs requests)
+                         (kokuban.memory: usable − weights − activations, the logits of max_num_seqs requests;
+                         with an engine's memory rule, `memory.memory_budget`'s KV bytes)
     bytes per block per GPU = attention KV bytes of `block_size` tokens ÷ KV shards
     blocks = ⌊free ÷ bytes per block⌋ under TP;  × N under EP (each GPU holds whole requests)
 This is vLLM's `num_gpu_blocks` (profiled free memory ÷ page size). A request holding c tokens uses
@@ -35,10 +36,9 @@ BLOCK_SIZE = 16  # vLLM's default --block-size on CUDA (CacheConfig.block_size =
 
 def capacity_blocks(dep: Deployment, block_size: int = BLOCK_SIZE, max_num_seqs: int = 256) -> int:
     """KV blocks the deployment can hold (see module docstring); raises if the weights leave no room."""
-    usable = dep.accelerator.memory_bytes * dep.memory_utilization
     weights = memory.weight_bytes_per_gpu(dep)
     act = float(memory.activation_bytes_per_gpu(dep, memory.requests_per_gpu(dep, max_num_seqs)))
-    free = usable - weights - act
+    usable, free = (float(x) for x in memory.memory_budget(dep, act))
     per_block = float(memory.attention_kv_bytes_per_request(dep, block_size)) / dep.kv_shards
     reserved = ""
     if dep.model.has_state:

@@ -45,8 +45,10 @@ class ServingRequest(DeploymentRequest):
     `engine` names a profile (`sim.profiles`, data/engines.toml): its scheduler defaults fill `scheduler`,
     `max_num_seqs`, `max_num_batched_tokens`, `block_size` and `prefix_caching` when those are None, its step
     overhead is the default of `step_overhead`, and its other overheads time the run; the default profile,
-    "kokuban", sets nothing. `gpu_memory_utilization` is the fraction of each accelerator's memory the engine
-    may use (vLLM's `--gpu-memory-utilization`); `kv_blocks` replaces the computed KV pool of one scheduler.
+    "kokuban", sets nothing. The profile's memory rule sizes the KV pool (`specs.deployment.MemoryRule`);
+    `gpu_memory_utilization` is that rule's fraction (vLLM's `--gpu-memory-utilization`, SGLang's
+    `--mem-fraction-static`, TensorRT-LLM's `free_gpu_memory_fraction`; None: the engine's default, 0.9 for kokuban);
+    `kv_blocks` replaces the computed KV pool of one scheduler.
     """
 
     requests: Count = 1000
@@ -63,7 +65,7 @@ class ServingRequest(DeploymentRequest):
     batch_timeout: NonNegative = 0.0
     max_concurrency: Count | None = None
     engine: str = "kokuban"
-    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 0.9
+    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] | None = None
     kv_blocks: Annotated[int, Field(gt=0, le=2**40)] | None = None
 
     def check(self) -> None:
@@ -106,14 +108,15 @@ class ServingRequest(DeploymentRequest):
                                kv_blocks=self.kv_blocks)
 
     def deployment(self, context: int | None = None, *, efficiency: Efficiency | None = None):
-        """`DeploymentRequest.deployment` at `gpu_memory_utilization`, the profile's step overhead the default
-        of `step_overhead`."""
+        """`DeploymentRequest.deployment` with the profile's memory rule at `gpu_memory_utilization` (None: the
+        engine's default fraction), the profile's step overhead the default of `step_overhead`."""
         from kokuban.specs.hardware import Efficiency
 
-        step_s = self.profile().step_overhead_s
-        if efficiency is None and step_s is not None:
-            efficiency = Efficiency().updated(step_overhead_s=step_s)
-        return super().deployment(context, efficiency=efficiency, memory_utilization=self.gpu_memory_utilization)
+        p = self.profile()
+        if efficiency is None and p.step_overhead_s is not None:
+            efficiency = Efficiency().updated(step_overhead_s=p.step_overhead_s)
+        return self.engine_deployment(p, self.gpu_memory_utilization, context, efficiency=efficiency,
+                                      chunk_tokens=self.max_num_batched_tokens)
 
     def shape(self) -> WorkloadShape:
         """The synthetic workload's shape, apart from its rate (`sim.capacity.WorkloadShape`)."""
