@@ -43,6 +43,9 @@ def workload_options(func: Any) -> Any:
                           "TensorRT-LLM's free_gpu_memory_fraction (default: the engine's; 0.9)."),
         click.option("--kv-blocks", type=int, default=None,
                      help="KV blocks of one scheduler, e.g. from the engine's log (default: computed)."),
+        click.option("--router", type=click.Choice(["round_robin", "random", "least_outstanding", "prefix_aware"]),
+                     default=None, help="Run each data-parallel rank (--layout ep) as its own scheduler behind "
+                                        "this router (least_outstanding, prefix_aware: read the ranks' state)."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -59,8 +62,6 @@ def workload_options(func: Any) -> Any:
 @click.option("--num-prefixes", type=int, default=1, show_default=True, help="Distinct shared prefixes.")
 @click.option("--ttft-slo", type=SECONDS, default=None, help="TTFT objective, s (goodput).")
 @click.option("--tpot-slo", type=SECONDS, default=None, help="TPOT objective, s (goodput).")
-@click.option("--router", type=click.Choice(["round_robin", "random"]), default=None,
-              help="Run each data-parallel rank (--layout ep) as its own scheduler behind this router.")
 @click.option("--replicas", type=int, default=1, show_default=True,
               help="Copies of the deployment behind one router (default router: round_robin).")
 @click.option("--records", type=OutputPath(), default=None, help="Write per-request records to this CSV.")

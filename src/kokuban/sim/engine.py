@@ -68,6 +68,14 @@ def simulate(dep: Deployment, workload: Workload, scheduler: SchedulerConfig | N
     (`profiles.OverheadStepModel`) and give the record a client's view (`profiles.client_view`).
     """
     cfg = (scheduler or SchedulerConfig()).resolve(dep.accelerator)
+    record = build_engine(dep, workload, cfg, kv_blocks=kv_blocks, step_model=step_model, client=client).run(progress)
+    return SimResult.build(client_view(record, cfg.overheads), dep, cfg)
+
+
+def build_engine(dep: Deployment, workload: Workload, cfg: SchedulerConfig, *, kv_blocks: int | None = None,
+                 step_model: StepTimeModel | None = None, client: Client | None = None) -> Engine:
+    """The `Engine` `simulate` runs (`cfg` resolved; the other arguments as `simulate`'s), its pool checked to
+    hold the longest request; `client_view(engine.run(), cfg.overheads)` is the run as a client sees it."""
     kv_blocks = cfg.kv_blocks if kv_blocks is None else kv_blocks
     bs, S, B = cfg.block_size, int(cfg.max_num_seqs), int(cfg.max_num_batched_tokens)
     total_blocks = capacity_blocks(dep, bs, S) if kv_blocks is None else int(kv_blocks)
@@ -88,8 +96,7 @@ def simulate(dep: Deployment, workload: Workload, scheduler: SchedulerConfig | N
     if cfg.overheads is not None and cfg.overheads.front_end_s > 0:  # finishes reach the client later
         client = FrontEndClient(client or client_for(workload.arrival_s, cfg.max_concurrency),
                                 cfg.overheads.front_end_s)
-    record = Engine(cfg, model, workload, BlockPool(total_blocks, bs), client).run(progress)
-    return SimResult.build(client_view(record, cfg.overheads), dep, cfg)
+    return Engine(cfg, model, workload, BlockPool(total_blocks, bs), client)
 
 
 # rows of the running-set state (one row per field, one column per running request, oldest first)
@@ -138,6 +145,7 @@ class Engine:
         self.keyed = bool(cfg.prefix_caching and self.policy.prefix_caching and (wl.prefix_key >= 0).any())
         self.tokens = 0  # tokens scheduled in the current step
         self.steady = False  # every running request sampled a token in the last step (see `_steady_step`)
+        self.fast = self.policy.steady_fast_path and not self.keyed  # `_steady_step` applies
         # records
         self.itl_same: list[tuple[float, int]] = []  # (gap, count) when every token of a step had the same gap
         self.itl_mixed: list[np.ndarray] = []
@@ -509,42 +517,43 @@ class Engine:
     # ---- the loop ----------------------------------------------------------------------------------------
     def run(self, progress: bool = False) -> RunRecord:
         """Serve every request; returns the run's record."""
-        N, policy, client, waiting = self.N, self.policy, self.client, self.waiting
+        N = self.N
         bar = _progress(N, progress)
         t, steps = 0.0, 0
-        fast = policy.steady_fast_path and not self.keyed  # `_steady_step` applies
         while self.finished < N:
-            client.release(t, waiting)
-            if self.n == 0:
-                if not waiting:
-                    t = max(t, client.next_release_s())
-                    continue
-                hold = policy.hold_until(self, t)
-                if hold is not None:
-                    t = hold
-                    continue
-            skipped = self._decode_run(t) if self.n and not self.keyed else 0
-            if skipped:
-                t = self.timeline[-1][0] + self.timeline[-1][1]
-                steps += skipped
-                continue
-            end = self._steady_step(t) if self.steady and self.n and fast else None
-            if end is None:
-                if not policy.schedule(self, t) or self.n == 0:
-                    if client.next_release_s() == np.inf:
-                        raise KokubanError("no waiting request can be admitted and none will arrive: "
-                                           "the KV cache is too small")
-                    t = max(t, client.next_release_s())
-                    continue
-                end = self._step(t)
-            t = end
-            steps += 1
-            if bar is not None and steps % 512 == 0:
+            t, taken = self.advance(t)
+            steps += taken
+            if bar is not None and taken and steps % 512 == 0:
                 bar.update(self.finished - bar.n)
         if bar is not None:
             bar.update(self.finished - bar.n)
             bar.close()
         return self.record(t)
+
+    def advance(self, t: float) -> tuple[float, int]:
+        """One turn of the loop at time t: release what the client sent by then, then one step (or one decode
+        run), or a jump to the next release when nothing can run. Returns (the new time, steps taken). `run`
+        turns it until every request finished; `dataparallel` turns several engines in time order."""
+        policy, client, waiting = self.policy, self.client, self.waiting
+        client.release(t, waiting)
+        if self.n == 0:
+            if not waiting:
+                return max(t, client.next_release_s()), 0
+            hold = policy.hold_until(self, t)
+            if hold is not None:
+                return hold, 0
+        skipped = self._decode_run(t) if self.n and not self.keyed else 0
+        if skipped:
+            return self.timeline[-1][0] + self.timeline[-1][1], skipped
+        end = self._steady_step(t) if self.steady and self.n and self.fast else None
+        if end is None:
+            if not policy.schedule(self, t) or self.n == 0:
+                if client.next_release_s() == np.inf:
+                    raise KokubanError("no waiting request can be admitted and none will arrive: "
+                                       "the KV cache is too small")
+                return max(t, client.next_release_s()), 0
+            end = self._step(t)
+        return end, 1
 
     def record(self, end_s: float) -> RunRecord:
         """The run so far as a `RunRecord` (what the metrics read)."""

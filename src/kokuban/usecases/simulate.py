@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 #: A count of requests (or prefixes): bounded so a run fits in memory (~10⁷ requests is a few GB of arrays).
 Count = Annotated[int, Field(gt=0, le=10**7)]
+#: The routers in front of data-parallel ranks and replicas (`sim.dataparallel.ROUTERS`).
+Router = Literal["round_robin", "random", "least_outstanding", "prefix_aware"]
 #: Tokens per step at most: the step tables hold one entry per token count.
 MAX_STEP_TOKENS = 2**20
 
@@ -48,7 +50,10 @@ class ServingRequest(DeploymentRequest):
     "kokuban", sets nothing. The profile's memory rule sizes the KV pool (`specs.deployment.MemoryRule`);
     `gpu_memory_utilization` is that rule's fraction (vLLM's `--gpu-memory-utilization`, SGLang's
     `--mem-fraction-static`, TensorRT-LLM's `free_gpu_memory_fraction`; None: the engine's default, 0.9 for kokuban);
-    `kv_blocks` replaces the computed KV pool of one scheduler.
+    `kv_blocks` replaces the computed KV pool of one scheduler. `router` runs each data-parallel rank of an "ep"
+    deployment as a scheduler of its own behind it (`sim.dataparallel`): round_robin or random (seeded by `seed`)
+    split the arrival stream; least_outstanding and prefix_aware read the ranks' state (the ranks stepped
+    together); None: one scheduler for the whole deployment.
     """
 
     requests: Count = 1000
@@ -67,6 +72,7 @@ class ServingRequest(DeploymentRequest):
     engine: str = "kokuban"
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] | None = None
     kv_blocks: Annotated[int, Field(gt=0, le=2**40)] | None = None
+    router: Router | None = None
 
     def check(self) -> None:
         from kokuban.sim.scheduler import POLICIES
@@ -134,10 +140,8 @@ def _first(*values: Any) -> Any:
 class SimulateRequest(ServingRequest):
     """`kokuban simulate`: serve a synthetic workload at `rate` requests/s ('inf': all at t = 0), or replay a
     `trace` file (then the synthetic fields are unused). `shared_prefix` tokens of one of `num_prefixes` system
-    prompts start every synthetic prompt. `ttft_slo`/`tpot_slo` (s) add goodput to the result. `router`
-    (round_robin or random, seeded by `seed`) runs each data-parallel rank of an "ep" deployment as a scheduler
-    of its own behind that router (`sim.dataparallel`); None: one scheduler for the whole deployment. `replicas`
-    copies of the deployment serve behind the same router (round_robin unless `router` says otherwise)."""
+    prompts start every synthetic prompt. `ttft_slo`/`tpot_slo` (s) add goodput to the result. `replicas`
+    copies of the deployment serve behind the same `router` (round_robin unless `router` says otherwise)."""
 
     rate: float | None = None
     trace: str | None = None
@@ -145,7 +149,6 @@ class SimulateRequest(ServingRequest):
     num_prefixes: Count = 1
     ttft_slo: Positive | None = None
     tpot_slo: Positive | None = None
-    router: Literal["round_robin", "random"] | None = None
     replicas: Annotated[int, Field(gt=0, le=4096)] = 1
 
     @field_validator("rate", mode="before")
@@ -273,7 +276,8 @@ def run_capacity(request: CapacityRequest) -> Capacity | CheapestDeployments:
     r = request
     slo, shape, sched = SLO(r.ttft_p99, r.tpot_p99), r.shape(), r.scheduler_config()
     if r.target_rate is None:
-        return max_rate(r.deployment(), slo, shape, sched, workers=r.workers, ray_address=r.ray_address)
+        return max_rate(r.deployment(), slo, shape, sched, workers=r.workers, ray_address=r.ray_address,
+                        router=r.router)
     home = r.accelerator().id
 
     def make(gpu: str, num_gpus: int, layout: str | None):
@@ -283,5 +287,6 @@ def run_capacity(request: CapacityRequest) -> Capacity | CheapestDeployments:
 
     cands = [Candidate(g, n, r.layout, s) for g in (r.candidates or (home,)) for n in r.counts
              for s in (r.seqs or (r.max_num_seqs,))]
-    rows = cheapest(make, cands, r.target_rate, slo, shape, sched, workers=r.workers, ray_address=r.ray_address)
+    rows = cheapest(make, cands, r.target_rate, slo, shape, sched, workers=r.workers, ray_address=r.ray_address,
+                    router=r.router)
     return CheapestDeployments(r.target_rate, slo, tuple(rows))
