@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from kokuban.cli.options import SECONDS, OutputPath, deployment_options, emit_json, request
+from kokuban.cli.options import BYTES, BYTES_PER_S, SECONDS, OutputPath, deployment_options, emit_json, request
 from kokuban.present.format import console
 
 
@@ -43,6 +43,11 @@ def workload_options(func: Any) -> Any:
                           "TensorRT-LLM's free_gpu_memory_fraction (default: the engine's; 0.9)."),
         click.option("--kv-blocks", type=int, default=None,
                      help="KV blocks of one scheduler, e.g. from the engine's log (default: computed)."),
+        click.option("--cpu-offload", type=BYTES, default=None,
+                     help="Host (CPU) KV tier per scheduler, e.g. 64GB: preempted requests and evicted prefixes "
+                          "are kept there and reloaded instead of recomputed."),
+        click.option("--offload-bandwidth", type=BYTES_PER_S, default=None,
+                     help="Each GPU's host link for the offload tier, e.g. 50GB/s (default: PCIe 5.0 x16, 64GB/s)."),
         click.option("--router", type=click.Choice(["round_robin", "random", "least_outstanding", "prefix_aware"]),
                      default=None, help="Run each data-parallel rank (--layout ep) as its own scheduler behind "
                                         "this router (least_outstanding, prefix_aware: read the ranks' state)."),

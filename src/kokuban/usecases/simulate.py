@@ -53,7 +53,9 @@ class ServingRequest(DeploymentRequest):
     `kv_blocks` replaces the computed KV pool of one scheduler. `router` runs each data-parallel rank of an "ep"
     deployment as a scheduler of its own behind it (`sim.dataparallel`): round_robin or random (seeded by `seed`)
     split the arrival stream; least_outstanding and prefix_aware read the ranks' state (the ranks stepped
-    together); None: one scheduler for the whole deployment.
+    together); None: one scheduler for the whole deployment. `cpu_offload` bytes of host memory per scheduler hold
+    preempted requests' KV and evicted prefixes (`sim.kvcache.HostTier`), reloaded over each GPU's host link at
+    `offload_bandwidth` bytes/s (default PCIe 5.0 x16).
     """
 
     requests: Count = 1000
@@ -73,6 +75,8 @@ class ServingRequest(DeploymentRequest):
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] | None = None
     kv_blocks: Annotated[int, Field(gt=0, le=2**40)] | None = None
     router: Router | None = None
+    cpu_offload: Annotated[float, Field(gt=0, le=2**60, allow_inf_nan=False)] | None = None
+    offload_bandwidth: Annotated[float, Field(gt=0, le=1e15, allow_inf_nan=False)] | None = None
 
     def check(self) -> None:
         from kokuban.sim.scheduler import POLICIES
@@ -111,7 +115,8 @@ class ServingRequest(DeploymentRequest):
                                prefix_caching=_first(self.prefix_caching, p.prefix_caching, True),
                                batch_timeout_s=self.batch_timeout, max_concurrency=self.max_concurrency,
                                engine=None if self.engine == DEFAULT_ENGINE else self.engine, overheads=p.overheads,
-                               kv_blocks=self.kv_blocks)
+                               kv_blocks=self.kv_blocks, cpu_offload_bytes=self.cpu_offload,
+                               offload_bytes_per_s=self.offload_bandwidth)
 
     def deployment(self, context: int | None = None, *, efficiency: Efficiency | None = None):
         """`DeploymentRequest.deployment` with the profile's memory rule at `gpu_memory_utilization` (None: the
