@@ -69,6 +69,12 @@ def workload_options(func: Any) -> Any:
 @click.option("--tpot-slo", type=SECONDS, default=None, help="TPOT objective, s (goodput).")
 @click.option("--replicas", type=int, default=1, show_default=True,
               help="Copies of the deployment behind one router (default router: round_robin).")
+@click.option("--disaggregate", default=None,
+              help="P:D — prefill on P copies of the deployment, decode on D, the KV sent between them.")
+@click.option("--kv-link-bandwidth", type=BYTES_PER_S, default=None,
+              help="With --disaggregate: each GPU's link for the KV transfer (default: its interconnect).")
+@click.option("--kv-link-latency", type=SECONDS, default=0.0, show_default=True,
+              help="With --disaggregate: latency of one KV transfer, s.")
 @click.option("--records", type=OutputPath(), default=None, help="Write per-request records to this CSV.")
 @click.option("--plots", type=click.Path(), default=None, help="Write latency CDFs, occupancy and step plots here.")
 def simulate(**kw: Any) -> None:

@@ -277,7 +277,8 @@ class Engine:
         pool.take(need)
         if resume:
             del self.saved[r]
-            self.reload_s += self.host.reload_s(self.host.pop(-2 - r))  # type: ignore[union-attr]
+            if self.host is not None:
+                self.reload_s += self.host.reload_s(self.host.pop(-2 - r))
         i = self.n
         self.state[:, i] = (r, c0, known, generated, self.out_l[r], need, h, (h + need) * bs, h > 0, 0, tokens)
         self.last[i] = self.last_token[r]
@@ -288,6 +289,15 @@ class Engine:
         if not resume:
             self.cached_tokens[r] += c0
         return tokens
+
+    def preload(self, first_token_s: np.ndarray) -> None:
+        """Every request arrives with its prompt's KV already computed (elsewhere: a disaggregated prefill pool,
+        `sim.disaggregated`) and its first token sampled at `first_token_s`: admitted, it decodes from its prompt
+        (as a preempted request resumes from its saved tokens, with nothing to reload)."""
+        self.generated[:] = 1
+        self.first_token[:] = first_token_s
+        self.last_token[:] = first_token_s
+        self.saved = dict(enumerate(self.prompt_l))
 
     def _restore_prefix(self, key: int) -> None:
         """Prefix `key`, not in HBM, copied back from the host tier if it is there and its blocks are free: cached

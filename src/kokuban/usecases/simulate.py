@@ -146,7 +146,10 @@ class SimulateRequest(ServingRequest):
     """`kokuban simulate`: serve a synthetic workload at `rate` requests/s ('inf': all at t = 0), or replay a
     `trace` file (then the synthetic fields are unused). `shared_prefix` tokens of one of `num_prefixes` system
     prompts start every synthetic prompt. `ttft_slo`/`tpot_slo` (s) add goodput to the result. `replicas`
-    copies of the deployment serve behind the same `router` (round_robin unless `router` says otherwise)."""
+    copies of the deployment serve behind the same `router` (round_robin unless `router` says otherwise).
+    `disaggregate` (P, D) serves prefill on P copies (behind `router`) and decode on D copies, each prompt's KV sent
+    over a link of `kv_link_bandwidth` bytes/s per GPU (default: the accelerator's interconnect) with
+    `kv_link_latency` seconds (`sim.disaggregated`)."""
 
     rate: float | None = None
     trace: str | None = None
@@ -155,6 +158,19 @@ class SimulateRequest(ServingRequest):
     ttft_slo: Positive | None = None
     tpot_slo: Positive | None = None
     replicas: Annotated[int, Field(gt=0, le=4096)] = 1
+    disaggregate: tuple[Annotated[int, Field(gt=0, le=4096)], Annotated[int, Field(gt=0, le=4096)]] | None = None
+    kv_link_bandwidth: Annotated[float, Field(gt=0, le=1e15, allow_inf_nan=False)] | None = None
+    kv_link_latency: NonNegative = 0.0
+
+    @field_validator("disaggregate", mode="before")
+    @classmethod
+    def _pools(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            head, sep, tail = value.partition(":")
+            if not sep or not head.strip().isdigit() or not tail.strip().isdigit():
+                raise ValueError("must be P:D, prefill and decode deployments (e.g. 1:2)")
+            return int(head), int(tail)
+        return value
 
     @field_validator("rate", mode="before")
     @classmethod
@@ -193,11 +209,14 @@ class Simulation:
     slo: SLO | None
     ranks: tuple[SimResult, ...] = ()
     router: str | None = None
+    pools: dict[str, Any] | None = None  # a disaggregated run: the pools' sizes, summaries and transfer times
 
     def as_dict(self) -> dict[str, Any]:
         """The run's summary (`SimResult.summary`): stable keys, SI units; with a router, also `router` and
-        `ranks` (every rank's own summary)."""
+        `ranks` (every rank's own summary); disaggregated, also `disaggregated` (the pools)."""
         out = self.result.summary(self.slo)
+        if self.pools is not None:
+            out = out | {"disaggregated": self.pools}
         if self.router is None:
             return out
         return out | {"router": self.router, "ranks": [rank.summary(self.slo) for rank in self.ranks]}
@@ -215,8 +234,11 @@ def run_simulate(request: SimulateRequest, *, progress: bool = False) -> Simulat
     dep = r.deployment(int((wl.prompt_tokens + wl.output_tokens).max()))
     ranks: tuple[SimResult, ...] = ()
     router = r.router or ("round_robin" if r.replicas > 1 else None)  # replicas need a router: round robin
+    pools = None
     try:
-        if router is None:
+        if r.disaggregate is not None:
+            result, pools = _disaggregated(r, dep, wl)
+        elif router is None:
             result = simulate(dep, wl, r.scheduler_config(), progress=progress)
         else:
             dp = simulate_data_parallel(dep, wl, r.scheduler_config(), router=router, seed=r.seed,
@@ -227,7 +249,24 @@ def run_simulate(request: SimulateRequest, *, progress: bool = False) -> Simulat
             raise
         raise KokubanError(exc.reason, field="trace" if r.trace else "prompt", value=r.trace or r.prompt) from None
     slo = SLO(r.ttft_slo, r.tpot_slo) if r.ttft_slo is not None or r.tpot_slo is not None else None
-    return Simulation(result, slo, ranks, router)
+    return Simulation(result, slo, ranks, router if pools is None else None, pools)
+
+
+def _disaggregated(r: SimulateRequest, dep: Any, wl: Workload) -> tuple[SimResult, dict[str, Any]]:
+    """`sim.disaggregated.simulate_disaggregated` for the request, and the pools' part of the JSON."""
+    from kokuban.sim.disaggregated import simulate_disaggregated
+    from kokuban.sim.metrics import _stats
+
+    if r.replicas > 1:
+        raise KokubanError("a disaggregated run takes its pools' sizes from disaggregate (P:D), not replicas",
+                           field="replicas", value=r.replicas)
+    p, d = r.disaggregate  # type: ignore[misc]
+    run = simulate_disaggregated(dep, wl, r.scheduler_config(), prefill=p, decode=d,
+                                 link_bytes_per_s=r.kv_link_bandwidth, latency_s=r.kv_link_latency,
+                                 router=r.router or "round_robin", seed=r.seed)
+    pools = {"prefill_deployments": p, "decode_deployments": d, "kv_transfer_s": _stats(run.transfer_s),
+             "prefill": run.prefill.summary(), "decode": run.decode.summary() if run.decode is not None else None}
+    return run.merged, pools
 
 
 class CapacityRequest(ServingRequest):
