@@ -22,8 +22,9 @@ costs `replicas` deployments.
 Routers that read the ranks' state need the ranks stepped together (`run_routed`): every rank is an `Engine` with
 the whole workload and a `RoutedClient` that releases only what the router sent it; the engines are advanced one
 turn at a time (`Engine.advance`), always the rank whose clock is earliest, until every rank's clock has reached
-the next arrival; then the router places that arrival, reading each rank's state as it stands (a rank mid-step is
-seen as at the end of that step: at most one step ahead, as a real router reads counters the engines publish):
+the next arrival; then the router places that arrival, reading each rank's state at that moment (outstanding:
+sent and not finished by the arrival, finishes as the client sees them, after an engine profile's front end;
+prefix keys: the router's own record of where it sent them):
 
     least_outstanding   the rank with the fewest outstanding requests (sent to it, not finished; ties: the next
                         rank in round-robin order from the request's index), as vLLM's data-parallel load balancer
@@ -116,14 +117,16 @@ def subset(wl: Workload, idx: np.ndarray) -> Workload:
 class RoutedClient:
     """A rank's client under a router that reads the ranks' state: it releases the requests the router sent it, at
     their arrival; the next release it announces is the earlier of its own next one and the next arrival not yet
-    routed (`feed.next_s`: it may be sent here, so event skipping stops there). Open loop."""
+    routed (`feed.next_s`: it may be sent here, so event skipping stops there). It hears every finish (closed
+    loop, so event skipping also stops at completions) and keeps their times (`done_s`, a heap) for the router."""
 
-    closed_loop = False
+    closed_loop = True
 
     def __init__(self, arrival_s: np.ndarray, arrival: list[float], feed: Feed) -> None:
         self.sent_s = arrival_s  # shared and never written: every request is sent at its arrival
         self._arrival, self.feed = arrival, feed
         self.queue: deque[int] = deque()
+        self.done_s: list[float] = []  # finish times the router has not counted yet
 
     def next_release_s(self) -> float:
         own = self._arrival[self.queue[0]] if self.queue else np.inf
@@ -135,7 +138,15 @@ class RoutedClient:
             waiting.append(queue.popleft())
 
     def finished(self, r: int, t: float) -> None:
-        pass
+        heapq.heappush(self.done_s, t)
+
+    def count_done(self, t: float) -> int:
+        """How many of the finishes not counted yet happened by time t (and count them)."""
+        done, k = self.done_s, 0
+        while done and done[0] <= t:
+            heapq.heappop(done)
+            k += 1
+        return k
 
 
 @dataclass
@@ -169,7 +180,7 @@ def run_routed(engines: list[Engine], clients: list[RoutedClient], feed: Feed, w
     keys, prefix, prompt = wl.prefix_key.tolist(), wl.prefix_tokens.tolist(), wl.prompt_tokens.tolist()
     n, ranks = len(arrival), len(engines)
     owner = np.empty(n, np.int64)
-    sent, clocks, queued = [0] * ranks, [0.0] * ranks, [False] * ranks
+    sent, done, clocks, queued = [0] * ranks, [0] * ranks, [0.0] * ranks, [False] * ranks
     placed: dict[int, int] = {}
     heap: list[tuple[float, int]] = []  # (clock, rank) of the ranks with work
     i = 0
@@ -188,7 +199,9 @@ def run_routed(engines: list[Engine], clients: list[RoutedClient], feed: Feed, w
             continue
         if i == n:
             break
-        outstanding = [sent[r] - engines[r].finished for r in range(ranks)]
+        for r in range(ranks):  # finishes by the arrival (a rank mid-step has finished nothing of that step yet)
+            done[r] += clients[r].count_done(a)
+        outstanding = [sent[r] - done[r] for r in range(ranks)]
         key = keys[i]
         r = choose(outstanding, i, key, prefix[i] / prompt[i], placed)
         if key >= 0 and key not in placed:
