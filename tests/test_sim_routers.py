@@ -189,3 +189,17 @@ def test_capacity_takes_the_router(capsys):
     s = json.loads(capsys.readouterr().out)
     assert s["latency_s"]["ttft"]["p99"] == pytest.approx(trial["ttft_p99_s"], rel=1e-12)
     assert s["router"] == "least_outstanding"
+
+
+def test_router_counts_a_step_in_flight_as_outstanding():
+    """Request 0 (an 8,000-token prompt, one output token) keeps rank 0 busy in one long prefill step; request 1
+    (100 tokens) at 10 ms goes to the idle rank 1 and is done within ~10 ms; request 2 at 50 ms finds rank 0 still
+    in that step (1 outstanding) and rank 1 idle (0): least outstanding sends it to rank 1, where round robin
+    (2 mod 2) sends it to rank 0. (Seeing rank 0 as at the end of its step would count request 0 finished.)"""
+    wl = workload([0.0, 0.01, 0.05], [8000, 100, 100], [1, 1, 1])
+    dep, cfg = h100_8b(), SchedulerConfig(prefix_caching=False)
+    lo = simulate_data_parallel(dep, wl, cfg, router="least_outstanding", replicas=2)
+    assert lo.merged.first_token_s[0] > 0.05  # the long step is still running at request 2's arrival
+    assert lo.ranks[1].arrival_s.tolist() == [0.01, 0.05]
+    rr = simulate_data_parallel(dep, wl, cfg, router="round_robin", replicas=2)
+    assert rr.ranks[0].arrival_s.tolist() == [0.0, 0.05]
