@@ -16,13 +16,13 @@ from kokuban.agents.scenario import Scenario, sample_runs
 from kokuban.cli import main
 from kokuban.errors import KokubanError
 from kokuban.present.jsonout import to_json
+from kokuban.sim.kvcache import reload_seconds
 from kokuban.sim.scheduler import SchedulerConfig
 from kokuban.sim.sessions import (
     Retention,
     max_sessions,
     parse_retention,
     plan_sessions,
-    reload_seconds,
     simulate_sessions,
 )
 from kokuban.specs.catalog import load_accelerator, load_model

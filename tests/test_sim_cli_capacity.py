@@ -145,7 +145,7 @@ def test_sweep_runs_on_a_local_ray_instance():
     from kokuban.sim import capacity
 
     dep = Deployment.make(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"))
-    jobs = [(dep, WorkloadShape(requests=80, prompt="300", output="30"), SchedulerConfig(), SLO(0.5, 0.05), r)
+    jobs = [(dep, WorkloadShape(requests=80, prompt="300", output="30"), SchedulerConfig(), SLO(0.5, 0.05), r, None)
             for r in (2.0, 8.0)]
     try:
         on_ray = parallel_map(capacity._meets, jobs, ray_address="local")

@@ -23,6 +23,10 @@ from kokuban.present.format import console, gb, si
 @option("--prompt-tokens", "prompt", type=TOKENS, default=None,
         help="Prompt tokens per request (with --output-tokens: time a whole generation).")
 @option("--output-tokens", "output", type=TOKENS, default=None, help="Output tokens per request.")
+@click.option("--engine", default=None,
+              help="Size memory by this engine's rule (vllm-v1, sglang, trtllm, …; default kokuban's: 0.9 of HBM).")
+@click.option("--gpu-memory-utilization", type=float, default=None,
+              help="The engine's memory fraction (default: the engine's; 0.9).")
 def estimate(**kw: Any) -> None:
     """Time and price one configuration: the blackboard."""
     from kokuban.usecases.estimate import run_estimate

@@ -72,8 +72,33 @@ class SecondsType(click.ParamType):
         return float(m.group(1)) * self.FACTORS[(m.group(2) or "").lower()]
 
 
+class BytesType(click.ParamType):
+    """A size as people write it: `64e9`, `64GB` (64·10⁹), `64GiB` (64·2³⁰), `512MB`, `2TB`; bytes inside. With
+    `per_second`, a bandwidth: `50GB/s`, `64e9` (bytes/s). The request checks the range."""
+
+    FACTORS = {"": 1.0, "b": 1.0, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12, "kib": 2.0**10, "mib": 2.0**20,
+               "gib": 2.0**30, "tib": 2.0**40}
+
+    def __init__(self, per_second: bool = False) -> None:
+        self.per_second = per_second
+        self.name = "BYTES/S" if per_second else "BYTES"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if isinstance(value, float) or value is None:
+            return value
+        rate = r"(?:/s|ps)?" if self.per_second else ""
+        m = re.fullmatch(r"\s*([-+]?(?:[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?|nan|inf))\s*([kmgt]i?b|b)?" + rate + r"\s*",
+                         str(value), flags=re.IGNORECASE)
+        if not m:
+            example = "50GB/s, 64e9" if self.per_second else "64GB, 64GiB, 512MB, 64e9"
+            self.fail(f"{value!r} is not a {'bandwidth' if self.per_second else 'size'} (e.g. {example})", param, ctx)
+        return float(m.group(1)) * self.FACTORS[(m.group(2) or "").lower()]
+
+
 TOKENS = TokenCountType()
 SECONDS = SecondsType()
+BYTES = BytesType()
+BYTES_PER_S = BytesType(per_second=True)
 
 
 def complete_model(ctx: Any, param: Any, incomplete: str) -> list[str]:

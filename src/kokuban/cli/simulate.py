@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from kokuban.cli.options import SECONDS, OutputPath, deployment_options, emit_json, request
+from kokuban.cli.options import BYTES, BYTES_PER_S, SECONDS, OutputPath, deployment_options, emit_json, request
 from kokuban.cli.progress import progress_bar
 from kokuban.cli.vocabulary import option
 from kokuban.present.format import console
@@ -41,10 +41,19 @@ def workload_options(func: Any) -> Any:
         click.option("--engine", default="kokuban", show_default=True,
                      help="Engine profile: scheduler defaults and overheads (kokuban, vllm-v1, vllm-v0, "
                           "vllm-v0-multistep, sglang, trtllm; data/engines.toml)."),
-        click.option("--gpu-memory-utilization", type=float, default=0.9, show_default=True,
-                     help="Fraction of each GPU's memory the engine may use (weights, activations, KV cache)."),
+        click.option("--gpu-memory-utilization", type=float, default=None,
+                     help="The engine's memory fraction: vLLM's gpu_memory_utilization, SGLang's mem_fraction_static, "
+                          "TensorRT-LLM's free_gpu_memory_fraction (default: the engine's; 0.9)."),
         click.option("--kv-blocks", type=int, default=None,
                      help="KV blocks of one scheduler, e.g. from the engine's log (default: computed)."),
+        click.option("--cpu-offload", type=BYTES, default=None,
+                     help="Host (CPU) KV tier per scheduler, e.g. 64GB: preempted requests and evicted prefixes "
+                          "are kept there and reloaded instead of recomputed."),
+        click.option("--offload-bandwidth", type=BYTES_PER_S, default=None,
+                     help="Each GPU's host link for the offload tier, e.g. 50GB/s (default: PCIe 5.0 x16, 64GB/s)."),
+        click.option("--router", type=click.Choice(["round_robin", "random", "least_outstanding", "prefix_aware"]),
+                     default=None, help="Run each data-parallel rank (--layout ep) as its own scheduler behind "
+                                        "this router (least_outstanding, prefix_aware: read the ranks' state)."),
     ]
     for decorate in reversed(options):
         func = decorate(func)
@@ -61,10 +70,14 @@ def workload_options(func: Any) -> Any:
 @click.option("--num-prefixes", type=int, default=1, show_default=True, help="Distinct shared prefixes.")
 @option("--ttft-slo", type=SECONDS, default=None, help="TTFT objective, s (goodput).")
 @option("--tpot-slo", type=SECONDS, default=None, help="TPOT objective, s (goodput).")
-@click.option("--router", type=click.Choice(["round_robin", "random"]), default=None,
-              help="Run each data-parallel rank (--layout ep) as its own scheduler behind this router.")
 @click.option("--replicas", type=int, default=1, show_default=True,
               help="Copies of the deployment behind one router (default router: round_robin).")
+@click.option("--disaggregate", default=None,
+              help="P:D — prefill on P copies of the deployment, decode on D, the KV sent between them.")
+@click.option("--kv-link-bandwidth", type=BYTES_PER_S, default=None,
+              help="With --disaggregate: each GPU's link for the KV transfer (default: its interconnect).")
+@click.option("--kv-link-latency", type=SECONDS, default=0.0, show_default=True,
+              help="With --disaggregate: latency of one KV transfer, s.")
 @option("--records", type=OutputPath(), default=None, help="Write per-request records to this CSV.")
 @option("--plot-dir", "plots", type=click.Path(file_okay=False), default=None,
         help="Write latency CDFs, occupancy and step plots here.")

@@ -1,6 +1,7 @@
 """Memory: what one GPU holds (weights, KV cache, activation workspace), whether it fits, and what would.
 
-    usable per GPU   = HBM capacity × memory_utilization            (vLLM's gpu_memory_utilization, 0.9)
+    usable per GPU   = HBM capacity × memory_utilization            (vLLM's gpu_memory_utilization, 0.9),
+                       or the engine's own rule (`memory_budget`, `Deployment.memory_rule`)
     weights per GPU  = bytes.weight_bytes_per_gpu
     activations      = chunk·2·(4·d + 2·mlp_width/N_tp)  + requests·vocab·4
                        (one prefill chunk's residual, qkv/attention-out and gated-MLP activations in
@@ -40,6 +41,41 @@ def activation_bytes_per_gpu(dep: Deployment, requests_per_gpu: Any) -> np.ndarr
     return chunk * per_token + np.asarray(requests_per_gpu, dtype=np.float64) * m.vocab_size * LOGIT_BYTES
 
 
+def memory_budget(dep: Deployment, activation_bytes: Any) -> tuple[Any, Any]:
+    """(usable, KV) bytes per GPU by the engine's memory rule (`Deployment.memory_rule`): `usable` is what weights,
+    activations and KV cache may take together, `KV` what is left for the KV cache beside the weights W and
+    `activation_bytes` A. With f = memory_utilization, H = HBM capacity, X = the rule's non-torch bytes:
+
+        utilization     usable = f·H − X,            KV = usable − W − A
+                        vLLM: gpu_memory_utilization × total memory − the profiled peak (weights, activations,
+                        non-torch allocations; vllm/v1/worker/gpu_worker.py determine_available_memory)
+        static          usable = f·H + A,            KV = f·H − W
+                        SGLang: mem_fraction_static × total memory holds weights + KV pool; activations and CUDA
+                        graphs live in the reserve (python/sglang/srt/server_args.py, model_runner.py)
+        free_fraction   KV = f·(H − W − A − X),      usable = W + A + KV
+                        TensorRT-LLM: KvCacheConfig.free_gpu_memory_fraction of the memory still free once the
+                        weights and the activation workspace are allocated
+
+    Assumes the activation peak the engine profiles is `activation_bytes` (the rule of thumb of this module)."""
+    rule, f, hbm = dep.memory_rule, dep.memory_utilization, dep.accelerator.memory_bytes
+    weights = weight_bytes_per_gpu(dep)
+    act = np.asarray(activation_bytes, dtype=np.float64) if np.ndim(activation_bytes) else float(activation_bytes)
+    if rule.kind == "static":
+        return hbm * f + act, hbm * f - weights
+    if rule.kind == "free_fraction":
+        kv = f * (hbm - weights - act - rule.non_torch_bytes)
+        return weights + act + kv, kv
+    usable = hbm * f - rule.non_torch_bytes if rule.non_torch_bytes else hbm * f
+    return usable, usable - weights - act
+
+
+def activation_share(dep: Deployment) -> float:
+    """How much of one more byte of activations the KV budget of `memory_budget` loses: 1 (utilization),
+    0 (static: activations are in the reserve), f (free_fraction)."""
+    kind = dep.memory_rule.kind
+    return 0.0 if kind == "static" else dep.memory_utilization if kind == "free_fraction" else 1.0
+
+
 def requests_per_gpu(dep: Deployment, batch: Any) -> np.ndarray:
     """Under TP every GPU holds a slice of every request; under EP each GPU holds ⌈B/N⌉ whole requests."""
     return dep.parallel.requests_per_gpu(batch)
@@ -48,12 +84,13 @@ def requests_per_gpu(dep: Deployment, batch: Any) -> np.ndarray:
 def max_batch(dep: Deployment, context: Any) -> np.ndarray:
     """Largest batch whose KV cache and workspace fit beside the weights at `context` (0 if none).
 
-    TP: ⌊(usable − weights − fixed activations) ÷ (KV per request per GPU + logits per request)⌋.
+    TP: ⌊KV budget at the fixed activations (`memory_budget`: usable − weights − fixed activations by default)
+    ÷ (KV per request per GPU + the budget's share of the logits per request, `activation_share`)⌋.
     EP: N × that, each GPU holding whole requests.
     """
-    usable = dep.accelerator.memory_bytes * dep.memory_utilization
-    free = usable - weight_bytes_per_gpu(dep) - activation_bytes_per_gpu(dep, 0)
-    per_request = kv_bytes_per_request_per_gpu(dep, context) + dep.model.vocab_size * LOGIT_BYTES
+    free = memory_budget(dep, activation_bytes_per_gpu(dep, 0))[1]
+    logits = activation_share(dep) * dep.model.vocab_size * LOGIT_BYTES
+    per_request = kv_bytes_per_request_per_gpu(dep, context) + logits
     per_gpu = np.floor(np.maximum(free, 0) / per_request)
     return (per_gpu * dep.parallel.data_parallel_ranks).astype(np.int64)
 
@@ -100,9 +137,9 @@ def plan(dep: Deployment, batch: int, context: int) -> MemoryPlan:
     kv_gpu = rpg * float(attention_kv_bytes_per_request(dep, context)) / dep.kv_shards
     if dep.model.has_state:  # the constant recurrent state, split by its own heads
         kv_gpu += rpg * state_bytes_per_request(dep) / dep.state_shards
-    usable = dep.accelerator.memory_bytes * dep.memory_utilization
     weights = weight_bytes_per_gpu(dep)
     act = float(activation_bytes_per_gpu(dep, rpg))
+    usable = float(memory_budget(dep, act)[0])
     fits = weights + act + kv_gpu <= usable
     return MemoryPlan(
         batch=int(batch), context=int(context), capacity_bytes=dep.accelerator.memory_bytes, usable_bytes=usable,

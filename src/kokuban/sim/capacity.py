@@ -12,6 +12,9 @@ cheapest: for every candidate (accelerator, count, layout, max_num_seqs) the max
     replicas × GPUs × price per GPU-hour (the cost module's USD/hour of one replica × replicas). Candidates that
     cannot hold the model, or miss the SLO at every rate, say why and come last.
 
+With a `router`, a deployment's data-parallel ranks (`--layout ep`) each run their own scheduler behind it
+(`dataparallel.simulate_data_parallel`, one replica): the rate is the deployment's.
+
 Sweeps run on all local cores (a process pool) by default, or on a Ray cluster (`ray_address`, e.g.
 "auto", "ray://head:10001", or "local" for a fresh local instance).
 """
@@ -30,10 +33,11 @@ import numpy as np
 from kokuban.core import cost
 from kokuban.errors import KokubanError
 from kokuban.progress import Progress, tick
+from kokuban.sim.dataparallel import simulate_data_parallel
 from kokuban.sim.engine import simulate
-from kokuban.sim.metrics import SLO
+from kokuban.sim.metrics import SLO, SimResult
 from kokuban.sim.scheduler import SchedulerConfig
-from kokuban.sim.workload import synthetic
+from kokuban.sim.workload import Workload, synthetic
 from kokuban.specs.deployment import Deployment
 
 
@@ -86,18 +90,26 @@ def _counted(results: Iterable[Any], total: int, progress: Progress | None) -> l
     return out
 
 
-def _meets(args: tuple[Deployment, WorkloadShape, SchedulerConfig, SLO, float]) -> tuple[float, bool, dict]:
-    dep, shape, sched, slo, rate = args
-    result = simulate(dep, shape.at(rate), sched)
+def serve(dep: Deployment, workload: Workload, sched: SchedulerConfig, router: str | None = None) -> SimResult:
+    """One run: `simulate`, or with a `router` the deployment's data-parallel ranks behind it (merged)."""
+    if router is None:
+        return simulate(dep, workload, sched)
+    return simulate_data_parallel(dep, workload, sched, router=router).merged
+
+
+def _meets(args: tuple[Deployment, WorkloadShape, SchedulerConfig, SLO, float, str | None]
+           ) -> tuple[float, bool, dict]:
+    dep, shape, sched, slo, rate, router = args
+    result = serve(dep, shape.at(rate), sched, router)
     s = result.summary()
     lat = s["latency_s"]
     return rate, result.meets(slo), {"ttft_p99_s": lat["ttft"]["p99"], "tpot_p99_s": lat["tpot"]["p99"],
                                      "requests_per_s": s["throughput"]["requests_per_s"]}
 
 
-def saturation_rate(dep: Deployment, shape: WorkloadShape, sched: SchedulerConfig) -> float:
+def saturation_rate(dep: Deployment, shape: WorkloadShape, sched: SchedulerConfig, router: str | None = None) -> float:
     """Requests/s served when every request arrives at once (the throughput ceiling)."""
-    return float(simulate(dep, shape.at(float("inf")), sched).summary()["throughput"]["requests_per_s"])
+    return float(serve(dep, shape.at(float("inf")), sched, router).summary()["throughput"]["requests_per_s"])
 
 
 @dataclass(frozen=True)
@@ -116,10 +128,10 @@ class Capacity:
 
 def max_rate(dep: Deployment, slo: SLO, shape: WorkloadShape | None = None, scheduler: SchedulerConfig | None = None,
              *, rel_tol: float = 0.02, points: int | None = None, workers: int | None = None,
-             ray_address: str | None = None, progress: Progress | None = None) -> Capacity:
-    """Highest Poisson (or `shape.arrival`) rate whose run meets `slo` (see module docstring).
-    `progress(runs done, runs planned)`: the bisection's length is not known ahead, so the plan is the runs so
-    far plus one more round, until the last."""
+             ray_address: str | None = None, router: str | None = None, progress: Progress | None = None) -> Capacity:
+    """Highest Poisson (or `shape.arrival`) rate whose run meets `slo` (see module docstring); `router`: the
+    data-parallel ranks behind it (`serve`). `progress(runs done, runs planned)`: the bisection's length is not
+    known ahead, so the plan is the runs so far plus one more round, until the last."""
     if slo.ttft_s is None and slo.tpot_s is None:
         raise KokubanError("an SLO needs a p99 TTFT and/or a p99 TPOT target", field="slo", value=slo)
     shape = shape or WorkloadShape()
@@ -127,13 +139,13 @@ def max_rate(dep: Deployment, slo: SLO, shape: WorkloadShape | None = None, sche
     workers = workers or os.cpu_count() or 1
     points = points or max(3, min(workers, 8))
     tick(progress, 0, 1 + points)
-    sat = saturation_rate(dep, shape, sched)
+    sat = saturation_rate(dep, shape, sched, router)
     lo, hi = 0.0, 1.2 * sat
     trials: list[dict[str, Any]] = []
 
     def run(rates: list[float]) -> list[tuple[float, bool, dict]]:
         done = 1 + len(trials)
-        res = parallel_map(_meets, [(dep, shape, sched, slo, r) for r in rates], workers=workers,
+        res = parallel_map(_meets, [(dep, shape, sched, slo, r, router) for r in rates], workers=workers,
                            ray_address=ray_address,
                            progress=None if progress is None else lambda k, n: progress(done + k, done + n + points))
         trials.extend({"rate_per_s": r, "meets_slo": ok, **m} for r, ok, m in res)
@@ -188,14 +200,14 @@ class CandidateCapacity:
                 "usd_per_hour": self.usd_per_hour}
 
 
-def _candidate_capacity(args: tuple[Deployment | str, Candidate, WorkloadShape, SchedulerConfig, SLO]
+def _candidate_capacity(args: tuple[Deployment | str, Candidate, WorkloadShape, SchedulerConfig, SLO, str | None]
                         ) -> CandidateCapacity:
-    dep, cand, shape, sched, slo = args
+    dep, cand, shape, sched, slo, router = args
     if isinstance(dep, str):  # the deployment could not be built: the reason
         return CandidateCapacity(cand, 0.0, error=dep)
     try:
         cap = max_rate(dep, slo, shape, replace(sched, max_num_seqs=cand.max_num_seqs), workers=1, points=3,
-                       rel_tol=0.04)
+                       rel_tol=0.04, router=router)
     except KokubanError as exc:
         return CandidateCapacity(cand, 0.0, error=str(exc))
     return CandidateCapacity(cand, cap.max_rate_per_s, cap.saturation_rate_per_s, dep.price_per_hour_usd,
@@ -210,12 +222,13 @@ def replicas_for(target_rate_per_s: float, max_rate_per_s: float) -> int:
 def cheapest(make: Callable[[str, int, str | None], Deployment], candidates: Iterable[Candidate],
              target_rate_per_s: float, slo: SLO, shape: WorkloadShape | None = None,
              scheduler: SchedulerConfig | None = None, *, workers: int | None = None,
-             ray_address: str | None = None, progress: Progress | None = None) -> list[CandidateCapacity]:
+             ray_address: str | None = None, router: str | None = None,
+             progress: Progress | None = None) -> list[CandidateCapacity]:
     """Every candidate's max rate, replicas for `target_rate_per_s` and USD/hour (replicas × the deployment's
     USD/hour, `cost.usd_of_seconds`), cheapest first (then fewest GPUs); those that cannot serve it last.
 
-    `make(gpu, num_gpus, layout)` builds a deployment (KokubanError if it cannot); `progress(candidates done,
-    candidates)`.
+    `make(gpu, num_gpus, layout)` builds a deployment (KokubanError if it cannot); `router` as in `max_rate`;
+    `progress(candidates done, candidates)`.
     """
     shape, sched = shape or WorkloadShape(), scheduler or SchedulerConfig()
     jobs = []
@@ -224,7 +237,7 @@ def cheapest(make: Callable[[str, int, str | None], Deployment], candidates: Ite
             dep: Deployment | str = make(cand.gpu, cand.num_gpus, cand.layout)
         except KokubanError as exc:
             dep = str(exc)
-        jobs.append((dep, cand, shape, sched, slo))
+        jobs.append((dep, cand, shape, sched, slo, router))
     rows = []
     for row in parallel_map(_candidate_capacity, jobs, workers=workers, ray_address=ray_address, progress=progress):
         if row.max_rate_per_s > 0 and row.usd_per_replica_hour is not None:

@@ -16,6 +16,12 @@ last step (the usual step: whole-slice operations for the decodes, scalars for t
 now), and `_decode_run`, event skipping (`decoderun`): many pure-decode steps at once while nothing
 can join the batch.
 
+With a host tier (`SchedulerConfig.cpu_offload_bytes`, `kvcache.HostTier`), a preempted request's computed KV is
+copied to host memory instead of being thrown away (when the tier holds it) and an evicted prefix is kept there;
+a resumed request starts from its saved tokens and a prefix found only on the host is restored, each reload
+adding b ÷ BW (`kvcache.reload_seconds`) to the step that needs it (the copy out is assumed to overlap the GPU's
+work, as vLLM's asynchronous offloading does).
+
 Arrivals are released at step boundaries (a request arriving mid-step waits for the step to end, as it
 does in a real engine loop). With `max_concurrency`, a request is released only when fewer than that
 many are in flight, as `vllm bench serve --max-concurrency` does; its arrival time is then the moment it
@@ -40,11 +46,12 @@ from collections import deque
 
 import numpy as np
 
+from kokuban.core import roofline
 from kokuban.errors import KokubanError
 from kokuban.progress import Progress, tick
 from kokuban.sim.clients import Client, client_for
 from kokuban.sim.decoderun import MAX_RUN_STEPS, MIN_RUN_STEPS, DecodeRun, plan_decode_run
-from kokuban.sim.kvcache import BlockPool, capacity_blocks
+from kokuban.sim.kvcache import BlockPool, HostTier, capacity_blocks
 from kokuban.sim.metrics import SimResult
 from kokuban.sim.policies import make_policy
 from kokuban.sim.profiles import FrontEndClient, OverheadStepModel, client_view
@@ -53,6 +60,7 @@ from kokuban.sim.scheduler import SchedulerConfig
 from kokuban.sim.steptime import StepModel, StepTimeModel
 from kokuban.sim.workload import Workload
 from kokuban.specs.deployment import Deployment
+from kokuban.specs.hardware import PCIE5_X16_BYTES_PER_S
 
 
 def simulate(dep: Deployment, workload: Workload, scheduler: SchedulerConfig | None = None, *,
@@ -69,6 +77,14 @@ def simulate(dep: Deployment, workload: Workload, scheduler: SchedulerConfig | N
     `progress(finished, requests)` is called as requests finish (`kokuban.progress`).
     """
     cfg = (scheduler or SchedulerConfig()).resolve(dep.accelerator)
+    record = build_engine(dep, workload, cfg, kv_blocks=kv_blocks, step_model=step_model, client=client).run(progress)
+    return SimResult.build(client_view(record, cfg.overheads), dep, cfg)
+
+
+def build_engine(dep: Deployment, workload: Workload, cfg: SchedulerConfig, *, kv_blocks: int | None = None,
+                 step_model: StepTimeModel | None = None, client: Client | None = None) -> Engine:
+    """The `Engine` `simulate` runs (`cfg` resolved; the other arguments as `simulate`'s), its pool checked to
+    hold the longest request; `client_view(engine.run(), cfg.overheads)` is the run as a client sees it."""
     kv_blocks = cfg.kv_blocks if kv_blocks is None else kv_blocks
     bs, S, B = cfg.block_size, int(cfg.max_num_seqs), int(cfg.max_num_batched_tokens)
     total_blocks = capacity_blocks(dep, bs, S) if kv_blocks is None else int(kv_blocks)
@@ -89,8 +105,13 @@ def simulate(dep: Deployment, workload: Workload, scheduler: SchedulerConfig | N
     if cfg.overheads is not None and cfg.overheads.front_end_s > 0:  # finishes reach the client later
         client = FrontEndClient(client or client_for(workload.arrival_s, cfg.max_concurrency),
                                 cfg.overheads.front_end_s)
-    record = Engine(cfg, model, workload, BlockPool(total_blocks, bs), client).run(progress)
-    return SimResult.build(client_view(record, cfg.overheads), dep, cfg)
+    host = None
+    if cfg.cpu_offload_bytes is not None:
+        bw = cfg.offload_bytes_per_s or PCIE5_X16_BYTES_PER_S
+        # a request's KV is split over kv_shards GPUs, each reloading its share over its own host link
+        host = HostTier(cfg.cpu_offload_bytes, float(roofline.attention_kv_bytes_per_request(dep, bs)),
+                        bw * dep.kv_shards)
+    return Engine(cfg, model, workload, BlockPool(total_blocks, bs, host), client)
 
 
 # rows of the running-set state (one row per field, one column per running request, oldest first)
@@ -139,6 +160,10 @@ class Engine:
         self.keyed = bool(cfg.prefix_caching and self.policy.prefix_caching and (wl.prefix_key >= 0).any())
         self.tokens = 0  # tokens scheduled in the current step
         self.steady = False  # every running request sampled a token in the last step (see `_steady_step`)
+        self.fast = self.policy.steady_fast_path and not self.keyed  # `_steady_step` applies
+        self.host = pool.host  # the host KV tier (None: none)
+        self.saved: dict[int, int] = {}  # preempted request → computed tokens whose KV waits in the host tier
+        self.reload_s = 0.0  # host → HBM copies the next step waits for
         # records
         self.itl_same: list[tuple[float, int]] = []  # (gap, count) when every token of a step had the same gap
         self.itl_mixed: list[np.ndarray] = []
@@ -155,7 +180,11 @@ class Engine:
             self.pool.release(int(self.wl.prefix_key[r]))
         self.generated[r] = self.gen[v]
         self.last_token[r] = self.last[v]
-        self.recomputed[r] += self.comp[v]
+        comp = int(self.comp[v])
+        if self.host is not None and comp and self.host.store(-2 - r, -(-comp // self.bs)):
+            self.saved[r] = comp  # its KV waits in the host tier (key −2 − r: prefix keys are ≥ 0)
+        else:
+            self.recomputed[r] += comp
         self.preemptions[r] += 1
         self.waiting.appendleft(r)
         self.n = v
@@ -227,11 +256,16 @@ class Engine:
         prompt, generated = self.prompt_l[r], int(self.generated[r])
         known = prompt + generated
         h, key = 0, self.key_l[r]
-        if self.keyed and key >= 0:
+        resume = self.saved.get(r, 0) if self.saved else 0
+        if resume:  # a preempted request whose KV is in the host tier: reload it, compute from there
+            key = -1
+        elif self.keyed and key >= 0:
+            if self.host is not None and not pool.lookup(key):
+                self._restore_prefix(key)
             h = min(pool.lookup(key), self.prefix_l[r] // bs, (known - 1) // bs)
             if h:
                 pool.acquire(key)
-        c0 = h * bs
+        c0 = min(resume, known - 1) if resume else h * bs
         tokens = min(known - c0, budget)
         upto = c0 + tokens if reserve == "chunk" else known if reserve == "prompt" else prompt + self.out_l[r] - 1
         need = -(-upto // bs) - h  # blocks_for(upto, bs) − h
@@ -242,6 +276,10 @@ class Engine:
                 pool.release(key)
             return -1
         pool.take(need)
+        if resume:
+            del self.saved[r]
+            if self.host is not None:
+                self.reload_s += self.host.reload_s(self.host.pop(-2 - r))
         i = self.n
         self.state[:, i] = (r, c0, known, generated, self.out_l[r], need, h, (h + need) * bs, h > 0, 0, tokens)
         self.last[i] = self.last_token[r]
@@ -249,8 +287,33 @@ class Engine:
         first_sched = self.first_sched
         if first_sched[r] != first_sched[r]:  # NaN: never scheduled before
             first_sched[r] = t
-        self.cached_tokens[r] += c0
+        if not resume:
+            self.cached_tokens[r] += c0
         return tokens
+
+    def preload(self, first_token_s: np.ndarray) -> None:
+        """Every request arrives with its prompt's KV already computed (elsewhere: a disaggregated prefill pool,
+        `sim.disaggregated`) and its first token sampled at `first_token_s`: admitted, it decodes from its prompt
+        (as a preempted request resumes from its saved tokens, with nothing to reload)."""
+        self.generated[:] = 1
+        self.first_token[:] = first_token_s
+        self.last_token[:] = first_token_s
+        self.saved = dict(enumerate(self.prompt_l))
+
+    def _restore_prefix(self, key: int) -> None:
+        """Prefix `key`, not in HBM, copied back from the host tier if it is there and its blocks are free: cached
+        again (nobody using it yet); the copy is charged to the next step."""
+        host, pool = self.host, self.pool
+        blocks = host.get(key)  # type: ignore[union-attr]
+        if blocks and blocks <= pool.available:
+            pool.restore(key, blocks)
+            pool.release(key)
+            self.reload_s += host.reload_s(blocks)  # type: ignore[union-attr]
+
+    def _reload_wait(self) -> float:
+        """Seconds of host → HBM copies the step about to run waits for (then none are pending)."""
+        wait, self.reload_s = self.reload_s, 0.0
+        return wait
 
     def admit_waiting(self, budget: int, t: float, reserve: str = "chunk") -> int:
         """Admit from the head of the queue while budget, sequence slots and blocks last. Returns tokens.
@@ -304,6 +367,8 @@ class Engine:
             dec &= sampled
         n_dec = np.count_nonzero(dec)
         dt = self._step_time(n, n_dec, dec, s, c0, c1, sampled)
+        if self.reload_s:
+            dt += self._reload_wait()
         self.timeline.append((t, dt, self.tokens, n, n_dec, self.pool.used))
         t += dt
         c0[:] = c1
@@ -359,6 +424,8 @@ class Engine:
             kv += kv_c
             heads += int(np.count_nonzero(ends == self.known[n0:n]))
         dt = model.seconds(tokens, heads, attn, kv)
+        if self.reload_s:
+            dt += self._reload_wait()
         self.timeline.append((t, dt, tokens, n, n0, pool.used))
         t += dt
         done = []
@@ -510,39 +577,40 @@ class Engine:
     # ---- the loop ----------------------------------------------------------------------------------------
     def run(self, progress: Progress | None = None) -> RunRecord:
         """Serve every request; returns the run's record (`progress(finished, N)` every 512 steps and at the end)."""
-        N, policy, client, waiting = self.N, self.policy, self.client, self.waiting
+        N = self.N
         t, steps = 0.0, 0
-        fast = policy.steady_fast_path and not self.keyed  # `_steady_step` applies
         while self.finished < N:
-            client.release(t, waiting)
-            if self.n == 0:
-                if not waiting:
-                    t = max(t, client.next_release_s())
-                    continue
-                hold = policy.hold_until(self, t)
-                if hold is not None:
-                    t = hold
-                    continue
-            skipped = self._decode_run(t) if self.n and not self.keyed else 0
-            if skipped:
-                t = self.timeline[-1][0] + self.timeline[-1][1]
-                steps += skipped
-                continue
-            end = self._steady_step(t) if self.steady and self.n and fast else None
-            if end is None:
-                if not policy.schedule(self, t) or self.n == 0:
-                    if client.next_release_s() == np.inf:
-                        raise KokubanError("no waiting request can be admitted and none will arrive: "
-                                           "the KV cache is too small")
-                    t = max(t, client.next_release_s())
-                    continue
-                end = self._step(t)
-            t = end
-            steps += 1
-            if progress is not None and steps % 512 == 0:
+            t, taken = self.advance(t)
+            steps += taken
+            if progress is not None and taken and steps % 512 == 0:
                 progress(self.finished, N)
         tick(progress, self.finished, N)
         return self.record(t)
+
+    def advance(self, t: float) -> tuple[float, int]:
+        """One turn of the loop at time t: release what the client sent by then, then one step (or one decode
+        run), or a jump to the next release when nothing can run. Returns (the new time, steps taken). `run`
+        turns it until every request finished; `dataparallel` turns several engines in time order."""
+        policy, client, waiting = self.policy, self.client, self.waiting
+        client.release(t, waiting)
+        if self.n == 0:
+            if not waiting:
+                return max(t, client.next_release_s()), 0
+            hold = policy.hold_until(self, t)
+            if hold is not None:
+                return hold, 0
+        skipped = self._decode_run(t) if self.n and not self.keyed else 0
+        if skipped:
+            return self.timeline[-1][0] + self.timeline[-1][1], skipped
+        end = self._steady_step(t) if self.steady and self.n and self.fast else None
+        if end is None:
+            if not policy.schedule(self, t) or self.n == 0:
+                if client.next_release_s() == np.inf:
+                    raise KokubanError("no waiting request can be admitted and none will arrive: "
+                                       "the KV cache is too small")
+                return max(t, client.next_release_s()), 0
+            end = self._step(t)
+        return end, 1
 
     def record(self, end_s: float) -> RunRecord:
         """The run so far as a `RunRecord` (what the metrics read)."""

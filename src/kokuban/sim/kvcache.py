@@ -2,7 +2,8 @@
 
 Capacity (blocks in the whole deployment):
     free bytes per GPU = HBM × memory_utilization − weights per GPU − activations(max_num_seqs)
-                         (kokuban.memory: usable − weights − activations, the logits of max_num_seqs requests)
+                         (kokuban.memory: usable − weights − activations, the logits of max_num_seqs requests;
+                         with an engine's memory rule, `memory.memory_budget`'s KV bytes)
     bytes per block per GPU = attention KV bytes of `block_size` tokens ÷ KV shards
     blocks = ⌊free ÷ bytes per block⌋ under TP;  × N under EP (each GPU holds whole requests)
 This is vLLM's `num_gpu_blocks` (profiled free memory ÷ page size). A request holding c tokens uses
@@ -20,6 +21,12 @@ them. A prefix becomes cached when the first request carrying it has computed it
 grow to a turn's whole context when the turn ends). Cached blocks nobody uses stay until the
 allocator needs them, then are evicted least recently used first, a whole prefix at a time
 (vLLM evicts single blocks; the coarser grain is a simplification).
+
+Host tier (`HostTier`, a CPU KV offload: vLLM's CPU offloading connector / LMCache, SGLang's HiCache): KV copied to
+host memory of C bytes, kept least recently used first out. A copy of b bytes comes back in
+    reload = b ÷ BW                                                      (`reload_seconds`)
+The scheduler's pool puts an evicted prefix there, and a preempted request's computed KV (instead of throwing it
+away to recompute it); agent sessions' offload retention keeps contexts there between calls (`sessions`).
 """
 
 from __future__ import annotations
@@ -35,10 +42,9 @@ BLOCK_SIZE = 16  # vLLM's default --block-size on CUDA (CacheConfig.block_size =
 
 def capacity_blocks(dep: Deployment, block_size: int = BLOCK_SIZE, max_num_seqs: int = 256) -> int:
     """KV blocks the deployment can hold (see module docstring); raises if the weights leave no room."""
-    usable = dep.accelerator.memory_bytes * dep.memory_utilization
     weights = memory.weight_bytes_per_gpu(dep)
     act = float(memory.activation_bytes_per_gpu(dep, memory.requests_per_gpu(dep, max_num_seqs)))
-    free = usable - weights - act
+    usable, free = (float(x) for x in memory.memory_budget(dep, act))
     per_block = float(memory.attention_kv_bytes_per_request(dep, block_size)) / dep.kv_shards
     reserved = ""
     if dep.model.has_state:
@@ -56,6 +62,49 @@ def capacity_blocks(dep: Deployment, block_size: int = BLOCK_SIZE, max_num_seqs:
     return blocks * dep.parallel.data_parallel_ranks
 
 
+def reload_seconds(kv_bytes: float, host_bytes_per_s: float) -> float:
+    """Seconds to bring KV back from the host tier: b ÷ BW."""
+    return kv_bytes / host_bytes_per_s
+
+
+class HostTier:
+    """KV copies in host memory: key → blocks, at most ⌊capacity_bytes ÷ bytes_per_block⌋ blocks, the least
+    recently used copies dropped to make room; a reload of b blocks takes `reload_seconds(b·bytes_per_block, BW)`."""
+
+    def __init__(self, capacity_bytes: float, bytes_per_block: float, bytes_per_s: float) -> None:
+        self.bytes_per_block, self.bytes_per_s = float(bytes_per_block), float(bytes_per_s)
+        self.capacity = int(capacity_bytes // self.bytes_per_block)
+        self.entries: OrderedDict[int, int] = OrderedDict()  # least recently used first
+        self.blocks = 0
+
+    def store(self, key: int, blocks: int) -> bool:
+        """Copy `blocks` blocks under `key` (replacing its copy), dropping LRU copies; False if it cannot fit."""
+        if blocks > self.capacity:
+            return False
+        self.blocks -= self.entries.pop(key, 0)
+        while self.blocks + blocks > self.capacity:
+            self.blocks -= self.entries.popitem(last=False)[1]
+        self.entries[key] = int(blocks)
+        self.blocks += int(blocks)
+        return True
+
+    def get(self, key: int) -> int:
+        """Blocks of `key`'s copy (0 if none), marked as just used."""
+        blocks = self.entries.get(key, 0)
+        if blocks:
+            self.entries.move_to_end(key)
+        return blocks
+
+    def pop(self, key: int) -> int:
+        blocks = self.entries.pop(key, 0)
+        self.blocks -= blocks
+        return blocks
+
+    def reload_s(self, blocks: int) -> float:
+        """`reload_seconds` of `blocks` blocks."""
+        return reload_seconds(blocks * self.bytes_per_block, self.bytes_per_s)
+
+
 def blocks_for(tokens: int, block_size: int) -> int:
     """⌈tokens ÷ block_size⌉."""
     return -(-int(tokens) // block_size)
@@ -64,7 +113,8 @@ def blocks_for(tokens: int, block_size: int) -> int:
 class BlockPool:
     """Free blocks plus the prefix cache. Counts only: block identities do not matter to the timing."""
 
-    def __init__(self, total_blocks: int, block_size: int) -> None:
+    def __init__(self, total_blocks: int, block_size: int, host: HostTier | None = None) -> None:
+        self.host = host  # where evicted prefixes go (None: they are dropped)
         self.total = int(total_blocks)
         self.block_size = int(block_size)
         self.free = int(total_blocks)
@@ -89,6 +139,8 @@ class BlockPool:
             del self.cached[key]
             self.idle_blocks -= n
             self.free += n
+            if self.host is not None:
+                self.host.store(key, n)
         self.free -= blocks
 
     def give(self, blocks: int) -> None:

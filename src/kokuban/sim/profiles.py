@@ -14,6 +14,10 @@ overheads (`Overheads`) reach a run through two seams:
                                k steps long; taken as k × each recorded gap with 1/k of its weight (exact for
                                the mean when a chunk's steps are equally long; percentiles approximate)
 
+Memory (`EngineProfile.memory_rule`, `memory_fraction`): how the engine sizes its KV pool, a
+`specs.deployment.MemoryRule` (formulas: `core.memory.memory_budget`) and its default fraction; SGLang's default
+mem_fraction_static depends on the GPU (`sglang_mem_fraction_static`, tiers in data/engines.toml).
+
 Scheduling is unchanged by the front-end term except through the client (the delay is on the client's side: the
 engine sees each request when it is sent; at high load a real front end also delays when the engine sees it).
 """
@@ -33,6 +37,7 @@ from kokuban.errors import KokubanError
 from kokuban.sim.clients import Client
 from kokuban.sim.record import RunRecord
 from kokuban.sim.steptime import StepTimeModel
+from kokuban.specs.deployment import MemoryRule
 
 BUNDLED = "engines.toml"
 DEFAULT_ENGINE = "kokuban"
@@ -81,7 +86,15 @@ class EngineProfile:
     preemption: str | None = None
     step_overhead_s: float | None = None
     overheads: Overheads | None = None
+    memory_rule: MemoryRule | None = None
+    memory_fraction: float | str | None = None  # a number, or "sglang" (`sglang_mem_fraction_static`)
     sources: tuple[tuple[str, str], ...] = ()
+
+    def fraction(self, memory_bytes: float, chunk_tokens: int, parallel_size: int) -> float | None:
+        """The engine's default memory fraction on a GPU of `memory_bytes` (None: kokuban's default)."""
+        if self.memory_fraction == "sglang":
+            return sglang_mem_fraction_static(memory_bytes, chunk_tokens, parallel_size)
+        return self.memory_fraction  # type: ignore[return-value]
 
     def batched_tokens(self, max_model_len: int) -> int | None:
         """The profile's token budget; "max_model_len" is vLLM V0's max(max_model_len, 2048)."""
@@ -93,6 +106,33 @@ class EngineProfile:
 _SCHEDULER_KEYS = ("policy", "max_num_seqs", "max_num_batched_tokens", "block_size", "prefix_caching", "preemption",
                    "step_overhead_s")
 _OVERHEAD_KEYS = ("per_seq_s", "per_token_s", "front_end_s", "stream_tokens")
+MIB = 2**20
+
+
+@cache
+def _sglang_tiers() -> tuple[tuple[float, int, int, int], ...]:
+    with (resources.files("kokuban") / "data" / BUNDLED).open("rb") as fh:
+        return tuple(tuple(row) for row in tomllib.load(fh)["sglang_memory"]["tiers"])  # type: ignore[misc]
+
+
+def sglang_mem_fraction_static(memory_bytes: float, chunk_tokens: int | None = None, parallel_size: int = 1) -> float:
+    """SGLang's default mem_fraction_static (`ServerArgs._handle_gpu_memory_settings`, data/engines.toml
+    [sglang_memory]): with G the GPU's memory in MiB, the tier of G giving chunked_prefill_size c (unless
+    `chunk_tokens` is given) and cuda_graph_max_bs b (by tensor-parallel size < 4 or ≥ 4),
+
+        reserved = 512 + 1.5·max(c, 2048) + 2·b + 1024·tp·pp/8   MiB;  at least 10 GiB when G > 60 GiB
+        fraction = round((G − reserved) ÷ G, 3)
+
+    `parallel_size` = tp·pp. Not modelled: the DP-attention, piecewise-CUDA-graph and speculative terms."""
+    gib = memory_bytes / MIB / 1024
+    mib = memory_bytes / MIB
+    _, c, b_small, b_large = next(row for row in _sglang_tiers() if gib < row[0])
+    c = chunk_tokens or c
+    b = b_small if parallel_size < 4 else b_large
+    reserved = 512 + 1.5 * max(c, 2048) + 2 * b + 1024 * parallel_size / 8
+    if gib > 60:
+        reserved = max(reserved, 10 * 1024)
+    return round((mib - reserved) / mib, 3)
 
 
 @cache
@@ -103,9 +143,10 @@ def profiles() -> dict[str, EngineProfile]:
     out = {}
     for name, row in data["profile"].items():
         over = {k: row[k] for k in _OVERHEAD_KEYS if k in row}
+        rule = MemoryRule(row["memory_rule"], float(row.get("non_torch_bytes", 0.0))) if "memory_rule" in row else None
         out[name] = EngineProfile(
             name=name, description=row["description"], **{k: row[k] for k in _SCHEDULER_KEYS if k in row},
-            overheads=Overheads(**over) if over else None,
+            overheads=Overheads(**over) if over else None, memory_rule=rule, memory_fraction=row.get("memory_fraction"),
             sources=tuple((k.removesuffix("_source"), v) for k, v in row.items() if k.endswith("_source")))
     return out
 

@@ -46,6 +46,10 @@ class SchedulerConfig:
     engine: str | None = None  # the engine profile's name (`sim.profiles`)
     overheads: Overheads | None = None  # the profile's CPU and client-side terms (`sim.profiles.Overheads`)
     kv_blocks: int | None = None  # KV blocks of one scheduler, e.g. read from an engine's log (default: computed)
+    # a host (CPU) KV tier of this many bytes per scheduler (`kvcache.HostTier`), reached over each GPU's host link
+    # at offload_bytes_per_s (default: PCIe 5.0 x16, `specs.hardware.PCIE5_X16_BYTES_PER_S`)
+    cpu_offload_bytes: float | None = None
+    offload_bytes_per_s: float | None = None
 
     def resolve(self, accelerator: Accelerator) -> SchedulerConfig:
         """Fill defaults from the accelerator and validate."""
@@ -63,14 +67,17 @@ class SchedulerConfig:
             require_positive("max_concurrency", cfg.max_concurrency, integer=True)
         if cfg.kv_blocks is not None:
             require_positive("kv_blocks", cfg.kv_blocks, integer=True)
+        for name in ("cpu_offload_bytes", "offload_bytes_per_s"):
+            if getattr(cfg, name) is not None:
+                require_positive(name, getattr(cfg, name))
         if not cfg.batch_timeout_s >= 0:
             raise KokubanError(f"must be ≥ 0 s, got {cfg.batch_timeout_s!r}", field="batch_timeout_s",
                                value=cfg.batch_timeout_s)
         return cfg
 
     def as_dict(self) -> dict[str, Any]:
-        """The fields as plain values; `engine`, `overheads` and `kv_blocks` only when set."""
+        """The fields as plain values; `engine`, `overheads`, `kv_blocks` and the offload tier only when set."""
         return {k: v for k, v in asdict(self).items() if v is not None or k not in _OPTIONAL}
 
 
-_OPTIONAL = ("engine", "overheads", "kv_blocks")
+_OPTIONAL = ("engine", "overheads", "kv_blocks", "cpu_offload_bytes", "offload_bytes_per_s")

@@ -18,7 +18,8 @@ Retention between a session's calls (`Retention`, spec strings):
                       recently used contexts dropped to make room); a next call whose context was evicted from
                       HBM is reloaded first: its blocks are taken (held while the copy lasts, then cached like
                       any context) and the call reaches the engine after
-                      reload = b ÷ BW, b = `roofline.attention_kv_bytes_per_request` of the blocks' tokens
+                      reload = b ÷ BW (`kvcache.reload_seconds`, the host tier `kvcache.HostTier`),
+                      b = `roofline.attention_kv_bytes_per_request` of the blocks' tokens
                       (the deployment's KV bytes; BW in bytes/s). The copy out is assumed to overlap the gap.
 
 Metrics per session (`SessionRun`), beside the per-request ones of `metrics.SimResult`:
@@ -38,7 +39,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +50,7 @@ from kokuban.core import cost, roofline
 from kokuban.errors import KokubanError
 from kokuban.progress import Progress, tick
 from kokuban.sim.engine import simulate
+from kokuban.sim.kvcache import HostTier
 from kokuban.sim.metrics import SimResult
 from kokuban.sim.metrics import _stats as stats  # mean and percentiles, None where undefined
 from kokuban.sim.scheduler import SchedulerConfig
@@ -159,8 +161,7 @@ class SessionClient:
         heapq.heapify(self._due)
         self._pins: dict[int, list[Any]] = {}  # key → [since, expiry, blocks, the call it waits for or −1]
         self._expiries: list[tuple[float, int]] = []
-        self._host: OrderedDict[int, int] = OrderedDict()  # key → blocks held in the host tier (LRU first)
-        self._host_blocks = 0
+        self._host = HostTier(retention.host_capacity_bytes, kv_bytes_per_block, retention.host_bytes_per_s)
         self.pool: Any = None
         self._scheduled = np.zeros(0)
 
@@ -202,12 +203,11 @@ class SessionClient:
             self.sent_s[r] = when
             if key in pins:  # the call has come: the pin holds until it is admitted
                 pins[key][3] = r
-            blocks = self._host.get(key, 0)
+            blocks = self._host.get(key) if self.retention.kind == "offload" else 0
             if blocks and self.pool.lookup(key) == 0 and blocks <= self.pool.available:
-                self.reload_s[r] = reload_seconds(blocks * self.bytes_per_block, self.retention.host_bytes_per_s)
+                self.reload_s[r] = self._host.reload_s(blocks)
                 self.pool.restore(key, blocks)  # held by the reload while it lasts, then cached like any context
                 self._hold(key, t, t + self.reload_s[r], blocks)  # the copy starts when the engine sees the call
-                self._host.move_to_end(key)
                 heapq.heappush(due, (t + self.reload_s[r], r, 1))
                 continue
             waiting.append(r)
@@ -228,19 +228,7 @@ class SessionClient:
             self.pool.acquire(key)
             self._hold(key, t, t + self.retention.ttl_s, blocks)
         elif kind == "offload":
-            capacity = int(self.retention.host_capacity_bytes // self.bytes_per_block)
-            if blocks > capacity:
-                return
-            self._host_blocks -= self._host.pop(key, 0)
-            while self._host_blocks + blocks > capacity:
-                self._host_blocks -= self._host.popitem(last=False)[1]
-            self._host[key] = blocks
-            self._host_blocks += blocks
-
-
-def reload_seconds(kv_bytes: float, host_bytes_per_s: float) -> float:
-    """Seconds to bring a context back from the host tier: b ÷ BW."""
-    return kv_bytes / host_bytes_per_s
+            self._host.store(key, blocks)
 
 
 @dataclass(frozen=True)

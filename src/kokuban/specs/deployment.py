@@ -15,6 +15,34 @@ from kokuban.specs.hardware import Accelerator, Efficiency
 from kokuban.specs.layout import Layout
 from kokuban.specs.model import ModelSpec
 
+#: How an engine sizes its KV pool (`MemoryRule.kind`; the formulas are `core.memory.memory_budget`'s).
+MEMORY_RULES = ("utilization", "static", "free_fraction")
+
+
+@dataclass(frozen=True)
+class MemoryRule:
+    """How the serving engine sizes its KV pool from each accelerator's memory (the formulas:
+    `core.memory.memory_budget`), with the fraction in `Deployment.memory_utilization`:
+
+        utilization     f·HBM − weights − activations − non-torch   (vLLM's gpu_memory_utilization; kokuban's
+                        default with non_torch_bytes 0)
+        static          f·HBM − weights                              (SGLang's mem_fraction_static: activations and
+                        CUDA graphs live in the (1 − f)·HBM it holds back)
+        free_fraction   f·(HBM − weights − activations − non-torch)  (TensorRT-LLM's free_gpu_memory_fraction)
+
+    `non_torch_bytes`: memory per GPU the engine's allocator does not see (CUDA context, cuBLAS/NCCL workspaces)."""
+
+    kind: str = "utilization"
+    non_torch_bytes: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in MEMORY_RULES:
+            raise KokubanError(f"'{self.kind}' is not a memory rule; allowed: {', '.join(MEMORY_RULES)}",
+                               field="memory_rule", value=self.kind)
+        if not (self.non_torch_bytes >= 0 and self.non_torch_bytes < float("inf")):
+            raise KokubanError(f"must be a finite number ≥ 0 bytes, got {self.non_torch_bytes!r}",
+                               field="non_torch_bytes", value=self.non_torch_bytes)
+
 
 @dataclass(frozen=True)
 class Deployment:
@@ -32,6 +60,7 @@ class Deployment:
     prefill_chunk_tokens: int = 8192
     price_per_hour_usd: float = 0.0
     overlap_comm: bool = False
+    memory_rule: MemoryRule = field(default_factory=MemoryRule)
 
     @classmethod
     def make(
@@ -49,6 +78,7 @@ class Deployment:
         prefill_chunk_tokens: int = 8192,
         price_per_hour_usd: float | None = None,
         overlap_comm: bool = False,
+        memory_rule: MemoryRule | None = None,
     ) -> Deployment:
         """Validate and fill defaults.
 
@@ -59,7 +89,8 @@ class Deployment:
         a prefill chunk of 8192 tokens (vLLM's `max_num_batched_tokens` for chunked prefill) sizes the
         activation workspace; the price per GPU-hour is the catalog's typical on-demand price;
         communication is not overlapped with compute unless `overlap_comm` (two micro-batches hiding each
-        other's all-reduce/all-to-all, as in DeepSeek's and SGLang's two-batch overlap).
+        other's all-reduce/all-to-all, as in DeepSeek's and SGLang's two-batch overlap); the KV pool sized by
+        `memory_rule` (default: `MemoryRule()`, memory_utilization × HBM − weights − activations).
         """
         require_positive("gpus", num_gpus, integer=True)
         Layout(layout, int(num_gpus))  # checks the name
@@ -86,7 +117,7 @@ class Deployment:
             model=model, accelerator=accelerator, num_gpus=int(num_gpus), layout=layout, weights_dtype=weights,
             kv_dtype=kv, compute_dtype=compute, efficiency=efficiency or Efficiency(),
             memory_utilization=memory_utilization, prefill_chunk_tokens=int(prefill_chunk_tokens),
-            price_per_hour_usd=float(price), overlap_comm=bool(overlap_comm),
+            price_per_hour_usd=float(price), overlap_comm=bool(overlap_comm), memory_rule=memory_rule or MemoryRule(),
         )
 
     # ---- derived quantities the physics uses -------------------------------------------------------

@@ -8,14 +8,18 @@ raises `KokubanError(field=…)` naming the field, the value and what is allowed
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, InstanceOf, ValidationError
 
 from kokuban.errors import KokubanError
+from kokuban.specs.deployment import MemoryRule
 from kokuban.specs.hardware import Accelerator, Efficiency
 from kokuban.specs.model import ModelSpec
 from kokuban.usecases.defaults import AUTO_GPUS_BATCH, DEFAULT_CONTEXT
+
+if TYPE_CHECKING:
+    from kokuban.sim.profiles import EngineProfile
 
 #: Tokens: a positive integer no larger than 2³¹ (every catalog window is far below this).
 Tokens = Annotated[int, Field(gt=0, le=2**31, strict=False)]
@@ -125,9 +129,10 @@ class DeploymentRequest(EfficiencyRequest):
         return self.gpu if isinstance(self.gpu, Accelerator) else load_accelerator(self.gpu, self.gpu_file)
 
     def deployment(self, context: int | None = None, *, efficiency: Efficiency | None = None,
-                   memory_utilization: float = 0.9):
+                   memory_utilization: float = 0.9, memory_rule: MemoryRule | None = None):
         """The `Deployment` this request names; `context` sizes the automatic GPU count (`gpus=None`);
-        `memory_utilization` is the fraction of each accelerator's memory the engine may use."""
+        `memory_utilization` is the fraction of each accelerator's memory the engine may use, by `memory_rule`
+        (default: `MemoryRule()`)."""
         from kokuban.core.memory import min_gpus_to_fit
         from kokuban.specs.deployment import Deployment
 
@@ -136,7 +141,8 @@ class DeploymentRequest(EfficiencyRequest):
         _note_override(model, self.weights)
         dep = Deployment.make(model, acc, self.gpus or 1, layout=layout, weights_dtype=self.weights,
                               kv_dtype=self.kv, compute_dtype=self.compute, efficiency=self.efficiency_spec(efficiency),
-                              price_per_hour_usd=self.price_per_hour, memory_utilization=memory_utilization)
+                              price_per_hour_usd=self.price_per_hour, memory_utilization=memory_utilization,
+                              memory_rule=memory_rule)
         if self.gpus is not None:
             return dep
         if context is None:
@@ -146,6 +152,17 @@ class DeploymentRequest(EfficiencyRequest):
             raise KokubanError(f"{model.name} does not fit on up to 1024× {acc.id} at context {context:,}",
                                field="gpus", value=None)
         return dep.with_gpus(n)
+
+
+    def engine_deployment(self, profile: EngineProfile, fraction: float | None, context: int | None = None, *,
+                          efficiency: Efficiency | None = None, chunk_tokens: int | None = None):
+        """`DeploymentRequest.deployment` sized by the engine `profile`'s memory rule at `fraction` (None: the
+        profile's default for the accelerator and GPU count, `EngineProfile.fraction`, else 0.9). One policy for
+        `simulate`, `capacity` and `estimate --engine`; `chunk_tokens` is the token budget when given."""
+        if fraction is None:
+            fraction = profile.fraction(self.accelerator().memory_bytes, chunk_tokens, self.gpus or 1) or 0.9
+        return DeploymentRequest.deployment(self, context, efficiency=efficiency, memory_utilization=fraction,
+                                            memory_rule=profile.memory_rule)
 
 
 def _note_override(model: ModelSpec, weights: str | None) -> None:
@@ -162,13 +179,27 @@ def _note_override(model: ModelSpec, weights: str | None) -> None:
 
 class EstimateRequest(DeploymentRequest):
     """`kokuban estimate`: one configuration, every term. `batch="max"` takes the largest batch that fits;
-    context defaults to prompt + output when both are given, else 4096 (or the model's window if smaller)."""
+    context defaults to prompt + output when both are given, else 4096 (or the model's window if smaller).
+    `engine` (an engine profile's name) sizes the memory by that engine's rule, at `gpu_memory_utilization` when
+    given (its fraction; default the engine's)."""
 
     batch: Tokens | Literal["max"] = 1
     context: Tokens | None = None
     prompt: Tokens | None = None
     output: Tokens | None = None
     allow_beyond_max_context: bool = False
+    engine: str | None = None
+    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] | None = None
+
+    def deployment(self, context: int | None = None, *, efficiency: Efficiency | None = None):
+        """`DeploymentRequest.deployment`; with `engine` (a profile of `sim.profiles`) or `gpu_memory_utilization`,
+        sized by that engine's memory rule (`engine_deployment`; no engine: kokuban's rule at that fraction)."""
+        if self.engine is None and self.gpu_memory_utilization is None:
+            return super().deployment(context, efficiency=efficiency)
+        from kokuban.sim.profiles import DEFAULT_ENGINE, load_profile
+
+        profile = load_profile(self.engine or DEFAULT_ENGINE)
+        return self.engine_deployment(profile, self.gpu_memory_utilization, context, efficiency=efficiency)
 
     def check(self) -> None:
         if (self.prompt is None) != (self.output is None):

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 #: A count of requests (or prefixes): bounded so a run fits in memory (~10⁷ requests is a few GB of arrays).
 Count = Annotated[int, Field(gt=0, le=10**7)]
+#: The routers in front of data-parallel ranks and replicas (`sim.dataparallel.ROUTERS`).
+Router = Literal["round_robin", "random", "least_outstanding", "prefix_aware"]
 #: Tokens per step at most: the step tables hold one entry per token count.
 MAX_STEP_TOKENS = 2**20
 
@@ -46,8 +48,15 @@ class ServingRequest(DeploymentRequest):
     `engine` names a profile (`sim.profiles`, data/engines.toml): its scheduler defaults fill `scheduler`,
     `max_num_seqs`, `max_num_batched_tokens`, `block_size` and `prefix_caching` when those are None, its step
     overhead is the default of `step_overhead`, and its other overheads time the run; the default profile,
-    "kokuban", sets nothing. `gpu_memory_utilization` is the fraction of each accelerator's memory the engine
-    may use (vLLM's `--gpu-memory-utilization`); `kv_blocks` replaces the computed KV pool of one scheduler.
+    "kokuban", sets nothing. The profile's memory rule sizes the KV pool (`specs.deployment.MemoryRule`);
+    `gpu_memory_utilization` is that rule's fraction (vLLM's `--gpu-memory-utilization`, SGLang's
+    `--mem-fraction-static`, TensorRT-LLM's `free_gpu_memory_fraction`; None: the engine's default, 0.9 for kokuban);
+    `kv_blocks` replaces the computed KV pool of one scheduler. `router` runs each data-parallel rank of an "ep"
+    deployment as a scheduler of its own behind it (`sim.dataparallel`): round_robin or random (seeded by `seed`)
+    split the arrival stream; least_outstanding and prefix_aware read the ranks' state (the ranks stepped
+    together); None: one scheduler for the whole deployment. `cpu_offload` bytes of host memory per scheduler hold
+    preempted requests' KV and evicted prefixes (`sim.kvcache.HostTier`), reloaded over each GPU's host link at
+    `offload_bandwidth` bytes/s (default PCIe 5.0 x16).
     """
 
     requests: Count = 1000
@@ -64,8 +73,11 @@ class ServingRequest(DeploymentRequest):
     batch_timeout: NonNegative = 0.0
     max_concurrency: Count | None = None
     engine: str = "kokuban"
-    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = 0.9
+    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] | None = None
     kv_blocks: Annotated[int, Field(gt=0, le=2**40)] | None = None
+    router: Router | None = None
+    cpu_offload: Annotated[float, Field(gt=0, le=2**60, allow_inf_nan=False)] | None = None
+    offload_bandwidth: Annotated[float, Field(gt=0, le=1e15, allow_inf_nan=False)] | None = None
 
     def check(self) -> None:
         from kokuban.sim.scheduler import POLICIES
@@ -104,17 +116,19 @@ class ServingRequest(DeploymentRequest):
                                prefix_caching=_first(self.prefix_caching, p.prefix_caching, True),
                                batch_timeout_s=self.batch_timeout, max_concurrency=self.max_concurrency,
                                engine=None if self.engine == DEFAULT_ENGINE else self.engine, overheads=p.overheads,
-                               kv_blocks=self.kv_blocks)
+                               kv_blocks=self.kv_blocks, cpu_offload_bytes=self.cpu_offload,
+                               offload_bytes_per_s=self.offload_bandwidth)
 
     def deployment(self, context: int | None = None, *, efficiency: Efficiency | None = None):
-        """`DeploymentRequest.deployment` at `gpu_memory_utilization`, the profile's step overhead the default
-        of `step_overhead`."""
+        """`DeploymentRequest.deployment` with the profile's memory rule at `gpu_memory_utilization` (None: the
+        engine's default fraction), the profile's step overhead the default of `step_overhead`."""
         from kokuban.specs.hardware import Efficiency
 
-        step_s = self.profile().step_overhead_s
-        if efficiency is None and step_s is not None:
-            efficiency = Efficiency().updated(step_overhead_s=step_s)
-        return super().deployment(context, efficiency=efficiency, memory_utilization=self.gpu_memory_utilization)
+        p = self.profile()
+        if efficiency is None and p.step_overhead_s is not None:
+            efficiency = Efficiency().updated(step_overhead_s=p.step_overhead_s)
+        return self.engine_deployment(p, self.gpu_memory_utilization, context, efficiency=efficiency,
+                                      chunk_tokens=self.max_num_batched_tokens)
 
     def shape(self) -> WorkloadShape:
         """The synthetic workload's shape, apart from its rate (`sim.capacity.WorkloadShape`)."""
@@ -132,10 +146,11 @@ def _first(*values: Any) -> Any:
 class SimulateRequest(ServingRequest):
     """`kokuban simulate`: serve a synthetic workload at `rate` requests/s ('inf': all at t = 0), or replay a
     `trace` file (then the synthetic fields are unused). `shared_prefix` tokens of one of `num_prefixes` system
-    prompts start every synthetic prompt. `ttft_slo`/`tpot_slo` (s) add goodput to the result. `router`
-    (round_robin or random, seeded by `seed`) runs each data-parallel rank of an "ep" deployment as a scheduler
-    of its own behind that router (`sim.dataparallel`); None: one scheduler for the whole deployment. `replicas`
-    copies of the deployment serve behind the same router (round_robin unless `router` says otherwise)."""
+    prompts start every synthetic prompt. `ttft_slo`/`tpot_slo` (s) add goodput to the result. `replicas`
+    copies of the deployment serve behind the same `router` (round_robin unless `router` says otherwise).
+    `disaggregate` (P, D) serves prefill on P copies (behind `router`) and decode on D copies, each prompt's KV sent
+    over a link of `kv_link_bandwidth` bytes/s per GPU (default: the accelerator's interconnect) with
+    `kv_link_latency` seconds (`sim.disaggregated`)."""
 
     rate: float | None = None
     trace: str | None = None
@@ -143,8 +158,20 @@ class SimulateRequest(ServingRequest):
     num_prefixes: Count = 1
     ttft_slo: Positive | None = None
     tpot_slo: Positive | None = None
-    router: Literal["round_robin", "random"] | None = None
     replicas: Annotated[int, Field(gt=0, le=4096)] = 1
+    disaggregate: tuple[Annotated[int, Field(gt=0, le=4096)], Annotated[int, Field(gt=0, le=4096)]] | None = None
+    kv_link_bandwidth: Annotated[float, Field(gt=0, le=1e15, allow_inf_nan=False)] | None = None
+    kv_link_latency: NonNegative = 0.0
+
+    @field_validator("disaggregate", mode="before")
+    @classmethod
+    def _pools(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            head, sep, tail = value.partition(":")
+            if not sep or not head.strip().isdigit() or not tail.strip().isdigit():
+                raise ValueError("must be P:D, prefill and decode deployments (e.g. 1:2)")
+            return int(head), int(tail)
+        return value
 
     @field_validator("rate", mode="before")
     @classmethod
@@ -183,11 +210,14 @@ class Simulation:
     slo: SLO | None
     ranks: tuple[SimResult, ...] = ()
     router: str | None = None
+    pools: dict[str, Any] | None = None  # a disaggregated run: the pools' sizes, summaries and transfer times
 
     def as_dict(self) -> dict[str, Any]:
         """The run's summary (`SimResult.summary`): stable keys, SI units; with a router, also `router` and
-        `ranks` (every rank's own summary)."""
+        `ranks` (every rank's own summary); disaggregated, also `disaggregated` (the pools)."""
         out = self.result.summary(self.slo)
+        if self.pools is not None:
+            out = out | {"disaggregated": self.pools}
         if self.router is None:
             return out
         return out | {"router": self.router, "ranks": [rank.summary(self.slo) for rank in self.ranks]}
@@ -206,8 +236,11 @@ def run_simulate(request: SimulateRequest, *, progress: Progress | None = None) 
     dep = r.deployment(int((wl.prompt_tokens + wl.output_tokens).max()))
     ranks: tuple[SimResult, ...] = ()
     router = r.router or ("round_robin" if r.replicas > 1 else None)  # replicas need a router: round robin
+    pools = None
     try:
-        if router is None:
+        if r.disaggregate is not None:
+            result, pools = _disaggregated(r, dep, wl)
+        elif router is None:
             result = simulate(dep, wl, r.scheduler_config(), progress=progress)
         else:
             dp = simulate_data_parallel(dep, wl, r.scheduler_config(), router=router, seed=r.seed,
@@ -218,7 +251,24 @@ def run_simulate(request: SimulateRequest, *, progress: Progress | None = None) 
             raise
         raise KokubanError(exc.reason, field="trace" if r.trace else "prompt", value=r.trace or r.prompt) from None
     slo = SLO(r.ttft_slo, r.tpot_slo) if r.ttft_slo is not None or r.tpot_slo is not None else None
-    return Simulation(result, slo, ranks, router)
+    return Simulation(result, slo, ranks, router if pools is None else None, pools)
+
+
+def _disaggregated(r: SimulateRequest, dep: Any, wl: Workload) -> tuple[SimResult, dict[str, Any]]:
+    """`sim.disaggregated.simulate_disaggregated` for the request, and the pools' part of the JSON."""
+    from kokuban.sim.disaggregated import simulate_disaggregated
+    from kokuban.sim.metrics import _stats
+
+    if r.replicas > 1:
+        raise KokubanError("a disaggregated run takes its pools' sizes from disaggregate (P:D), not replicas",
+                           field="replicas", value=r.replicas)
+    p, d = r.disaggregate  # type: ignore[misc]
+    run = simulate_disaggregated(dep, wl, r.scheduler_config(), prefill=p, decode=d,
+                                 link_bytes_per_s=r.kv_link_bandwidth, latency_s=r.kv_link_latency,
+                                 router=r.router or "round_robin", seed=r.seed)
+    pools = {"prefill_deployments": p, "decode_deployments": d, "kv_transfer_s": _stats(run.transfer_s),
+             "prefill": run.prefill.summary(), "decode": run.decode.summary() if run.decode is not None else None}
+    return run.merged, pools
 
 
 class CapacityRequest(ServingRequest):
@@ -274,7 +324,7 @@ def run_capacity(request: CapacityRequest, *, progress: Progress | None = None) 
     slo, shape, sched = SLO(r.ttft_p99, r.tpot_p99), r.shape(), r.scheduler_config()
     if r.target_rate is None:
         return max_rate(r.deployment(), slo, shape, sched, workers=r.workers, ray_address=r.ray_address,
-                        progress=progress)
+                        router=r.router, progress=progress)
     home = r.accelerator().id
 
     def make(gpu: str, num_gpus: int, layout: str | None):
@@ -285,5 +335,5 @@ def run_capacity(request: CapacityRequest, *, progress: Progress | None = None) 
     cands = [Candidate(g, n, r.layout, s) for g in (r.candidates or (home,)) for n in r.counts
              for s in (r.seqs or (r.max_num_seqs,))]
     rows = cheapest(make, cands, r.target_rate, slo, shape, sched, workers=r.workers, ray_address=r.ray_address,
-                    progress=progress)
+                    router=r.router, progress=progress)
     return CheapestDeployments(r.target_rate, slo, tuple(rows))

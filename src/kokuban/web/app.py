@@ -69,10 +69,11 @@ MAX_AGENT_RUNS, MAX_AGENT_POLICIES = 200, 5
 #: time) and its prefill chunks; the slowest measured at these caps took ~0.6 s (docs/web.md has the numbers).
 MAX_SIM_REQUESTS, MAX_SIM_TOKENS, MAX_SIM_OUTPUT_TOKENS, MAX_SIM_ALL_TOKENS = 300, 8192, 2**18, 2**19
 #: Simulator fields not offered over HTTP: a trace file, and the knobs that multiply a run's steps (a step
-#: budget, a KV pool or memory fraction small enough to thrash, prefixes, ranks and replicas).
+#: budget, a KV pool or memory fraction small enough to thrash, prefixes, ranks and replicas, a host KV tier,
+#: disaggregated pools).
 SIM_REFUSE = ("trace", "max_num_seqs", "max_num_batched_tokens", "block_size", "kv_blocks", "max_concurrency",
               "batch_timeout", "gpu_memory_utilization", "engine", "shared_prefix", "num_prefixes", "router",
-              "replicas")
+              "replicas", "cpu_offload", "offload_bandwidth", "disaggregate", "kv_link_bandwidth", "kv_link_latency")
 
 STATIC = files("kokuban.web") / "static"
 WIRE_DOCS = {
