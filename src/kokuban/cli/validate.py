@@ -174,3 +174,32 @@ def calibrate(**kw: Any) -> None:
 
 
 commands = [probe, validate, accuracy, calibrate]
+
+
+# ---- serving-accuracy ------------------------------------------------------------------------------------
+@click.command("serving-accuracy")
+@click.option("--file", "files", multiple=True, type=click.Path(dir_okay=False),
+              help="Score your own `vllm bench serve --save-result` JSON (repeatable); its setup from its "
+                   "--metadata keys (gpu, gpus, engine, model, weights) or the flags below.")
+@click.option("--refit", is_flag=True, help="Fit the engines' overhead terms on the training rows first.")
+@click.option("--split", is_flag=True, help="Also print the error on the training rows.")
+@click.option("--model", default=None, help="For --file: catalog id when the file's model_id is not one.")
+@click.option("--gpu", default=None, help="For --file: accelerator id (`kokuban gpus`).")
+@click.option("--gpus", type=int, default=None, help="For --file: accelerators (tensor parallel), default 1.")
+@click.option("--engine", default=None, help="For --file: engine profile (e.g. vllm-v1).")
+@click.option("--weights", default=None, help="For --file: weights dtype (default: the checkpoint's).")
+@click.option("--json", "as_json", is_flag=True, help="Print rows and summaries as JSON.")
+def serving_accuracy(**kw: Any) -> None:
+    """The simulator against public serving benchmarks (TTFT, TPOT, E2E, throughput at several loads), or your
+    --file runs: median and p90 |error| by metric and engine on rows no fit has seen."""
+    from kokuban.present.serving import print_serving_accuracy
+    from kokuban.usecases.serving import ServingAccuracyRequest, run_serving_accuracy
+
+    result = run_serving_accuracy(request(ServingAccuracyRequest, kw))
+    if kw["as_json"]:
+        emit_json(result.as_dict())
+    else:
+        print_serving_accuracy(console(), result, kw["split"])
+
+
+commands.append(serving_accuracy)

@@ -1,0 +1,55 @@
+"""`kokuban serving-accuracy` as tables: every scored row, then the median / p90 |error| with its bootstrap
+interval by metric and by engine (held-out rows; with `split`, the training rows too)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kokuban.present.validation import pct
+
+METRIC_NAMES = {"ttft_s": "TTFT", "tpot_s": "TPOT/ITL", "e2e_s": "E2E", "output_tokens_per_s": "output tok/s"}
+
+
+def _value(metric: str, value: float) -> str:
+    return f"{value:,.1f}" if metric == "output_tokens_per_s" else f"{value * 1e3:,.2f} ms"
+
+
+def error_table(title: str, summary: dict[str, Any]):
+    """One summary (`validation.serving.summarize`) as a table: by metric, then each engine's metrics."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    for col in ("engine", "metric", "rows", "median |error|", "95 % interval", "p90 |error|"):
+        table.add_column(col, justify="left" if col in ("engine", "metric") else "right")
+    groups = [("all", summary["by_metric"])] + list(summary["by_engine"].items())
+    for engine, by_metric in groups:
+        for metric, s in by_metric.items():
+            lo, hi = s["median_abs_error_ci"]
+            table.add_row(engine, METRIC_NAMES[metric], str(s["rows"]), pct(s["median_abs_error"]),
+                          f"{pct(lo)} – {pct(hi)}", pct(s["p90_abs_error"]))
+    return table
+
+
+def print_serving_accuracy(console: Any, result: Any, show_split: bool = False) -> None:
+    """Every row's metrics measured vs predicted, then the error tables and the fitted overheads."""
+    from rich.table import Table
+
+    rows = Table(title="serving benchmarks replayed by kokuban's simulator")
+    for col in ("id", "engine", "load", "metric", "measured", "predicted", "error", "side"):
+        rows.add_column(col, justify="right" if col in ("measured", "predicted", "error") else "left")
+    for r in result.results:
+        load = f"{r.row.load} {r.row.concurrency}" if r.row.concurrency else r.row.load
+        for metric, err in r.errors.items():
+            rows.add_row(r.row.id, r.row.engine, load, METRIC_NAMES[metric], _value(metric, r.row.measured[metric]),
+                         _value(metric, r.predicted[metric]), pct(err), "held out" if r.held_out else "train")
+    console.print(rows)
+    console.print(error_table("held-out error (rows no fit has seen)", result.summary("held_out")))
+    if show_split:
+        console.print(error_table("training rows (what a --refit sees)", result.summary("train")))
+    console.print("interval: 95 % percentile bootstrap of the median |error| (10,000 resamples, seed 0); "
+                  "few rows, wide intervals")
+    if result.fit is not None:
+        for engine, fit in result.fit.as_dict().items():
+            vals = ", ".join(f"{k}={v:.4g} s" + ("" if k in fit["pinned"] else " (not pinned: profile's)")
+                             for k, v in fit["values"].items())
+            console.print(f"fitted on {fit['train_rows']} training rows, {engine}: {vals}")
