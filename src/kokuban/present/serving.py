@@ -7,7 +7,10 @@ from typing import Any
 
 from kokuban.present.validation import pct
 
-METRIC_NAMES = {"ttft_s": "TTFT", "tpot_s": "TPOT/ITL", "e2e_s": "E2E", "output_tokens_per_s": "output tok/s"}
+METRIC_NAMES = {"ttft_s": "TTFT mean", "ttft_p95_s": "TTFT p95", "tpot_s": "TPOT mean", "tpot_p95_s": "TPOT p95",
+                "itl_median_s": "ITL median", "e2e_s": "E2E mean", "e2e_p95_s": "E2E p95",
+                "output_tokens_per_s": "output tok/s"}
+FAMILY_NAMES = {"ttft": "TTFT", "tpot_itl": "TPOT/ITL", "e2e": "E2E", "throughput": "throughput"}
 
 
 def _value(metric: str, value: float) -> str:
@@ -15,17 +18,17 @@ def _value(metric: str, value: float) -> str:
 
 
 def error_table(title: str, summary: dict[str, Any]):
-    """One summary (`validation.serving.summarize`) as a table: by metric, then each engine's metrics."""
+    """One summary (`validation.serving.summarize`) as a table: by metric family, then each engine's."""
     from rich.table import Table
 
     table = Table(title=title)
-    for col in ("engine", "metric", "rows", "median |error|", "95 % interval", "p90 |error|"):
+    for col in ("engine", "metric", "points", "median |error|", "95 % interval", "p90 |error|"):
         table.add_column(col, justify="left" if col in ("engine", "metric") else "right")
-    groups = [("all", summary["by_metric"])] + list(summary["by_engine"].items())
-    for engine, by_metric in groups:
-        for metric, s in by_metric.items():
+    groups = [("all", summary["by_family"])] + list(summary["by_engine"].items())
+    for engine, by_family in groups:
+        for family, s in by_family.items():
             lo, hi = s["median_abs_error_ci"]
-            table.add_row(engine, METRIC_NAMES[metric], str(s["rows"]), pct(s["median_abs_error"]),
+            table.add_row(engine, FAMILY_NAMES[family], str(s["rows"]), pct(s["median_abs_error"]),
                           f"{pct(lo)} – {pct(hi)}", pct(s["p90_abs_error"]))
     return table
 

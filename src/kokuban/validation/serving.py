@@ -15,13 +15,16 @@ Replay of one row (`replay`):
 Per-row error = predicted / measured − 1 (`accuracy.relative_error`).
 
 Fit (`fit_overheads`, `kokuban serving-accuracy --refit`): per engine, on the training rows only (the split is
-`calibrate.holdout_mask` on the row id: crc32 of "seed:id", `HOLDOUT_FRACTION` held out); a term is fitted only
-from at least `MIN_FIT_ROWS` rows:
-    step_overhead_s  the value of `STEP_GRID_S` with the least mean squared log error on the engine's TPOT,
-                     throughput and offline (batch) E2E rows, with front_end_s = 0
-    front_end_s      median over the engine's TTFT rows at concurrency ≤ `FRONT_END_MAX_CONCURRENCY` (below
-                     the knee, where queueing does not hide it) of measured − predicted TTFT (predicted with the
-                     fitted step overhead and front_end_s = 0), clipped at 0
+`calibrate.holdout_mask` on the row id: crc32 of "seed:id", `HOLDOUT_FRACTION` held out); a term group is fitted
+only from at least `MIN_FIT_ROWS` rows:
+    step_overhead_s, per_seq_s   grid search (`STEP_GRID_S`, `PER_SEQ_GRID_S`; one coordinate pass) for the
+                     least mean squared log error on the engine's TPOT, ITL, throughput and offline (batch) E2E
+                     rows, replayed with front_end_s = 0; per_seq_s only when some row runs several sequences
+    front_end_s, per_token_s     from the concurrency-1 TTFT rows (mean or p95: nothing queues there):
+                     nonnegative least squares of measured − predicted TTFT (both terms 0) on 1 and the prompt
+                     length; one prompt length: front_end_s alone, the median gap. A per-token term found here
+                     (prefill slower than the step model says) lengthens decode steps too, so the step terms are
+                     fitted once more after it
 A term the data does not pin keeps the profile's value, and the fit says so (`pinned`).
 """
 
@@ -40,13 +43,18 @@ import numpy as np
 from kokuban.errors import KokubanError
 
 BUNDLED = "serving_results.toml"
-METRICS = ("ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s")
+METRICS = ("ttft_s", "ttft_p95_s", "tpot_s", "tpot_p95_s", "itl_median_s", "e2e_s", "e2e_p95_s",
+           "output_tokens_per_s")
+#: What the error is published by: each metric's family (the judged TTFT, TPOT/ITL, E2E and throughput).
+FAMILY = {"ttft_s": "ttft", "ttft_p95_s": "ttft", "tpot_s": "tpot_itl", "tpot_p95_s": "tpot_itl",
+          "itl_median_s": "tpot_itl", "e2e_s": "e2e", "e2e_p95_s": "e2e", "output_tokens_per_s": "throughput"}
+FAMILIES = ("ttft", "tpot_itl", "e2e", "throughput")
 LOADS = ("concurrency", "batch", "run")
 STEADY_ROUNDS = 6  # closed-loop replay: this many rounds of C requests, the first and last left out
 HOLDOUT_FRACTION = 1 / 3
 SPLIT_SEED = 0
-STEP_GRID_S = tuple(float(x) for x in np.round(np.geomspace(0.25e-3, 8e-3, 11), 6))
-FRONT_END_MAX_CONCURRENCY = 8
+STEP_GRID_S = tuple(float(x) for x in np.round(np.geomspace(0.5e-3, 6e-3, 8), 6))
+PER_SEQ_GRID_S = (0.0, 4e-6, 8e-6, 12e-6, 18e-6, 27e-6)
 MIN_FIT_ROWS = 2  # a term is fitted only from at least this many training rows, else the profile's value stays
 FITTED = ("step_overhead_s", "front_end_s")
 
@@ -70,6 +78,7 @@ class ServingRow:
     kv: str | None = None
     rate_per_s: float = float("inf")
     num_prompts: int | None = None
+    kv_blocks: int | None = None  # the engine's KV pool as its log states it (blocks of the profile's size)
     engine_version: str = ""
     source: Mapping[str, str] = field(default_factory=dict)
     quote: str = ""
@@ -142,7 +151,8 @@ def _setup(row: ServingRow, overrides: Mapping[str, float] | None):
                             max_num_batched_tokens=prof.batched_tokens(min(model.max_context, 2**20)),
                             block_size=prof.block_size or 16,
                             prefix_caching=True if prof.prefix_caching is None else prof.prefix_caching,
-                            max_concurrency=row.concurrency, engine=row.engine, overheads=Overheads(**terms))
+                            max_concurrency=row.concurrency, engine=row.engine, overheads=Overheads(**terms),
+                            kv_blocks=row.kv_blocks)
     return dep, sched
 
 
@@ -165,8 +175,8 @@ def replay(row: ServingRow, overrides: Mapping[str, float] | None = None) -> dic
     res = simulate(dep, wl, sched)
     ttft, e2e, out = res.ttft_s, res.e2e_s, res.output_tokens.astype(float)
     tpot = np.nan_to_num(res.tpot_s, nan=0.0)
+    c = int(row.concurrency or 0)
     if row.load == "concurrency":
-        c = int(row.concurrency)  # type: ignore[arg-type]
         keep = slice(c, n - c)
         pred = {"ttft_s": float(ttft[keep].mean()), "tpot_s": float(tpot[keep].mean()),
                 "e2e_s": float(e2e[keep].mean())}
@@ -175,8 +185,16 @@ def replay(row: ServingRow, overrides: Mapping[str, float] | None = None) -> dic
         pred = {"ttft_s": float(ttft.mean()), "tpot_s": float(tpot.mean()), "e2e_s": float(res.finish_s.max()),
                 "output_tokens_per_s": float(out.sum() / res.finish_s.max())}
     else:
+        from kokuban.sim.metrics import weighted_percentile
+
         pred = {"ttft_s": float(ttft.mean()), "tpot_s": float(tpot.mean()), "e2e_s": float(e2e.mean()),
                 "output_tokens_per_s": float(out.sum() / res.duration_s)}
+    # percentiles over every request scored (`vllm bench serve` takes them over its requests, linear interpolation)
+    scored = slice(c, n - c) if row.load == "concurrency" else slice(None)
+    pred |= {"ttft_p95_s": float(np.percentile(ttft[scored], 95)), "tpot_p95_s": float(np.percentile(tpot[scored], 95)),
+             "e2e_p95_s": float(np.percentile(e2e[scored], 95))}
+    if "itl_median_s" in row.measured:
+        pred["itl_median_s"] = weighted_percentile(res.itl_values_s, res.itl_weights, 50)
     return {k: pred[k] for k in row.measured}
 
 
@@ -207,7 +225,8 @@ def split(rows: Sequence[ServingRow], fraction: float = HOLDOUT_FRACTION, seed: 
 
 def summarize(results: Sequence[RowResult]) -> dict[str, Any]:
     """Median and p90 |error| with a bootstrap 95 % interval of the median (`accuracy.bootstrap_median_ci`,
-    seeded), by metric and by engine × metric, over `results`."""
+    seeded) by metric family (`FAMILY`: TTFT, TPOT/ITL, E2E, throughput), by metric, and by engine × family, over
+    the (row, metric) pairs of `results`."""
     from kokuban.validation.accuracy import bootstrap_median_ci
 
     def stats(errs: list[float]) -> dict[str, Any]:
@@ -217,13 +236,16 @@ def summarize(results: Sequence[RowResult]) -> dict[str, Any]:
                 "p90_abs_error": float(np.percentile(a, 90)), "median_abs_error_ci": [lo, hi]}
 
     by_metric: dict[str, list[float]] = {}
+    by_family: dict[str, list[float]] = {}
     by_engine: dict[str, dict[str, list[float]]] = {}
     for res in results:
         for metric, err in res.errors.items():
             by_metric.setdefault(metric, []).append(err)
-            by_engine.setdefault(res.row.engine, {}).setdefault(metric, []).append(err)
-    return {"by_metric": {m: stats(by_metric[m]) for m in METRICS if m in by_metric},
-            "by_engine": {e: {m: stats(v[m]) for m in METRICS if m in v} for e, v in sorted(by_engine.items())}}
+            by_family.setdefault(FAMILY[metric], []).append(err)
+            by_engine.setdefault(res.row.engine, {}).setdefault(FAMILY[metric], []).append(err)
+    return {"by_family": {f: stats(by_family[f]) for f in FAMILIES if f in by_family},
+            "by_metric": {m: stats(by_metric[m]) for m in METRICS if m in by_metric},
+            "by_engine": {e: {f: stats(v[f]) for f in FAMILIES if f in v} for e, v in sorted(by_engine.items())}}
 
 
 # ---- fit --------------------------------------------------------------------------------------------------
@@ -240,17 +262,57 @@ class OverheadFit:
                 for e, v in self.values.items()}
 
 
-def _log_loss(rows: Sequence[ServingRow], overrides: Mapping[str, float], metrics: Sequence[str]) -> float:
+#: Metrics the step terms are fitted on (TTFT and E2E carry the front end; a batch row's E2E does not).
+STEP_METRICS = ("tpot_s", "tpot_p95_s", "itl_median_s", "output_tokens_per_s")
+
+
+def _step_loss(rows: Sequence[ServingRow], overrides: Mapping[str, float]) -> float:
+    """Mean squared log error of the step metrics of `rows` replayed with `overrides` (front_end_s = 0)."""
     errs = []
     for row in rows:
-        pred = replay(row, overrides)
+        pred = replay(row, dict(overrides) | {"front_end_s": 0.0})
+        metrics = STEP_METRICS + (("e2e_s",) if row.load == "batch" else ())
         errs += [np.log(pred[m] / row.measured[m]) for m in metrics if m in row.measured]
-    return float(np.mean(np.square(errs))) if errs else 0.0
+    return float(np.mean(np.square(errs)))
+
+
+def _fit_step_terms(rows: Sequence[ServingRow], got: dict[str, float], pins: list[str]) -> None:
+    """One coordinate pass of grid search over step_overhead_s, then per_seq_s (when some row batches), in
+    place in `got` (see the module docstring)."""
+    seq_grid = PER_SEQ_GRID_S if any((r.concurrency or 0) > 1 for r in rows) else ()
+    for name, grid in (("step_overhead_s", STEP_GRID_S), ("per_seq_s", seq_grid)):
+        if grid:
+            losses = [_step_loss(rows, got | {name: v}) for v in grid]
+            got[name] = grid[int(np.argmin(losses))]
+            pins.append(name)
+
+
+def _fit_ttft_line(rows: Sequence[ServingRow], got: dict[str, float], pins: list[str]) -> None:
+    """front_end_s and per_token_s from concurrency-1 TTFT rows, in place in `got`: nonnegative least squares
+    of measured − predicted TTFT (predicted with both 0) = front_end_s + per_token_s · input tokens; with a
+    single prompt length, front_end_s alone (the median gap)."""
+    from scipy.optimize import nnls
+
+    base = got | {"front_end_s": 0.0, "per_token_s": 0.0}
+    x, gap = [], []
+    for r in rows:
+        pred = replay(r, base)
+        for m in ("ttft_s", "ttft_p95_s"):
+            if m in r.measured:
+                x.append(float(r.input_tokens))
+                gap.append(r.measured[m] - pred[m])
+    if len(set(x)) >= 2:
+        (got["front_end_s"], got["per_token_s"]), _ = nnls(np.column_stack([np.ones(len(x)), x]), np.asarray(gap))
+        pins += ["front_end_s", "per_token_s"]
+    else:
+        got["front_end_s"] = max(0.0, float(np.median(gap)))
+        pins.append("front_end_s")
 
 
 def fit_overheads(train: Sequence[ServingRow]) -> OverheadFit:
-    """Fit step_overhead_s and front_end_s per engine on `train` only (see the module docstring)."""
-    from kokuban.sim.profiles import load_profile
+    """Fit the overhead terms per engine on `train` only (see the module docstring): step terms, then the TTFT
+    line, then the step terms again with the fitted per-token term."""
+    from kokuban.sim.profiles import Overheads, load_profile
 
     values: dict[str, dict[str, float]] = {}
     pinned: dict[str, tuple[str, ...]] = {}
@@ -258,24 +320,21 @@ def fit_overheads(train: Sequence[ServingRow]) -> OverheadFit:
     for engine in sorted({r.engine for r in train}):
         rows = [r for r in train if r.engine == engine]
         prof = load_profile(engine)
-        step_rows = [r for r in rows if {"tpot_s", "output_tokens_per_s"} & set(r.measured)
-                     or (r.load == "batch" and "e2e_s" in r.measured)]
-        got: dict[str, float] = {"step_overhead_s": float(prof.step_overhead_s or 0.0),
-                                 "front_end_s": float(prof.overheads.front_end_s if prof.overheads else 0.0)}
-        pins = []
-        if len(step_rows) >= MIN_FIT_ROWS:
-            losses = [_log_loss(step_rows, {"step_overhead_s": s, "front_end_s": 0.0},
-                                ("tpot_s", "output_tokens_per_s", "e2e_s")) for s in STEP_GRID_S]
-            got["step_overhead_s"] = STEP_GRID_S[int(np.argmin(losses))]
-            pins.append("step_overhead_s")
-        ttft_rows = [r for r in rows if "ttft_s" in r.measured and r.load == "concurrency"
-                     and (r.concurrency or 0) <= FRONT_END_MAX_CONCURRENCY]
+        over = prof.overheads or Overheads()
+        got = {"step_overhead_s": float(prof.step_overhead_s or 0.0), "per_seq_s": float(over.per_seq_s),
+               "per_token_s": float(over.per_token_s), "front_end_s": float(over.front_end_s)}
+        pins: list[str] = []
+        step_rows = [r for r in rows if set(STEP_METRICS) & set(r.measured) or r.load == "batch"]
+        ttft_rows = [r for r in rows if r.concurrency == 1 and isinstance(r.input_tokens, int)
+                     and {"ttft_s", "ttft_p95_s"} & set(r.measured)]
+        fit_steps = len(step_rows) >= MIN_FIT_ROWS
+        if fit_steps:
+            _fit_step_terms(step_rows, got, pins)
         if len(ttft_rows) >= MIN_FIT_ROWS:
-            gaps = [r.measured["ttft_s"] - replay(r, {"step_overhead_s": got["step_overhead_s"],
-                                                      "front_end_s": 0.0})["ttft_s"] for r in ttft_rows]
-            got["front_end_s"] = max(0.0, float(np.median(gaps)))
-            pins.append("front_end_s")
-        values[engine], pinned[engine], counts[engine] = got, tuple(pins), len(rows)
+            _fit_ttft_line(ttft_rows, got, pins)
+            if fit_steps and got["per_token_s"] > 0:  # the per-token term also lengthens every decode step
+                _fit_step_terms(step_rows, got, pins)
+        values[engine], pinned[engine], counts[engine] = got, tuple(dict.fromkeys(pins)), len(rows)
     return OverheadFit(values, pinned, counts)
 
 
@@ -289,7 +348,7 @@ class ServingAccuracy:
     def summary(self, which: str = "held_out") -> dict[str, Any]:
         pick = {"held_out": lambda r: r.held_out, "train": lambda r: not r.held_out, "all": lambda r: True}[which]
         chosen = [r for r in self.results if pick(r)]
-        return summarize(chosen) if chosen else {"by_metric": {}, "by_engine": {}}
+        return summarize(chosen) if chosen else {"by_family": {}, "by_metric": {}, "by_engine": {}}
 
     def as_dict(self) -> dict[str, Any]:
         return {"split": {"method": "crc32 of 'seed:id' (calibrate.holdout_mask)", "holdout_fraction": HOLDOUT_FRACTION,
