@@ -7,8 +7,9 @@ from typing import Any
 
 from kokuban.present.validation import pct
 
-METRIC_NAMES = {"ttft_s": "TTFT mean", "ttft_p95_s": "TTFT p95", "tpot_s": "TPOT mean", "tpot_p95_s": "TPOT p95",
-                "itl_median_s": "ITL median", "e2e_s": "E2E mean", "e2e_p95_s": "E2E p95",
+METRIC_NAMES = {"ttft_s": "TTFT mean", "ttft_median_s": "TTFT median", "ttft_p95_s": "TTFT p95", "tpot_s": "TPOT mean",
+                "tpot_p95_s": "TPOT p95", "itl_median_s": "ITL median", "e2e_s": "E2E mean",
+                "e2e_median_s": "E2E median", "e2e_p95_s": "E2E p95",
                 "output_tokens_per_s": "output tok/s"}
 FAMILY_NAMES = {"ttft": "TTFT", "tpot_itl": "TPOT/ITL", "e2e": "E2E", "throughput": "throughput"}
 

@@ -10,8 +10,11 @@ Replay of one row (`replay`):
                   Little's law for a closed loop: C · mean output tokens / mean E2E of those requests.
     batch         C requests submitted together offline (`vllm bench latency`): no HTTP front end (front_end_s
                   = 0); E2E is the whole batch's, the last finish.
-    run           a user's whole run as measured (`vllm bench serve`: num_prompts at request_rate, capped at
-                  max_concurrency): metrics over every request, throughput = output tokens / duration.
+    run           a whole run as measured (`vllm bench serve`, `sglang.bench_serving`: num_prompts at
+                  request_rate, capped at max_concurrency): metrics over every request, throughput = output
+                  tokens / duration. Poisson arrivals at a finite rate are scaled so that the last is at
+                  num_prompts / rate: one seeded draw of 300 arrivals can span 16 % more than the rate asks,
+                  which is the arrival process's noise, not the simulator's error.
 Per-row error = predicted / measured − 1 (`accuracy.relative_error`).
 
 Fit (`fit_overheads`, `kokuban serving-accuracy --refit`): per engine, on the training rows only (the split is
@@ -19,7 +22,8 @@ Fit (`fit_overheads`, `kokuban serving-accuracy --refit`): per engine, on the tr
 only from at least `MIN_FIT_ROWS` rows:
     step_overhead_s, per_seq_s   grid search (`STEP_GRID_S`, `PER_SEQ_GRID_S`; one coordinate pass) for the
                      least mean squared log error on the engine's TPOT, ITL, throughput and offline (batch) E2E
-                     rows, replayed with front_end_s = 0; per_seq_s only when some row runs several sequences
+                     rows, replayed with front_end_s = 0 and no CPU terms to start; per_seq_s only when some row runs
+                     several sequences; a best value at the grid's top is not pinned (the profile's stays)
     front_end_s, per_token_s     from the concurrency-1 TTFT rows (mean or p95: nothing queues there):
                      nonnegative least squares of measured − predicted TTFT (both terms 0) on 1 and the prompt
                      length; one prompt length: front_end_s alone, the median gap. A per-token term found here
@@ -43,11 +47,12 @@ import numpy as np
 from kokuban.errors import KokubanError
 
 BUNDLED = "serving_results.toml"
-METRICS = ("ttft_s", "ttft_p95_s", "tpot_s", "tpot_p95_s", "itl_median_s", "e2e_s", "e2e_p95_s",
-           "output_tokens_per_s")
+METRICS = ("ttft_s", "ttft_median_s", "ttft_p95_s", "tpot_s", "tpot_p95_s", "itl_median_s", "e2e_s",
+           "e2e_median_s", "e2e_p95_s", "output_tokens_per_s")
 #: What the error is published by: each metric's family (the judged TTFT, TPOT/ITL, E2E and throughput).
-FAMILY = {"ttft_s": "ttft", "ttft_p95_s": "ttft", "tpot_s": "tpot_itl", "tpot_p95_s": "tpot_itl",
-          "itl_median_s": "tpot_itl", "e2e_s": "e2e", "e2e_p95_s": "e2e", "output_tokens_per_s": "throughput"}
+FAMILY = {"ttft_s": "ttft", "ttft_median_s": "ttft", "ttft_p95_s": "ttft", "tpot_s": "tpot_itl",
+          "tpot_p95_s": "tpot_itl", "itl_median_s": "tpot_itl", "e2e_s": "e2e", "e2e_median_s": "e2e",
+          "e2e_p95_s": "e2e", "output_tokens_per_s": "throughput"}
 FAMILIES = ("ttft", "tpot_itl", "e2e", "throughput")
 LOADS = ("concurrency", "batch", "run")
 STEADY_ROUNDS = 6  # closed-loop replay: this many rounds of C requests, the first and last left out
@@ -71,8 +76,8 @@ class ServingRow:
     input_tokens: int | str  # fixed tokens, or a length spec (`sim.workload.lengths`) for a user's run
     output_tokens: int | str
     load: str
-    concurrency: int | None
     measured: Mapping[str, float]
+    concurrency: int | None = None
     layout: str = "tp"
     weights: str | None = None
     kv: str | None = None
@@ -172,6 +177,8 @@ def replay(row: ServingRow, overrides: Mapping[str, float] | None = None) -> dic
     dep, sched = _setup(row, overrides)
     n = _requests(row)
     wl = synthetic(n, row.rate_per_s, row.input_tokens, row.output_tokens, arrival="poisson", seed=0)
+    if np.isfinite(row.rate_per_s) and wl.arrival_s[-1] > 0:  # the rate asked for, not one draw's (module doc)
+        wl = replace(wl, arrival_s=wl.arrival_s * (n / row.rate_per_s / wl.arrival_s[-1]))
     res = simulate(dep, wl, sched)
     ttft, e2e, out = res.ttft_s, res.e2e_s, res.output_tokens.astype(float)
     tpot = np.nan_to_num(res.tpot_s, nan=0.0)
@@ -191,8 +198,9 @@ def replay(row: ServingRow, overrides: Mapping[str, float] | None = None) -> dic
                 "output_tokens_per_s": float(out.sum() / res.duration_s)}
     # percentiles over every request scored (`vllm bench serve` takes them over its requests, linear interpolation)
     scored = slice(c, n - c) if row.load == "concurrency" else slice(None)
-    pred |= {"ttft_p95_s": float(np.percentile(ttft[scored], 95)), "tpot_p95_s": float(np.percentile(tpot[scored], 95)),
-             "e2e_p95_s": float(np.percentile(e2e[scored], 95))}
+    for name, values in (("ttft", ttft), ("tpot", tpot), ("e2e", e2e)):
+        pred[f"{name}_median_s"] = float(np.median(values[scored]))
+        pred[f"{name}_p95_s"] = float(np.percentile(values[scored], 95))
     if "itl_median_s" in row.measured:
         pred["itl_median_s"] = weighted_percentile(res.itl_values_s, res.itl_weights, 50)
     return {k: pred[k] for k in row.measured}
@@ -264,6 +272,7 @@ class OverheadFit:
 
 #: Metrics the step terms are fitted on (TTFT and E2E carry the front end; a batch row's E2E does not).
 STEP_METRICS = ("tpot_s", "tpot_p95_s", "itl_median_s", "output_tokens_per_s")
+TTFT_METRICS = ("ttft_s", "ttft_median_s", "ttft_p95_s")
 
 
 def _step_loss(rows: Sequence[ServingRow], overrides: Mapping[str, float]) -> float:
@@ -283,8 +292,10 @@ def _fit_step_terms(rows: Sequence[ServingRow], got: dict[str, float], pins: lis
     for name, grid in (("step_overhead_s", STEP_GRID_S), ("per_seq_s", seq_grid)):
         if grid:
             losses = [_step_loss(rows, got | {name: v}) for v in grid]
-            got[name] = grid[int(np.argmin(losses))]
-            pins.append(name)
+            best = int(np.argmin(losses))
+            if best < len(grid) - 1:  # at the grid's top the data wants more than the range: not pinned
+                got[name] = grid[best]
+                pins.append(name)
 
 
 def _fit_ttft_line(rows: Sequence[ServingRow], got: dict[str, float], pins: list[str]) -> None:
@@ -297,7 +308,7 @@ def _fit_ttft_line(rows: Sequence[ServingRow], got: dict[str, float], pins: list
     x, gap = [], []
     for r in rows:
         pred = replay(r, base)
-        for m in ("ttft_s", "ttft_p95_s"):
+        for m in TTFT_METRICS:
             if m in r.measured:
                 x.append(float(r.input_tokens))
                 gap.append(r.measured[m] - pred[m])
@@ -321,12 +332,14 @@ def fit_overheads(train: Sequence[ServingRow]) -> OverheadFit:
         rows = [r for r in train if r.engine == engine]
         prof = load_profile(engine)
         over = prof.overheads or Overheads()
-        got = {"step_overhead_s": float(prof.step_overhead_s or 0.0), "per_seq_s": float(over.per_seq_s),
-               "per_token_s": float(over.per_token_s), "front_end_s": float(over.front_end_s)}
+        # start from no CPU terms (what the profile ships must not steer its own refit); an unpinned term
+        # keeps the profile's value
+        got = {"step_overhead_s": float(prof.step_overhead_s or 0.0), "per_seq_s": 0.0, "per_token_s": 0.0,
+               "front_end_s": float(over.front_end_s)}
         pins: list[str] = []
         step_rows = [r for r in rows if set(STEP_METRICS) & set(r.measured) or r.load == "batch"]
         ttft_rows = [r for r in rows if r.concurrency == 1 and isinstance(r.input_tokens, int)
-                     and {"ttft_s", "ttft_p95_s"} & set(r.measured)]
+                     and set(TTFT_METRICS) & set(r.measured)]
         fit_steps = len(step_rows) >= MIN_FIT_ROWS
         if fit_steps:
             _fit_step_terms(step_rows, got, pins)
