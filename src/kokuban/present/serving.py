@@ -57,3 +57,16 @@ def print_serving_accuracy(console: Any, result: Any, show_split: bool = False) 
             vals = ", ".join(f"{k}={v:.4g} s" + ("" if k in fit["pinned"] else " (not pinned: profile's)")
                              for k, v in fit["values"].items())
             console.print(f"fitted on {fit['train_rows']} training rows, {engine}: {vals}")
+
+
+def markdown_table(summary: dict[str, Any]) -> str:
+    """One summary as the Markdown table docs/serving-accuracy.md and the README show (a test checks they are
+    the command's numbers)."""
+    lines = ["| engine | metric | points | median \\|error\\| | 95 % interval | p90 \\|error\\| |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for engine, by_family in [("all", summary["by_family"])] + list(summary["by_engine"].items()):
+        for family, s in by_family.items():
+            lo, hi = s["median_abs_error_ci"]
+            lines.append(f"| {engine} | {FAMILY_NAMES[family]} | {s['rows']} | {pct(s['median_abs_error'])} | "
+                         f"{pct(lo)} – {pct(hi)} | {pct(s['p90_abs_error'])} |")
+    return "\n".join(lines)

@@ -415,14 +415,14 @@ def read_vllm_bench(path: str, defaults: Mapping[str, Any] | None = None) -> Ser
         raise KokubanError(f"{path}: not a readable JSON file ({type(exc).__name__})", field="file",
                            value=path) from None
     if not isinstance(data, dict):
-        raise KokubanError(f"{path}: not a `vllm bench serve --save-result` object", field="file", value=path)
+        raise KokubanError(f"{path}: not a vllm bench serve result (a JSON object)", field="file", value=path)
     setup = {k: v for k, v in (defaults or {}).items() if v is not None}
     setup |= {k: data[k] for k in SETUP_KEYS if data.get(k) not in (None, "")}
     setup.setdefault("model", data.get("model_id"))
     for key in ("model", "gpu", "engine"):
         if not setup.get(key):
-            raise KokubanError(f"{path}: the file does not say its {key} (run vllm bench serve with --metadata "
-                               f"{key}=… or give --{key})", field="file", value=path)
+            raise KokubanError(f"{path}: the file does not say its {key} (add {key}=… to the benchmark's metadata, "
+                               f"or give {key})", field="file", value=path)
     completed = data.get("completed")
     if not (isinstance(completed, int) and completed > 0):
         raise KokubanError(f"{path}: no completed requests", field="file", value=path)
