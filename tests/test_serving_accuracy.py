@@ -106,7 +106,7 @@ def test_summary_medians_by_hand():
     s = summarize(results)
     # TTFT errors +10 %, −20 %, +30 % → |error| median 20 %; TPOT/ITL family: 3 × 10 % and 3 × 50 % → median 30 %
     assert s["by_family"]["ttft"]["median_abs_error"] == pytest.approx(0.2)
-    assert s["by_family"]["tpot_itl"]["rows"] == 6
+    assert s["by_family"]["tpot_itl"]["points"] == 6
     assert s["by_family"]["tpot_itl"]["median_abs_error"] == pytest.approx(0.3)
     lo, hi = s["by_family"]["ttft"]["median_abs_error_ci"]
     assert 0.1 - 1e-12 <= lo <= 0.2 <= hi <= 0.3 + 1e-12
@@ -129,7 +129,7 @@ def test_cli_file_json_shape(capsys):
     assert set(data["held_out"]) == {"by_family", "by_metric", "by_engine"}
     assert set(data["held_out"]["by_family"]) == {"ttft", "tpot_itl", "e2e", "throughput"}
     stats = data["held_out"]["by_family"]["ttft"]
-    assert set(stats) == {"rows", "median_abs_error", "p90_abs_error", "median_abs_error_ci"}
+    assert set(stats) == {"points", "median_abs_error", "p90_abs_error", "median_abs_error_ci"}
     (row,) = data["rows"]
     assert row["held_out"] is True and set(row["error"]) == set(row["measured"]) == set(row["predicted"])
     assert all(np.isfinite(v) for v in row["error"].values())

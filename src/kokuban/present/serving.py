@@ -29,7 +29,7 @@ def error_table(title: str, summary: dict[str, Any]):
     for engine, by_family in groups:
         for family, s in by_family.items():
             lo, hi = s["median_abs_error_ci"]
-            table.add_row(engine, FAMILY_NAMES[family], str(s["rows"]), pct(s["median_abs_error"]),
+            table.add_row(engine, FAMILY_NAMES[family], str(s["points"]), pct(s["median_abs_error"]),
                           f"{pct(lo)} – {pct(hi)}", pct(s["p90_abs_error"]))
     return table
 
@@ -67,6 +67,6 @@ def markdown_table(summary: dict[str, Any]) -> str:
     for engine, by_family in [("all", summary["by_family"])] + list(summary["by_engine"].items()):
         for family, s in by_family.items():
             lo, hi = s["median_abs_error_ci"]
-            lines.append(f"| {engine} | {FAMILY_NAMES[family]} | {s['rows']} | {pct(s['median_abs_error'])} | "
+            lines.append(f"| {engine} | {FAMILY_NAMES[family]} | {s['points']} | {pct(s['median_abs_error'])} | "
                          f"{pct(lo)} – {pct(hi)} | {pct(s['p90_abs_error'])} |")
     return "\n".join(lines)

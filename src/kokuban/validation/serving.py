@@ -61,7 +61,6 @@ SPLIT_SEED = 0
 STEP_GRID_S = tuple(float(x) for x in np.round(np.geomspace(0.5e-3, 6e-3, 8), 6))
 PER_SEQ_GRID_S = (0.0, 4e-6, 8e-6, 12e-6, 18e-6, 27e-6)
 MIN_FIT_ROWS = 2  # a term is fitted only from at least this many training rows, else the profile's value stays
-FITTED = ("step_overhead_s", "front_end_s")
 
 
 @dataclass(frozen=True)
@@ -135,7 +134,8 @@ def load_serving_results(path: str | None = None) -> list[ServingRow]:
 # ---- replay -----------------------------------------------------------------------------------------------
 def _setup(row: ServingRow, overrides: Mapping[str, float] | None):
     """The deployment and scheduler configuration `row` names: its engine profile's scheduler defaults and
-    overheads, with `overrides` (step_overhead_s, front_end_s, per_seq_s) replacing the profile's values."""
+    overheads, with `overrides` (step_overhead_s, per_seq_s, per_token_s, front_end_s) replacing the
+    profile's values."""
     from kokuban.sim.profiles import Overheads, load_profile
     from kokuban.sim.scheduler import SchedulerConfig
     from kokuban.specs.catalog import load_accelerator, load_model
@@ -170,8 +170,10 @@ def _requests(row: ServingRow) -> int:
 
 
 def replay(row: ServingRow, overrides: Mapping[str, float] | None = None) -> dict[str, float]:
-    """kokuban's prediction of every metric `row` measured (see the module docstring for each load)."""
+    """kokuban's prediction of every metric `row` measured (see the module docstring for each load). TPOT is
+    undefined for a one-token output and left out of its means and percentiles, as `vllm bench serve` does."""
     from kokuban.sim import simulate
+    from kokuban.sim.metrics import weighted_percentile
     from kokuban.sim.workload import synthetic
 
     dep, sched = _setup(row, overrides)
@@ -181,28 +183,29 @@ def replay(row: ServingRow, overrides: Mapping[str, float] | None = None) -> dic
         wl = replace(wl, arrival_s=wl.arrival_s * (n / row.rate_per_s / wl.arrival_s[-1]))
     res = simulate(dep, wl, sched)
     ttft, e2e, out = res.ttft_s, res.e2e_s, res.output_tokens.astype(float)
-    tpot = np.nan_to_num(res.tpot_s, nan=0.0)
+    tpot = res.tpot_s
     c = int(row.concurrency or 0)
     if row.load == "concurrency":
         keep = slice(c, n - c)
-        pred = {"ttft_s": float(ttft[keep].mean()), "tpot_s": float(tpot[keep].mean()),
+        pred = {"ttft_s": float(ttft[keep].mean()), "tpot_s": float(np.nanmean(tpot[keep])),
                 "e2e_s": float(e2e[keep].mean())}
         pred["output_tokens_per_s"] = c * float(out[keep].mean()) / pred["e2e_s"]
     elif row.load == "batch":
-        pred = {"ttft_s": float(ttft.mean()), "tpot_s": float(tpot.mean()), "e2e_s": float(res.finish_s.max()),
+        pred = {"ttft_s": float(ttft.mean()), "tpot_s": float(np.nanmean(tpot)), "e2e_s": float(res.finish_s.max()),
                 "output_tokens_per_s": float(out.sum() / res.finish_s.max())}
     else:
-        from kokuban.sim.metrics import weighted_percentile
-
-        pred = {"ttft_s": float(ttft.mean()), "tpot_s": float(tpot.mean()), "e2e_s": float(e2e.mean()),
+        pred = {"ttft_s": float(ttft.mean()), "tpot_s": float(np.nanmean(tpot)), "e2e_s": float(e2e.mean()),
                 "output_tokens_per_s": float(out.sum() / res.duration_s)}
     # percentiles over every request scored (`vllm bench serve` takes them over its requests, linear interpolation)
     scored = slice(c, n - c) if row.load == "concurrency" else slice(None)
     for name, values in (("ttft", ttft), ("tpot", tpot), ("e2e", e2e)):
-        pred[f"{name}_median_s"] = float(np.median(values[scored]))
-        pred[f"{name}_p95_s"] = float(np.percentile(values[scored], 95))
+        pred[f"{name}_median_s"] = float(np.nanmedian(values[scored]))
+        pred[f"{name}_p95_s"] = float(np.nanpercentile(values[scored], 95))
     if "itl_median_s" in row.measured:
         pred["itl_median_s"] = weighted_percentile(res.itl_values_s, res.itl_weights, 50)
+    for k in row.measured:
+        if not (np.isfinite(pred[k]) and pred[k] > 0):  # e.g. TPOT of a run whose every output is one token
+            raise KokubanError(f"{row.id}: the replay has no {k} (got {pred[k]!r})", field="measured", value=k)
     return {k: pred[k] for k in row.measured}
 
 
@@ -240,7 +243,7 @@ def summarize(results: Sequence[RowResult]) -> dict[str, Any]:
     def stats(errs: list[float]) -> dict[str, Any]:
         a = np.abs(np.asarray(errs))
         lo, hi = bootstrap_median_ci(a)
-        return {"rows": int(a.size), "median_abs_error": float(np.median(a)),
+        return {"points": int(a.size), "median_abs_error": float(np.median(a)),
                 "p90_abs_error": float(np.percentile(a, 90)), "median_abs_error_ci": [lo, hi]}
 
     by_metric: dict[str, list[float]] = {}
@@ -457,4 +460,4 @@ def read_vllm_bench(path: str, defaults: Mapping[str, Any] | None = None) -> Ser
         _check_row(row, path)
     except KokubanError as exc:
         raise KokubanError(exc.reason, field="file", value=path) from None
-    return replace(row)
+    return row
