@@ -119,7 +119,7 @@ def test_vllm_bench_file_is_read_with_its_setup():
     assert (row.load, row.concurrency, row.num_prompts, row.input_tokens, row.output_tokens) == ("run", 4, 8, 128, 64)
     assert row.rate_per_s == float("inf")
     assert row.measured == pytest.approx({"ttft_s": 0.0305, "tpot_s": 0.0071, "e2e_s": 0.480,
-                                          "output_tokens_per_s": 243.8})
+                                          "output_tokens_per_s": 533.3})
 
 
 def test_cli_file_json_shape(capsys):
