@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from kokuban.present.validation import pct
+from kokuban.validation.accuracy import bootstrap_settings
 
 METRIC_NAMES = {"ttft_s": "TTFT mean", "ttft_median_s": "TTFT median", "ttft_p95_s": "TTFT p95", "tpot_s": "TPOT mean",
                 "tpot_p95_s": "TPOT p95", "itl_median_s": "ITL median", "e2e_s": "E2E mean",
@@ -18,19 +19,29 @@ def _value(metric: str, value: float) -> str:
     return f"{value:,.1f}" if metric == "output_tokens_per_s" else f"{value * 1e3:,.2f} ms"
 
 
+def _summary_rows(summary: dict[str, Any]) -> list[tuple[str, ...]]:
+    """A summary's cells, overall then by engine: engine, metric family, points, median, interval, p90."""
+    out = []
+    for engine, by_family in [("all", summary["by_family"])] + list(summary["by_engine"].items()):
+        for family, s in by_family.items():
+            lo, hi = s["median_abs_error_ci"]
+            out.append((engine, FAMILY_NAMES[family], str(s["points"]), pct(s["median_abs_error"]),
+                        f"{pct(lo)} – {pct(hi)}", pct(s["p90_abs_error"])))
+    return out
+
+
+COLUMNS = ("engine", "metric", "points", "median |error|", "95 % interval", "p90 |error|")
+
+
 def error_table(title: str, summary: dict[str, Any]):
     """One summary (`validation.serving.summarize`) as a table: by metric family, then each engine's."""
     from rich.table import Table
 
     table = Table(title=title)
-    for col in ("engine", "metric", "points", "median |error|", "95 % interval", "p90 |error|"):
+    for col in COLUMNS:
         table.add_column(col, justify="left" if col in ("engine", "metric") else "right")
-    groups = [("all", summary["by_family"])] + list(summary["by_engine"].items())
-    for engine, by_family in groups:
-        for family, s in by_family.items():
-            lo, hi = s["median_abs_error_ci"]
-            table.add_row(engine, FAMILY_NAMES[family], str(s["points"]), pct(s["median_abs_error"]),
-                          f"{pct(lo)} – {pct(hi)}", pct(s["p90_abs_error"]))
+    for cells in _summary_rows(summary):
+        table.add_row(*cells)
     return table
 
 
@@ -50,8 +61,9 @@ def print_serving_accuracy(console: Any, result: Any, show_split: bool = False) 
     console.print(error_table("held-out error (rows no fit has seen)", result.summary("held_out")))
     if show_split:
         console.print(error_table("training rows (what a --refit sees)", result.summary("train")))
-    console.print("interval: 95 % percentile bootstrap of the median |error| (10,000 resamples, seed 0); "
-                  "few rows, wide intervals")
+    b = bootstrap_settings()
+    console.print(f"interval: {100 * b['level']:g} % percentile bootstrap of the median |error| "
+                  f"({b['resamples']:,} resamples, seed {b['seed']}); few rows, wide intervals")
     if result.fit is not None:
         for engine, fit in result.fit.as_dict().items():
             vals = ", ".join(f"{k}={v:.4g} s" + ("" if k in fit["pinned"] else " (not pinned: profile's)")
@@ -62,11 +74,6 @@ def print_serving_accuracy(console: Any, result: Any, show_split: bool = False) 
 def markdown_table(summary: dict[str, Any]) -> str:
     """One summary as the Markdown table docs/serving-accuracy.md and the README show (a test checks they are
     the command's numbers)."""
-    lines = ["| engine | metric | points | median \\|error\\| | 95 % interval | p90 \\|error\\| |",
-             "| --- | --- | --- | --- | --- | --- |"]
-    for engine, by_family in [("all", summary["by_family"])] + list(summary["by_engine"].items()):
-        for family, s in by_family.items():
-            lo, hi = s["median_abs_error_ci"]
-            lines.append(f"| {engine} | {FAMILY_NAMES[family]} | {s['points']} | {pct(s['median_abs_error'])} | "
-                         f"{pct(lo)} – {pct(hi)} | {pct(s['p90_abs_error'])} |")
-    return "\n".join(lines)
+    head = "| " + " | ".join(c.replace("|", "\\|") for c in COLUMNS) + " |"
+    body = ["| " + " | ".join(cells) + " |" for cells in _summary_rows(summary)]
+    return "\n".join([head, "| --- " * len(COLUMNS) + "|", *body])
