@@ -47,6 +47,7 @@ RUNS = {
     "agent simulate": "agent simulate llama-3.1-8b --gpu h100-sxm --preset swe-bench --sessions 2",
     "agent presets": "agent presets",
     "probe": "probe --device cpu --seconds 0.5",
+    "serving-accuracy": "serving-accuracy --measurements-file tests/fixtures/vllm_bench_small.json",
 }
 #: More runs whose result has another shape (the closed-model inference, the cheapest-deployment search).
 MORE_RUNS = {

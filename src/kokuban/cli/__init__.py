@@ -32,7 +32,7 @@ FIELD_FLAGS = {
     "max_ttft_s": "--ttft-slo", "tpot_target_s": "--tpot-slo", "ttft_target_s": "--ttft-slo",
     "slow_window_s": "--slow-window", "prompt_tokens": "--prompt-tokens", "output_tokens": "--output-tokens",
     "num_layers": "--layers", "hidden_size": "--hidden", "holdout_fraction": "--holdout-fraction",
-    "usd_per_gpu_hour": "--price-per-hour", "csv_path": "--measurements-file",
+    "usd_per_gpu_hour": "--price-per-hour", "csv_path": "--measurements-file", "file": "--measurements-file",
 }
 
 

@@ -40,6 +40,7 @@ EXAMPLES: dict[str, tuple[str, str]] = {
     "accuracy": ("accuracy --compute-eff 0.6 --memory-eff 0.8 --link-eff 0.75 --step-overhead 0",
                  "docs/validation.md"),
     "calibrate": ("calibrate --source published", "docs/validation.md"),
+    "serving-accuracy": ("serving-accuracy --split", "docs/serving-accuracy.md"),
     "agent api": ("agent api anthropic/claude-sonnet-4.5 --preset swe-bench --compaction auto", "docs/agents.md"),
     "agent self-hosted": ("agent self-hosted gpt-oss-120b --gpu h100-sxm --preset tracelab-session "
                           "--compaction threshold:100000,8000 --survival best", "docs/agents.md"),

@@ -182,3 +182,33 @@ def calibrate(**kw: Any) -> None:
 
 
 commands = [probe, validate, accuracy, calibrate]
+
+
+# ---- serving-accuracy ------------------------------------------------------------------------------------
+@click.command("serving-accuracy")
+@option("--measurements-file", "measurements_file", list_values=True, type=click.Path(dir_okay=False),
+        help="Score your own `vllm bench serve --save-result` JSON; its setup from its --metadata keys (gpu, gpus, "
+             "engine, model, weights) or the flags below.")
+@option("--refit", is_flag=True, help="Fit the engines' overhead terms on the training rows first.")
+@option("--split", is_flag=True, help="Also print the error on the training rows.")
+@option("--model", default=None, help="For --measurements-file: catalog id when the file's model_id is not one.")
+@option("--gpu", default=None, list_values=False, help="For --measurements-file: accelerator id (`kokuban gpus`).")
+@option("--gpus", type=int, default=None, help="For --measurements-file: accelerators (tensor parallel), default 1.")
+@option("--engine", default=None, help="For --measurements-file: engine profile (e.g. vllm-v1).")
+@option("--weights", default=None, help="For --measurements-file: weights dtype (default: the checkpoint's).")
+@option("--json", "as_json", is_flag=True, help="Print rows and summaries as JSON.")
+def serving_accuracy(**kw: Any) -> None:
+    """The simulator against public serving benchmarks (TTFT, TPOT, E2E, throughput at several loads), or your
+    --measurements-file runs: median and p90 |error| by metric and engine on rows no fit has seen."""
+    from kokuban.present.serving import print_serving_accuracy
+    from kokuban.usecases.serving import ServingAccuracyRequest, run_serving_accuracy
+
+    kw["files"] = kw.pop("measurements_file")  # the request's field
+    result = run_serving_accuracy(request(ServingAccuracyRequest, kw))
+    if kw["as_json"]:
+        emit_json(result.as_dict())
+    else:
+        print_serving_accuracy(console(), result, kw["split"])
+
+
+commands.append(serving_accuracy)

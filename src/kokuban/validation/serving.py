@@ -1,0 +1,469 @@
+"""Serving accuracy: replay public serving benchmarks (data/serving_results.toml) or a user's `vllm bench serve
+--save-result` files through the simulator, with the row's engine profile and setup, and score TTFT, TPOT, E2E
+and throughput.
+
+Replay of one row (`replay`):
+    concurrency   a closed loop of C clients (`ConcurrencyCap`, every request sent at t = 0 and then as slots
+                  free): `STEADY_ROUNDS`·C requests; the metrics are over requests C … N − C − 1 (the first round,
+                  whose prefills all queue at t = 0, and the last, which runs with ever fewer clients, left out),
+                  as a benchmark that measures a stable window sees them (genai-perf, AIPerf). Throughput is
+                  Little's law for a closed loop: C · mean output tokens / mean E2E of those requests.
+    batch         C requests submitted together offline (`vllm bench latency`): no HTTP front end (front_end_s
+                  = 0); E2E is the whole batch's, the last finish.
+    run           a whole run as measured (`vllm bench serve`, `sglang.bench_serving`: num_prompts at
+                  request_rate, capped at max_concurrency): metrics over every request, throughput = output
+                  tokens / duration. Poisson arrivals at a finite rate are scaled so that the last is at
+                  num_prompts / rate: one seeded draw of 300 arrivals can span 16 % more than the rate asks,
+                  which is the arrival process's noise, not the simulator's error.
+Per-row error = predicted / measured − 1 (`accuracy.relative_error`).
+
+Fit (`fit_overheads`, `kokuban serving-accuracy --refit`): per engine, on the training rows only (the split is
+`calibrate.holdout_mask` on the row id: crc32 of "seed:id", `HOLDOUT_FRACTION` held out); a term group is fitted
+only from at least `MIN_FIT_ROWS` rows:
+    step_overhead_s, per_seq_s   grid search (`STEP_GRID_S`, `PER_SEQ_GRID_S`; one coordinate pass) for the
+                     least mean squared log error on the engine's TPOT, ITL, throughput and offline (batch) E2E
+                     rows, replayed with front_end_s = 0 and no CPU terms to start; per_seq_s only when some row runs
+                     several sequences; a best value at the grid's top is not pinned (the profile's stays)
+    front_end_s, per_token_s     from the concurrency-1 TTFT rows (mean or p95: nothing queues there):
+                     nonnegative least squares of measured − predicted TTFT (both terms 0) on 1 and the prompt
+                     length; one prompt length: front_end_s alone, the median gap. A per-token term found here
+                     (prefill slower than the step model says) lengthens decode steps too, so the step terms are
+                     fitted once more after it
+A term the data does not pin keeps the profile's value, and the fit says so (`pinned`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kokuban.errors import KokubanError
+
+BUNDLED = "serving_results.toml"
+METRICS = ("ttft_s", "ttft_median_s", "ttft_p95_s", "tpot_s", "tpot_p95_s", "itl_median_s", "e2e_s",
+           "e2e_median_s", "e2e_p95_s", "output_tokens_per_s")
+#: What the error is published by: each metric's family (the judged TTFT, TPOT/ITL, E2E and throughput).
+FAMILY = {"ttft_s": "ttft", "ttft_median_s": "ttft", "ttft_p95_s": "ttft", "tpot_s": "tpot_itl",
+          "tpot_p95_s": "tpot_itl", "itl_median_s": "tpot_itl", "e2e_s": "e2e", "e2e_median_s": "e2e",
+          "e2e_p95_s": "e2e", "output_tokens_per_s": "throughput"}
+FAMILIES = ("ttft", "tpot_itl", "e2e", "throughput")
+LOADS = ("concurrency", "batch", "run")
+STEADY_ROUNDS = 6  # closed-loop replay: this many rounds of C requests, the first and last left out
+HOLDOUT_FRACTION = 1 / 3
+SPLIT_SEED = 0
+STEP_GRID_S = tuple(float(x) for x in np.round(np.geomspace(0.5e-3, 6e-3, 8), 6))
+PER_SEQ_GRID_S = (0.0, 4e-6, 8e-6, 12e-6, 18e-6, 27e-6)
+MIN_FIT_ROWS = 2  # a term is fitted only from at least this many training rows, else the profile's value stays
+
+
+@dataclass(frozen=True)
+class ServingRow:
+    """One load point of one published (or user's) setup; `measured` holds METRICS in SI units."""
+
+    id: str
+    engine: str
+    model: str
+    gpu: str
+    gpus: int
+    input_tokens: int | str  # fixed tokens, or a length spec (`sim.workload.lengths`) for a user's run
+    output_tokens: int | str
+    load: str
+    measured: Mapping[str, float]
+    concurrency: int | None = None
+    layout: str = "tp"
+    weights: str | None = None
+    kv: str | None = None
+    rate_per_s: float = float("inf")
+    num_prompts: int | None = None
+    kv_blocks: int | None = None  # the engine's KV pool as its log states it (blocks of the profile's size)
+    engine_version: str = ""
+    source: Mapping[str, str] = field(default_factory=dict)
+    quote: str = ""
+    assumed: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The row's JSON; `rate_per_s` null when every request arrives at once (JSON has no infinity)."""
+        rate = self.rate_per_s if math.isfinite(self.rate_per_s) else None
+        return {"id": self.id, "engine": self.engine, "engine_version": self.engine_version, "model": self.model,
+                "gpu": self.gpu, "gpus": self.gpus, "layout": self.layout, "weights": self.weights, "kv": self.kv,
+                "input_tokens": self.input_tokens, "output_tokens": self.output_tokens, "load": self.load,
+                "concurrency": self.concurrency, "rate_per_s": rate, "prompts": self.num_prompts,
+                "measured": dict(self.measured), "source_url": self.source.get("url", "")}
+
+
+def _check_row(row: ServingRow, where: str) -> None:
+    """A row's numbers are finite and positive and its load is known; KokubanError naming the row otherwise."""
+    if row.load not in LOADS:
+        raise KokubanError(f"{where}: load '{row.load}' is not one of {', '.join(LOADS)}", field="load", value=row.load)
+    if row.load != "run" and not (isinstance(row.concurrency, int) and row.concurrency > 0):
+        raise KokubanError(f"{where}: needs a concurrency ≥ 1", field="concurrency", value=row.concurrency)
+    if not row.measured:
+        raise KokubanError(f"{where}: no measured metric (one of {', '.join(METRICS)})", field="measured")
+    for name, value in row.measured.items():
+        if name not in METRICS:
+            raise KokubanError(f"{where}: '{name}' is not one of {', '.join(METRICS)}", field="measured", value=name)
+        if not (isinstance(value, int | float) and np.isfinite(value) and value > 0):
+            raise KokubanError(f"{where}: {name} must be a finite number > 0, got {value!r}", field=name, value=value)
+
+
+def load_serving_results(path: str | None = None) -> list[ServingRow]:
+    """Every row of the bundled serving_results.toml (or `path`), each with its source table entry."""
+    if path is None:
+        with (resources.files("kokuban") / "data" / BUNDLED).open("rb") as fh:
+            data = tomllib.load(fh)
+    else:
+        data = tomllib.loads(Path(path).read_text())
+    sources = data.get("source", {})
+    rows = []
+    for raw in data["row"]:
+        raw = dict(raw)
+        src = raw.pop("source")
+        if src not in sources:
+            raise KokubanError(f"row {raw.get('id')}: source '{src}' is not in [source.*]", field="source", value=src)
+        row = ServingRow(source={"key": src, **sources[src]}, **raw)
+        _check_row(row, f"row {row.id}")
+        rows.append(row)
+    return rows
+
+
+# ---- replay -----------------------------------------------------------------------------------------------
+def _setup(row: ServingRow, overrides: Mapping[str, float] | None):
+    """The deployment and scheduler configuration `row` names: its engine profile's scheduler defaults and
+    overheads, with `overrides` (step_overhead_s, per_seq_s, per_token_s, front_end_s) replacing the
+    profile's values."""
+    from kokuban.sim.profiles import Overheads, load_profile
+    from kokuban.sim.scheduler import SchedulerConfig
+    from kokuban.specs.catalog import load_accelerator, load_model
+    from kokuban.specs.deployment import Deployment
+    from kokuban.specs.hardware import Efficiency
+
+    over = dict(overrides or {})
+    prof = load_profile(row.engine)
+    step_s = over.pop("step_overhead_s", prof.step_overhead_s)
+    eff = Efficiency() if step_s is None else Efficiency().updated(step_overhead_s=step_s)
+    model, acc = load_model(row.model), load_accelerator(row.gpu)
+    budget = prof.batched_tokens(min(model.max_context, 2**20))
+    # the KV pool by the engine's own memory rule (`sim.profiles`), as `simulate --engine` sizes it
+    fraction = prof.fraction(acc.memory_bytes, budget or 0, row.gpus) or 0.9
+    dep = Deployment.make(model, acc, row.gpus, layout=row.layout, weights_dtype=row.weights, kv_dtype=row.kv,
+                          efficiency=eff, memory_utilization=fraction, memory_rule=prof.memory_rule)
+    terms = (prof.overheads or Overheads()).as_dict() | over
+    if row.load == "batch":
+        terms["front_end_s"] = 0.0  # offline: no HTTP server, no streaming
+    sched = SchedulerConfig(policy=prof.policy or "continuous", max_num_seqs=prof.max_num_seqs,
+                            max_num_batched_tokens=budget,
+                            block_size=prof.block_size or 16,
+                            prefix_caching=True if prof.prefix_caching is None else prof.prefix_caching,
+                            max_concurrency=row.concurrency, engine=row.engine, overheads=Overheads(**terms),
+                            kv_blocks=row.kv_blocks)
+    return dep, sched
+
+
+def _requests(row: ServingRow) -> int:
+    if row.load == "concurrency":
+        return STEADY_ROUNDS * int(row.concurrency)  # type: ignore[arg-type]
+    if row.load == "batch":
+        return int(row.concurrency)  # type: ignore[arg-type]
+    return int(row.num_prompts)  # type: ignore[arg-type]
+
+
+def replay(row: ServingRow, overrides: Mapping[str, float] | None = None) -> dict[str, float]:
+    """kokuban's prediction of every metric `row` measured (see the module docstring for each load). TPOT is
+    undefined for a one-token output and left out of its means and percentiles, as `vllm bench serve` does."""
+    from kokuban.sim import simulate
+    from kokuban.sim.metrics import weighted_percentile
+    from kokuban.sim.workload import synthetic
+
+    dep, sched = _setup(row, overrides)
+    n = _requests(row)
+    wl = synthetic(n, row.rate_per_s, row.input_tokens, row.output_tokens, arrival="poisson", seed=0)
+    if np.isfinite(row.rate_per_s) and wl.arrival_s[-1] > 0:  # the rate asked for, not one draw's (module doc)
+        wl = replace(wl, arrival_s=wl.arrival_s * (n / row.rate_per_s / wl.arrival_s[-1]))
+    res = simulate(dep, wl, sched)
+    ttft, e2e, out = res.ttft_s, res.e2e_s, res.output_tokens.astype(float)
+    tpot = res.tpot_s
+    c = int(row.concurrency or 0)
+    if row.load == "concurrency":
+        keep = slice(c, n - c)
+        pred = {"ttft_s": float(ttft[keep].mean()), "tpot_s": float(np.nanmean(tpot[keep])),
+                "e2e_s": float(e2e[keep].mean())}
+        pred["output_tokens_per_s"] = c * float(out[keep].mean()) / pred["e2e_s"]
+    elif row.load == "batch":
+        pred = {"ttft_s": float(ttft.mean()), "tpot_s": float(np.nanmean(tpot)), "e2e_s": float(res.finish_s.max()),
+                "output_tokens_per_s": float(out.sum() / res.finish_s.max())}
+    else:
+        pred = {"ttft_s": float(ttft.mean()), "tpot_s": float(np.nanmean(tpot)), "e2e_s": float(e2e.mean()),
+                "output_tokens_per_s": float(out.sum() / res.duration_s)}
+    # percentiles over every request scored (`vllm bench serve` takes them over its requests, linear interpolation)
+    scored = slice(c, n - c) if row.load == "concurrency" else slice(None)
+    for name, values in (("ttft", ttft), ("tpot", tpot), ("e2e", e2e)):
+        pred[f"{name}_median_s"] = float(np.nanmedian(values[scored]))
+        pred[f"{name}_p95_s"] = float(np.nanpercentile(values[scored], 95))
+    if "itl_median_s" in row.measured:
+        pred["itl_median_s"] = weighted_percentile(res.itl_values_s, res.itl_weights, 50)
+    for k in row.measured:
+        if not (np.isfinite(pred[k]) and pred[k] > 0):  # e.g. TPOT of a run whose every output is one token
+            raise KokubanError(f"{row.id}: the replay has no {k} (got {pred[k]!r})", field="measured", value=k)
+    return {k: pred[k] for k in row.measured}
+
+
+# ---- errors -----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RowResult:
+    """One row's measured and predicted metrics and their relative errors; `held_out` its side of the split."""
+
+    row: ServingRow
+    predicted: Mapping[str, float]
+    held_out: bool
+
+    @property
+    def errors(self) -> dict[str, float]:
+        return {k: self.predicted[k] / self.row.measured[k] - 1 for k in self.row.measured}
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.row.as_dict() | {"predicted": dict(self.predicted), "error": self.errors,
+                                     "held_out": self.held_out}
+
+
+def split(rows: Sequence[ServingRow], fraction: float = HOLDOUT_FRACTION, seed: int = SPLIT_SEED) -> np.ndarray:
+    """True for held-out rows: `calibrate.holdout_mask` on the row ids (crc32 of "seed:id", order-free)."""
+    from kokuban.validation.calibrate import holdout_mask
+
+    return holdout_mask([r.id for r in rows], fraction, seed)
+
+
+def summarize(results: Sequence[RowResult]) -> dict[str, Any]:
+    """Median and p90 |error| with a bootstrap 95 % interval of the median (`accuracy.bootstrap_median_ci`,
+    seeded) by metric family (`FAMILY`: TTFT, TPOT/ITL, E2E, throughput), by metric, and by engine × family, over
+    the (row, metric) pairs of `results`."""
+    from kokuban.validation.accuracy import bootstrap_median_ci
+
+    def stats(errs: list[float]) -> dict[str, Any]:
+        a = np.abs(np.asarray(errs))
+        lo, hi = bootstrap_median_ci(a)
+        return {"points": int(a.size), "median_abs_error": float(np.median(a)),
+                "p90_abs_error": float(np.percentile(a, 90)), "median_abs_error_ci": [lo, hi]}
+
+    by_metric: dict[str, list[float]] = {}
+    by_family: dict[str, list[float]] = {}
+    by_engine: dict[str, dict[str, list[float]]] = {}
+    for res in results:
+        for metric, err in res.errors.items():
+            by_metric.setdefault(metric, []).append(err)
+            by_family.setdefault(FAMILY[metric], []).append(err)
+            by_engine.setdefault(res.row.engine, {}).setdefault(FAMILY[metric], []).append(err)
+    return {"by_family": {f: stats(by_family[f]) for f in FAMILIES if f in by_family},
+            "by_metric": {m: stats(by_metric[m]) for m in METRICS if m in by_metric},
+            "by_engine": {e: {f: stats(v[f]) for f in FAMILIES if f in v} for e, v in sorted(by_engine.items())}}
+
+
+# ---- fit --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class OverheadFit:
+    """Fitted overhead terms per engine and which of them the training rows pinned."""
+
+    values: Mapping[str, Mapping[str, float]]
+    pinned: Mapping[str, tuple[str, ...]]
+    train_rows: Mapping[str, int]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {e: {"values": dict(v), "pinned": list(self.pinned[e]), "train_rows": self.train_rows[e]}
+                for e, v in self.values.items()}
+
+
+#: Metrics the step terms are fitted on (TTFT and E2E carry the front end; a batch row's E2E does not).
+STEP_METRICS = ("tpot_s", "tpot_p95_s", "itl_median_s", "output_tokens_per_s")
+TTFT_METRICS = ("ttft_s", "ttft_median_s", "ttft_p95_s")
+
+
+def _step_loss(rows: Sequence[ServingRow], overrides: Mapping[str, float]) -> float:
+    """Mean squared log error of the step metrics of `rows` replayed with `overrides` (front_end_s = 0)."""
+    errs = []
+    for row in rows:
+        pred = replay(row, dict(overrides) | {"front_end_s": 0.0})
+        metrics = STEP_METRICS + (("e2e_s",) if row.load == "batch" else ())
+        errs += [np.log(pred[m] / row.measured[m]) for m in metrics if m in row.measured]
+    return float(np.mean(np.square(errs)))
+
+
+def _fit_step_terms(rows: Sequence[ServingRow], got: dict[str, float], pins: list[str]) -> None:
+    """One coordinate pass of grid search over step_overhead_s, then per_seq_s (when some row batches), in
+    place in `got` (see the module docstring)."""
+    seq_grid = PER_SEQ_GRID_S if any((r.concurrency or 0) > 1 for r in rows) else ()
+    for name, grid in (("step_overhead_s", STEP_GRID_S), ("per_seq_s", seq_grid)):
+        if grid:
+            losses = [_step_loss(rows, got | {name: v}) for v in grid]
+            best = int(np.argmin(losses))
+            if best < len(grid) - 1:  # at the grid's top the data wants more than the range: not pinned
+                got[name] = grid[best]
+                pins.append(name)
+
+
+def _fit_ttft_line(rows: Sequence[ServingRow], got: dict[str, float], pins: list[str]) -> None:
+    """front_end_s and per_token_s from concurrency-1 TTFT rows, in place in `got`: nonnegative least squares
+    of measured − predicted TTFT (predicted with both 0) = front_end_s + per_token_s · input tokens; with a
+    single prompt length, front_end_s alone (the median gap)."""
+    from scipy.optimize import nnls
+
+    base = got | {"front_end_s": 0.0, "per_token_s": 0.0}
+    x, gap = [], []
+    for r in rows:
+        pred = replay(r, base)
+        for m in TTFT_METRICS:
+            if m in r.measured:
+                x.append(float(r.input_tokens))
+                gap.append(r.measured[m] - pred[m])
+    if len(set(x)) >= 2:
+        (got["front_end_s"], got["per_token_s"]), _ = nnls(np.column_stack([np.ones(len(x)), x]), np.asarray(gap))
+        pins += ["front_end_s", "per_token_s"]
+    else:
+        got["front_end_s"] = max(0.0, float(np.median(gap)))
+        pins.append("front_end_s")
+
+
+def fit_overheads(train: Sequence[ServingRow]) -> OverheadFit:
+    """Fit the overhead terms per engine on `train` only (see the module docstring): step terms, then the TTFT
+    line, then the step terms again with the fitted per-token term."""
+    from kokuban.sim.profiles import Overheads, load_profile
+
+    values: dict[str, dict[str, float]] = {}
+    pinned: dict[str, tuple[str, ...]] = {}
+    counts: dict[str, int] = {}
+    for engine in sorted({r.engine for r in train}):
+        rows = [r for r in train if r.engine == engine]
+        prof = load_profile(engine)
+        over = prof.overheads or Overheads()
+        # start from no CPU terms (what the profile ships must not steer its own refit); an unpinned term
+        # keeps the profile's value
+        got = {"step_overhead_s": float(prof.step_overhead_s or 0.0), "per_seq_s": 0.0, "per_token_s": 0.0,
+               "front_end_s": float(over.front_end_s)}
+        pins: list[str] = []
+        step_rows = [r for r in rows if set(STEP_METRICS) & set(r.measured) or r.load == "batch"]
+        ttft_rows = [r for r in rows if r.concurrency == 1 and isinstance(r.input_tokens, int)
+                     and set(TTFT_METRICS) & set(r.measured)]
+        fit_steps = len(step_rows) >= MIN_FIT_ROWS
+        if fit_steps:
+            _fit_step_terms(step_rows, got, pins)
+        if len(ttft_rows) >= MIN_FIT_ROWS:
+            _fit_ttft_line(ttft_rows, got, pins)
+            if fit_steps and got["per_token_s"] > 0:  # the per-token term also lengthens every decode step
+                _fit_step_terms(step_rows, got, pins)
+        values[engine], pinned[engine], counts[engine] = got, tuple(dict.fromkeys(pins)), len(rows)
+    return OverheadFit(values, pinned, counts)
+
+
+@dataclass(frozen=True)
+class ServingAccuracy:
+    """Every scored row and the summaries: held-out rows (what is published), training rows, all rows."""
+
+    results: tuple[RowResult, ...]
+    fit: OverheadFit | None = None
+
+    def summary(self, which: str = "held_out") -> dict[str, Any]:
+        pick = {"held_out": lambda r: r.held_out, "train": lambda r: not r.held_out, "all": lambda r: True}[which]
+        chosen = [r for r in self.results if pick(r)]
+        return summarize(chosen) if chosen else {"by_family": {}, "by_metric": {}, "by_engine": {}}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"split": {"method": "crc32 of 'seed:id' (calibrate.holdout_mask)", "holdout_fraction": HOLDOUT_FRACTION,
+                          "seed": SPLIT_SEED},
+                "held_out": self.summary("held_out"), "train": self.summary("train"), "all": self.summary("all"),
+                "fit": self.fit.as_dict() if self.fit else None,
+                "rows": [r.as_dict() for r in self.results]}
+
+
+def serving_accuracy(rows: Sequence[ServingRow] | None = None, *, refit: bool = False, split_rows: bool = True,
+                     fit: OverheadFit | None = None) -> ServingAccuracy:
+    """Score `rows` (default: the bundled set). `split_rows`: the hash split decides held_out (else every row
+    is held out, as for a user's own files, which the fit never sees). `refit`: fit the overheads on the
+    training rows first (`fit_overheads`) and score every row with the fitted values; `fit`: score with these
+    fitted values (fitted elsewhere, e.g. on the bundled rows for a user's files)."""
+    rows = list(load_serving_results() if rows is None else rows)
+    held = split(rows) if split_rows else np.ones(len(rows), bool)
+    if refit:
+        fit = fit_overheads([r for r, h in zip(rows, held, strict=True) if not h])
+    results = []
+    for row, h in zip(rows, held, strict=True):
+        over = dict(fit.values.get(row.engine, {})) if fit else None
+        results.append(RowResult(row, replay(row, over), bool(h)))
+    return ServingAccuracy(tuple(results), fit)
+
+
+# ---- a user's `vllm bench serve --save-result` file --------------------------------------------------------
+#: Setup keys a run's file may carry (`vllm bench serve --metadata gpu=h100-sxm gpus=1 engine=vllm-v1`).
+SETUP_KEYS = ("model", "gpu", "gpus", "engine", "weights", "kv")
+
+
+def _length_spec(lengths: Any, total: Any, completed: int, name: str, path: str) -> int | str:
+    """The run's lengths: the per-request list as a histogram spec, else the mean of the total."""
+    if isinstance(lengths, list) and lengths and all(isinstance(v, int) and v > 0 for v in lengths):
+        values, counts = np.unique(np.asarray(lengths), return_counts=True)
+        return int(values[0]) if values.size == 1 else "hist:" + ",".join(
+            f"{v}={c}" for v, c in zip(values.tolist(), counts.tolist(), strict=True))
+    if isinstance(total, int | float) and total > 0 and completed > 0:
+        return max(1, round(total / completed))
+    raise KokubanError(f"{path}: no {name} lengths (neither {name}_lens nor total_{name}_tokens)", field="file",
+                       value=path)
+
+
+def read_vllm_bench(path: str, defaults: Mapping[str, Any] | None = None) -> ServingRow:
+    """One `vllm bench serve --save-result` JSON as a row of load "run". The setup it lacks (gpu, gpus, engine,
+    model as a catalog id) comes from its metadata keys, else from `defaults`; anything still missing, or a
+    metric that is not a finite positive number, is a one-line KokubanError(field="file")."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise KokubanError(f"{path}: not a readable JSON file ({type(exc).__name__})", field="file",
+                           value=path) from None
+    if not isinstance(data, dict):
+        raise KokubanError(f"{path}: not a vllm bench serve result (a JSON object)", field="file", value=path)
+    setup = {k: v for k, v in (defaults or {}).items() if v is not None}
+    setup |= {k: data[k] for k in SETUP_KEYS if data.get(k) not in (None, "")}
+    setup.setdefault("model", data.get("model_id"))
+    for key in ("model", "gpu", "engine"):
+        if not setup.get(key):
+            raise KokubanError(f"{path}: the file does not say its {key} (add {key}=… to the benchmark's metadata, "
+                               f"or give {key})", field="file", value=path)
+    completed = data.get("completed")
+    if not (isinstance(completed, int) and completed > 0):
+        raise KokubanError(f"{path}: no completed requests", field="file", value=path)
+    measured: dict[str, float] = {}
+    for key, metric, scale in (("mean_ttft_ms", "ttft_s", 1e-3), ("mean_tpot_ms", "tpot_s", 1e-3),
+                               ("mean_e2el_ms", "e2e_s", 1e-3), ("output_throughput", "output_tokens_per_s", 1.0)):
+        value = data.get(key)
+        if isinstance(value, int | float) and np.isfinite(value) and value > 0:
+            measured[metric] = float(value) * scale
+    rate = data.get("request_rate", "inf")
+    try:
+        rate_per_s = float(rate)
+    except (TypeError, ValueError):
+        raise KokubanError(f"{path}: request_rate {rate!r} is not a number or 'inf'", field="file",
+                           value=path) from None
+    conc = data.get("max_concurrency")
+    try:
+        gpus = int(setup.get("gpus", 1))
+    except (TypeError, ValueError):
+        raise KokubanError(f"{path}: gpus {setup.get('gpus')!r} is not an integer", field="file", value=path) from None
+    row = ServingRow(
+        id=Path(path).name, engine=str(setup["engine"]), model=str(setup["model"]), gpu=str(setup["gpu"]), gpus=gpus,
+        input_tokens=_length_spec(data.get("input_lens"), data.get("total_input_tokens"), completed, "input", path),
+        output_tokens=_length_spec(data.get("output_lens"), data.get("total_output_tokens"), completed, "output",
+                                   path),
+        load="run", concurrency=int(conc) if isinstance(conc, int) and conc > 0 else None, measured=measured,
+        weights=setup.get("weights"), kv=setup.get("kv"), rate_per_s=rate_per_s, num_prompts=completed,
+        engine_version=str(data.get("backend", "")), source={"url": str(path)})
+    if not (rate_per_s > 0):
+        raise KokubanError(f"{path}: request_rate must be > 0 or 'inf', got {rate!r}", field="file", value=path)
+    try:
+        _check_row(row, path)
+    except KokubanError as exc:
+        raise KokubanError(exc.reason, field="file", value=path) from None
+    return row

@@ -1,0 +1,177 @@
+"""Serving accuracy (`validation.serving`, `kokuban serving-accuracy`): the bundled rows are sourced and sane,
+one replay's TTFT matches the arithmetic by hand, the split is deterministic and the fit never sees a held-out
+row, a user's `vllm bench serve --save-result` file is read (or refused in one line)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from json_envelope import result_of
+
+from kokuban.cli import main
+from kokuban.sim.profiles import load_profile
+from kokuban.specs.catalog import load_accelerator, load_model
+from kokuban.validation import serving
+from kokuban.validation.serving import (
+    METRICS,
+    ServingRow,
+    fit_overheads,
+    load_serving_results,
+    read_vllm_bench,
+    replay,
+    split,
+    summarize,
+)
+
+FIXTURE = Path(__file__).parent / "fixtures" / "vllm_bench_small.json"
+
+
+def test_every_row_is_sourced_positive_and_replayable():
+    rows = load_serving_results()
+    assert len(rows) >= 50 and len({r.id for r in rows}) == len(rows)
+    for r in rows:
+        assert r.source["url"].startswith("https://") and r.source["read"] == "2026-12-03" and r.source["title"]
+        assert r.quote and r.source.get("setup_quote")
+        assert r.measured and set(r.measured) <= set(METRICS)
+        assert all(np.isfinite(v) and v > 0 for v in r.measured.values())
+        assert r.gpus >= 1 and ((r.concurrency or 0) >= 1 or np.isfinite(r.rate_per_s))
+        for lengths in (r.input_tokens, r.output_tokens):  # fixed tokens, or a spec (SGLang's uniform lengths)
+            assert lengths > 0 if isinstance(lengths, int) else lengths.startswith("uniform:")
+        load_profile(r.engine), load_model(r.model), load_accelerator(r.gpu)  # every name is known
+
+
+def test_ttft_at_concurrency_one_by_hand():
+    # Llama-3.1-8B, bf16, one H100 SXM, 2,048-token prompt, alone (concurrency 1): one prefill step, compute-bound.
+    #   matmul FLOPs: 2 × (params_matmul − params_lm_head) × 2048 + 2 × params_lm_head (logits of the last token
+    #   only) = 2 × 6,979,588,096 × 2048 + 2 × 525,336,576 = 28,588,392,841,216 + 1,050,673,152
+    #   attention: 4 × hidden = 16,384 FLOPs per (query, key) pair per layer × 2048·2049/2 pairs × 32 layers
+    #   = 16,384 × 2,098,176 × 32 = 1,100,048,498,688
+    #   total 29,689,492,013,056 FLOPs at 0.74 × 989.4 TFLOP/s = 732.156 TFLOP/s → 40.5507 ms (the weights'
+    #   16.06 GB at 0.84 × 3.35 TB/s take 5.7 ms, hidden under the compute)
+    #   TTFT = prefill + step overhead 2 ms + front end 10 ms = 52.5507 ms
+    row = ServingRow(id="by-hand", engine="kokuban", model="llama-3.1-8b", gpu="h100-sxm", gpus=1, input_tokens=2048,
+                     output_tokens=2, load="concurrency", concurrency=1, measured={"ttft_s": 1.0}, weights="bf16",
+                     kv="bf16")
+    flops = 2 * 6_979_588_096 * 2048 + 2 * 525_336_576 + 16_384 * (2048 * 2049 // 2) * 32
+    prefill_s = flops / (0.74 * 989.4e12)
+    assert prefill_s == pytest.approx(0.0405507, rel=1e-5)
+    got = replay(row, {"step_overhead_s": 0.002, "front_end_s": 0.010})["ttft_s"]
+    assert got == pytest.approx(prefill_s + 0.002 + 0.010, rel=1e-3)
+
+
+def test_batch_load_is_the_whole_batch_without_a_front_end():
+    # offline `vllm bench latency`: 8 requests together; E2E is the last finish, and no front end is added
+    row = ServingRow(id="batch", engine="vllm-v1", model="llama-3.2-1b", gpu="h100-sxm", gpus=1, input_tokens=32,
+                     output_tokens=16, load="batch", concurrency=8, measured={"e2e_s": 1.0})
+    base = replay(row, {"front_end_s": 0.0})["e2e_s"]
+    assert replay(row, {"front_end_s": 5.0})["e2e_s"] == pytest.approx(base, rel=1e-12)
+    # 16 steps at least (one token each per request), each at least the 1.45 ms fixed overhead
+    assert base >= 16 * 1.45e-3
+
+
+def test_split_is_deterministic_and_order_free():
+    rows = load_serving_results()
+    mask = split(rows)
+    assert 0 < mask.sum() < len(rows)
+    shuffled = rows[:]
+    random.Random(3).shuffle(shuffled)
+    again = dict(zip([r.id for r in shuffled], split(shuffled), strict=True))
+    assert all(again[r.id] == m for r, m in zip(rows, mask, strict=True))
+
+
+def test_fit_never_sees_a_held_out_row(monkeypatch):
+    rows = load_serving_results()
+    held = {r.id for r, h in zip(rows, split(rows), strict=True) if h}
+    seen: list[str] = []
+
+    def fake_replay(row, overrides=None):  # records every row the fit replays; prediction = 1.1 × measured
+        seen.append(row.id)
+        return {k: 1.1 * v for k, v in row.measured.items()}
+
+    monkeypatch.setattr(serving, "replay", fake_replay)
+    fit = fit_overheads([r for r in rows if r.id not in held])
+    assert seen and not (set(seen) & held)
+    assert set(fit.values) == {r.engine for r in rows if r.id not in held}
+
+
+def test_summary_medians_by_hand():
+    row = ServingRow(id="x", engine="vllm-v1", model="qwen3-8b", gpu="h100-sxm", gpus=1, input_tokens=1,
+                     output_tokens=2, load="run", concurrency=1, num_prompts=1,
+                     measured={"ttft_s": 1.0, "tpot_s": 1.0, "itl_median_s": 2.0})
+    results = [serving.RowResult(row, {"ttft_s": p, "tpot_s": 1.1, "itl_median_s": 1.0}, True)
+               for p in (1.1, 0.8, 1.3)]
+    s = summarize(results)
+    # TTFT errors +10 %, −20 %, +30 % → |error| median 20 %; TPOT/ITL family: 3 × 10 % and 3 × 50 % → median 30 %
+    assert s["by_family"]["ttft"]["median_abs_error"] == pytest.approx(0.2)
+    assert s["by_family"]["tpot_itl"]["points"] == 6
+    assert s["by_family"]["tpot_itl"]["median_abs_error"] == pytest.approx(0.3)
+    lo, hi = s["by_family"]["ttft"]["median_abs_error_ci"]
+    assert 0.1 - 1e-12 <= lo <= 0.2 <= hi <= 0.3 + 1e-12
+
+
+def test_vllm_bench_file_is_read_with_its_setup():
+    row = read_vllm_bench(str(FIXTURE))
+    assert (row.model, row.gpu, row.engine, row.weights, row.gpus) == ("qwen3-8b", "h100-sxm", "vllm-v1", "bf16", 1)
+    # 1,024 input and 512 output tokens over 8 completed requests: 128 and 64 each
+    assert (row.load, row.concurrency, row.num_prompts, row.input_tokens, row.output_tokens) == ("run", 4, 8, 128, 64)
+    assert row.rate_per_s == float("inf")
+    assert row.measured == pytest.approx({"ttft_s": 0.0305, "tpot_s": 0.0071, "e2e_s": 0.480,
+                                          "output_tokens_per_s": 533.3})
+
+
+def test_cli_file_json_shape(capsys):
+    assert main(["serving-accuracy", "--measurements-file", str(FIXTURE), "--json"]) == 0
+    data = result_of(capsys.readouterr().out, command="serving-accuracy")
+    assert set(data) == {"split", "held_out", "train", "all", "fit", "rows"}
+    assert set(data["held_out"]) == {"by_family", "by_metric", "by_engine"}
+    assert set(data["held_out"]["by_family"]) == {"ttft", "tpot_itl", "e2e", "throughput"}
+    stats = data["held_out"]["by_family"]["ttft"]
+    assert set(stats) == {"points", "median_abs_error", "p90_abs_error", "median_abs_error_ci"}
+    (row,) = data["rows"]
+    assert row["held_out"] is True and set(row["error"]) == set(row["measured"]) == set(row["predicted"])
+    assert all(np.isfinite(v) for v in row["error"].values())
+
+
+@pytest.mark.parametrize("content, field", [
+    ({"completed": 8, "model": "qwen3-8b", "engine": "vllm-v1"}, "gpu"),
+    ({"completed": 8, "model": "qwen3-8b", "gpu": "h100-sxm"}, "engine"),
+    ({"model": "qwen3-8b", "gpu": "h100-sxm", "engine": "vllm-v1", "total_input_tokens": 8}, "completed"),
+    ({"completed": 2, "model": "qwen3-8b", "gpu": "h100-sxm", "engine": "vllm-v1", "total_input_tokens": 8,
+      "total_output_tokens": 8}, "measured"),
+    ({"completed": 2, "model": "qwen3-8b", "gpu": "no-such-gpu", "engine": "vllm-v1", "total_input_tokens": 8,
+      "total_output_tokens": 8, "mean_ttft_ms": 10}, "no-such-gpu"),
+])
+def test_bad_file_refused_in_one_line(tmp_path, capsys, content, field):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(content))
+    assert main(["serving-accuracy", "--measurements-file", str(path)]) == 2
+    out = capsys.readouterr()
+    lines = [line for line in (out.out + out.err).splitlines() if line.strip()]
+    assert len(lines) == 1 and str(path) in lines[0] and field in lines[0] and "Traceback" not in lines[0]
+
+
+def test_not_json_refused_in_one_line(tmp_path, capsys):
+    path = tmp_path / "bad.json"
+    path.write_text("{not json")
+    assert main(["serving-accuracy", "--measurements-file", str(path)]) == 2
+    out = capsys.readouterr()
+    lines = [line for line in (out.out + out.err).splitlines() if line.strip()]
+    assert len(lines) == 1 and "not a readable JSON" in lines[0]
+
+
+def test_docs_and_readme_show_the_commands_numbers():
+    """The held-out table in the README and docs/serving-accuracy.md is `kokuban serving-accuracy`'s (every
+    bundled row replayed once: a few seconds)."""
+    from kokuban.present.serving import markdown_table
+    from kokuban.validation.serving import serving_accuracy
+
+    root = Path(__file__).resolve().parents[1]
+    table = markdown_table(serving_accuracy().summary("held_out"))
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    docs = (root / "docs" / "serving-accuracy.md").read_text(encoding="utf-8")
+    assert table in docs
+    assert "\n".join("  " + line for line in table.splitlines()) in readme  # inside the README's list item
