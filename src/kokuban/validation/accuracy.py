@@ -18,6 +18,8 @@ How each published row is predicted from the core (pure functions below, one rul
   batches in flight (`is_inflight_batching`: TensorRT-LLM, vLLM, SGLang over a whole run) are the steady state
   of fused prefill+decode steps instead: replicas × batch ÷ `generation.inflight_step`.
 - per_gpu rows: the prediction ÷ num_gpus.
+- Kernel profile: an engine that all-reduces with plain NCCL (`row_efficiency`: gpt-fast) pays NCCL's
+  all-reduce, not the custom one-shot kernel.
 - Regime: the bound of the phase that takes longest (prefill → its bound, usually 'compute';
   else the decode step at the mean context); for in-flight batching rows, the fused step's bound.
 Errors are relative, |predicted − measured| ÷ measured, on the metric itself (tokens/s).
@@ -34,7 +36,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -232,6 +234,17 @@ def is_inflight_batching(row: PublishedResult) -> bool:
             and not is_decode_only(row) and not any(t in row.engine for t in STATIC_BATCH_TOOLS))
 
 
+PLAIN_NCCL_ENGINES = ("gpt-fast",)  # all-reduce through torch.distributed (NCCL), no custom one-shot kernel
+
+
+def row_efficiency(row: PublishedResult, efficiency: Efficiency) -> Efficiency:
+    """`efficiency` as the row's engine runs it: under the kernel profile an engine of `PLAIN_NCCL_ENGINES`
+    all-reduces with NCCL (`KernelCurves.plain_nccl`); otherwise unchanged."""
+    if efficiency.kernels is None or engine_family(row.engine) not in PLAIN_NCCL_ENGINES:
+        return efficiency
+    return replace(efficiency, kernels=replace(efficiency.kernels, plain_nccl=True))
+
+
 def replica_layout(row: PublishedResult, efficiency: Efficiency | None = None):
     """(Deployment of one replica, number of replicas) for the row (see the module docstring)."""
     from kokuban.core.memory import GPU_COUNTS, max_batch
@@ -324,7 +337,7 @@ def predict_row(row: PublishedResult, efficiency: Efficiency | None = None) -> P
     from kokuban.core.generation import generation, inflight_step
     from kokuban.core.roofline import decode_step, prefill
 
-    dep, replicas = replica_layout(row, efficiency)
+    dep, replicas = replica_layout(row, row_efficiency(row, efficiency or Efficiency()))
     inp, out = assumed_lengths(row)
     mid_context = inp + out / 2
     prefill_longer, phase = False, "decode"
