@@ -319,7 +319,7 @@ class Prediction:
     weights_dtype: str = ""
     workloads: tuple[str, ...] = ()  # `row_workloads`
     phase: str = field(default="decode", repr=False)  # the step that decides: "decode", "prefill" or "inflight"
-    step: Any = field(default=None, repr=False, compare=False)  # its roofline.Step (in JSON as `terms`)
+    step: Any = field(default=None, repr=False, compare=False)  # its roofline.Step or InflightStep (JSON `terms`)
 
     @property
     def terms(self) -> dict[str, Any] | None:
