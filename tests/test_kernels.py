@@ -207,3 +207,25 @@ def test_catalog_node_fields_are_checked_and_sourced():
     assert _checked_entry(entry, "x").gpus_per_node == 0
     with pytest.raises(KokubanError, match="gpus_per_node"):
         _checked_entry(entry | {"gpus_per_node": -1}, "x")
+
+
+def test_plain_nccl_engine_pays_nccls_allreduce_latency():
+    """gpt-fast all-reduces through torch.distributed (NCCL). Llama 2 70B (hidden 8192, 80 layers) TP8 on A100
+    (NVLink 300 GB/s), batch 1: message 1·8192·2 = 16,384 B. NCCL: α = 5.7 + 1.77·7 = 18.09 µs, ring
+    2·7/8·16,384 B ÷ (0.65·300e9) = 0.147 µs → 18.237 µs, × 2·80 = 2.918 ms. The custom kernel's one-shot:
+    3 + 7·16,384 ÷ (0.72·300e9) = 3.531 µs, × 160 = 0.565 ms."""
+    from kokuban.validation.accuracy import load_published, row_efficiency
+
+    rows = {r.id: r for r in load_published()}
+    gptfast = row_efficiency(rows["gptfast-llama2-70b-bf16-tp8-a100"], KERNEL)
+    assert gptfast.kernels.plain_nccl and not KERNEL.kernels.plain_nccl
+    trtllm = rows["trtllm10-llama31-405b-h200-fp8-tp8-128-2048"]
+    assert row_efficiency(trtllm, KERNEL) == KERNEL  # TensorRT-LLM keeps its custom all-reduce
+    assert row_efficiency(rows["gptfast-llama2-70b-bf16-tp8-a100"], Efficiency()) == Efficiency()  # default: flat
+    model, a100 = load_model("llama-2-70b"), load_accelerator("a100-80gb")
+    nccl_s, _ = comm_time_s(Deployment.make(model, a100, 8, efficiency=gptfast), 1)
+    assert float(nccl_s) == pytest.approx(160 * (5.7e-6 + 1.77e-6 * 7 + 2 * 7 / 8 * 16_384 / (0.65 * 300e9)))
+    assert float(nccl_s) == pytest.approx(2.918e-3, rel=1e-3)
+    custom_s, _ = comm_time_s(Deployment.make(model, a100, 8, efficiency=KERNEL), 1)
+    assert float(custom_s) == pytest.approx(160 * (3e-6 + 7 * 16_384 / (0.72 * 300e9)))
+    assert float(custom_s) == pytest.approx(0.565e-3, rel=1e-3)

@@ -18,6 +18,8 @@ tables measured on each GPU. This script reads four of them and fits the few par
   half rows at the same message_size, so the size counts elements, not bytes):
       t = min(α₁ + (N−1)·S ÷ (f·B),  α₂ + 2(N−1)/N·S ÷ (f·B))   (one-shot, two-shot; S bytes, B link bytes/s)
 - All-to-all (`<gpu>/comm/nccl/2.29.2/nccl_perf.parquet`, op alltoall, half): t = α + (N−1)/N·S ÷ (f·B).
+- NCCL all-reduce (same file, op all_reduce, half; what an engine on plain torch.distributed, such as gpt-fast,
+  calls): t = α₀ + α₁·(N−1) + 2(N−1)/N·S ÷ (f·B)   (its small-message latency grows with the ranks).
 
 Peaks and link bandwidths are kokuban's catalog values (data/accelerators.toml), so the fractions are of the
 figures kokuban divides by.
@@ -81,6 +83,19 @@ def fit_alltoall(frame: pd.DataFrame, link: float) -> tuple[float, float]:
     return float(np.exp(z[0])), float(1 / (1 + np.exp(-z[1])))
 
 
+def fit_nccl_allreduce(frame: pd.DataFrame, link: float) -> tuple[float, float, float]:
+    """(α₀ s, α₁ s per peer, f) of t = α₀ + α₁·(N−1) + 2(N−1)/N·S/(f·B), log-least-squares over N = 2, 4, 8."""
+    n, s, t = (frame[c].to_numpy(np.float64) for c in ("num_gpus", "message_size", "latency"))
+    s, t = s * 2.0, t * 1e-3
+
+    def resid(z: np.ndarray) -> np.ndarray:
+        a0, a1, fr = np.exp(z[0]), np.exp(z[1]), 1 / (1 + np.exp(-z[2]))
+        return np.log((a0 + a1 * (n - 1) + 2 * (n - 1) / n * s / (fr * link)) / t)
+
+    z = least_squares(resid, [np.log(5e-6), np.log(2e-6), 0.5]).x
+    return float(np.exp(z[0])), float(np.exp(z[1])), float(1 / (1 + np.exp(-z[2])))
+
+
 def main(root: str) -> None:
     base = Path(root)
     for gpu_dir, gpu_id in GPUS.items():
@@ -102,6 +117,9 @@ def main(root: str) -> None:
         a2a = nccl[(nccl.op_name == "alltoall") & (nccl.nccl_dtype == "half")]
         a, fr = fit_alltoall(a2a, acc.interconnect_bytes_per_s)
         print(f"{gpu_id} all-to-all: {a * 1e6:.1f} us, link fraction {fr:.2f}")
+        a0, a1, fr = fit_nccl_allreduce(nccl[(nccl.op_name == "all_reduce") & (nccl.nccl_dtype == "half")],
+                                        acc.interconnect_bytes_per_s)
+        print(f"{gpu_id} NCCL all-reduce: {a0 * 1e6:.1f} us + {a1 * 1e6:.2f} us per peer, link fraction {fr:.2f}")
 
 
 if __name__ == "__main__":

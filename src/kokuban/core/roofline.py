@@ -184,7 +184,8 @@ def kernel_comm_time_s(dep: Deployment, tokens: Any) -> tuple[np.ndarray, np.nda
     node, the scale-out NIC when the group is larger than a node).
 
     TP: per all-reduce a message of S = tokens·d·2 bytes: `allreduce_time_s` (one-shot or two-shot within a
-      node; across nodes two-shot only, at the scale-out bandwidth, plus its latency).
+      node, or NCCL's ring for an engine without a custom kernel: `KernelCurves.allreduce_latency_s`; across
+      nodes two-shot only, at the scale-out bandwidth, plus its latency).
     EP: per all-to-all each GPU sends (N−1)/N·(tokens/N)·k·d·2 bytes to the other ranks, of which the
       (N − g)/N bound for other nodes (g GPUs per node, N > g) cross the network: `alltoall_time_s`.
     Returns (seconds per step, bytes sent per GPU per step) as `comm_time_s` does.
@@ -203,8 +204,8 @@ def kernel_comm_time_s(dep: Deployment, tokens: Any) -> tuple[np.ndarray, np.nda
         if link.crosses_node:
             one = allreduce_time_s(message, n, link.bytes_per_s, np.inf, k.allreduce_two_shot_s, link.fraction)
         else:
-            one = allreduce_time_s(message, n, link.bytes_per_s, k.allreduce_one_shot_s, k.allreduce_two_shot_s,
-                                   link.fraction)
+            fraction = k.nccl_allreduce_fraction if k.plain_nccl else link.fraction
+            one = allreduce_time_s(message, n, link.bytes_per_s, *k.allreduce_latency_s(n), fraction)
         return count * (one + link.extra_latency_s), count * 2 * (n - 1) / n * message
     sent = (n - 1) / n * (tokens / n) * m.top_k * m.hidden_size * ACTIVATION_BYTES
     g = acc.gpus_per_node

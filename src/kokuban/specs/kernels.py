@@ -6,6 +6,7 @@ profile by curves with few parameters and a stated form, each a small pure funct
     GEMM fraction     e(dtype, M) = compute · r_dtype · M ÷ (M + M_half)                        (`gemm_fraction`)
     all-reduce        t = min(α₁ + (N−1)·S ÷ (f·B),  α₂ + 2(N−1)/N·S ÷ (f·B))  one-shot | two-shot (`allreduce_time_s`)
     all-to-all        t = α + [on-node bytes ÷ (f·B)] + [off-node bytes ÷ (f_net·B_net)]          (`alltoall_time_s`)
+    NCCL all-reduce   t = α₀ + α₁·(N−1) + 2(N−1)/N·S ÷ (f·B)   for an engine without a custom kernel (`plain_nccl`)
 
 M is the token count of the GEMM (a decode batch, a prefill chunk, or the tokens one routed expert receives),
 S a message in bytes, B the accelerator's per-direction NVLink bandwidth. A group larger than the accelerators
@@ -27,6 +28,8 @@ from those files; what it printed:
     custom all-reduce (TensorRT-LLM), N = 2, 4, 8
       h100-sxm one-shot 3.0 µs, two-shot 25.7 µs, f 0.72 | h200 3.0, 20.7, 0.73 | b200 5.0, 29.0, 0.63
     NCCL all-to-all, N = 2, 4, 8: h100-sxm 9.8 µs, f 0.57 | h200 9.3 µs, 0.58 | b200 12.7 µs, 0.44
+    NCCL all-reduce, N = 2, 4, 8: h100-sxm 5.7 µs + 1.66 µs per peer, f 0.65 | h200 5.6 + 1.77, 0.66
+      | b200 8.8 + 2.61, 0.55   (8 GPUs: ~18 µs for a small message, where the custom one-shot kernel takes 3)
 
 The constants are the medians across the three GPUs (rounded); int8 (SmoothQuant W8A8) has no Hopper table and
 is ASSUMED to follow fp8. The GEMM's absolute bf16 fraction is not taken from the tables: `Efficiency.compute`
@@ -66,6 +69,10 @@ class KernelCurves:
     alltoall_s: float = 9.8e-6
     alltoall_fraction: float = 0.57
     scaleout_fraction: float = SCALEOUT_FRACTION
+    nccl_allreduce_s: float = 5.7e-6
+    nccl_allreduce_per_peer_s: float = 1.77e-6
+    nccl_allreduce_fraction: float = 0.65
+    plain_nccl: bool = False  # the engine all-reduces with NCCL (torch.distributed), not a custom kernel
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -89,7 +96,15 @@ class KernelCurves:
         return {"fp8": self.fp8_ratio, "fp4": self.fp4_ratio, "int8": self.int8_ratio}.get(dtype, 1.0)
 
     def as_dict(self) -> dict[str, float]:
-        return {f.name: float(getattr(self, f.name)) for f in fields(self)}
+        return {f.name: v if isinstance(v := getattr(self, f.name), bool) else float(v) for f in fields(self)}
+
+    def allreduce_latency_s(self, n: int) -> tuple[float, float]:
+        """(one-shot α₁, two-shot α₂) of an all-reduce over `n` GPUs within a node: the custom kernel's, or with
+        `plain_nccl` NCCL's α₀ + α₁·(N−1) for both (so the min-form is NCCL's ring, 2(N−1)/N·S)."""
+        if self.plain_nccl:
+            nccl = self.nccl_allreduce_s + self.nccl_allreduce_per_peer_s * (n - 1)
+            return nccl, nccl
+        return self.allreduce_one_shot_s, self.allreduce_two_shot_s
 
 
 def gemm_fraction(peak_fraction: float, tokens: Any, m_half_tokens: float) -> np.ndarray:

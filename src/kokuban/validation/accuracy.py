@@ -14,15 +14,19 @@ How each published row is predicted from the core (pure functions below, one rul
 - `output_tokens_per_s`: replicas × batch·output ÷ (prefill of the batch + the output−1 decode steps)
   (`estimate.generation`), batch = the stated one, or for batch 0 (engine-chosen) the largest that
   fits at input+output tokens (`memory.max_batch`), capped at `OFFLINE_BATCH_CAP`. Rows whose engine
-  is a prefill/decode-disaggregated deployment are decode nodes: decode steps only.
+  is a prefill/decode-disaggregated deployment are decode nodes: decode steps only. Rows of an engine that
+  batches in flight (`is_inflight_batching`: TensorRT-LLM, vLLM, SGLang over a whole run) are the steady state
+  of fused prefill+decode steps instead: replicas × batch ÷ `generation.inflight_step`.
 - per_gpu rows: the prediction ÷ num_gpus.
+- Kernel profile: an engine that all-reduces with plain NCCL (`row_efficiency`: gpt-fast) pays NCCL's
+  all-reduce, not the custom one-shot kernel.
 - Regime: the bound of the phase that takes longest (prefill → its bound, usually 'compute';
-  else the decode step at the mean context).
+  else the decode step at the mean context); for in-flight batching rows, the fused step's bound.
 Errors are relative, |predicted − measured| ÷ measured, on the metric itself (tokens/s).
 
 Beyond the bound regime, each row falls in any of the issue-13 workloads (`row_workloads`, overlapping):
 decode batch 1 (a per-user speed at batch 1 per replica), throughput (an output_tokens_per_s row),
-prefill (the prediction's prefill outlasts its decode), MoE (the model has routed experts), multi-GPU
+prefill (prefill outlasts decode when the two run apart), MoE (the model has routed experts), multi-GPU
 (the replica's TP/EP group has more than one GPU); and in one weights dtype and one engine family
 (`engine_family`). Each group's median |error| carries a percentile-bootstrap interval
 (`bootstrap_median_ci`: `BOOTSTRAP_RESAMPLES` resamples, level `BOOTSTRAP_LEVEL`, seed `BOOTSTRAP_SEED`).
@@ -32,7 +36,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -218,6 +222,29 @@ def is_decode_only(row: PublishedResult) -> bool:
     return "PD disaggregation" in row.engine
 
 
+INFLIGHT_ENGINES = ("TensorRT-LLM", "vLLM", "SGLang")  # engine families that batch in flight, prefill fused into decode
+STATIC_BATCH_TOOLS = ("benchmark_latency",)  # vLLM's latency benchmark runs one static batch, prefill then decode
+
+
+def is_inflight_batching(row: PublishedResult) -> bool:
+    """A throughput row measured over a whole run of an engine that batches in flight: output tokens/s, an
+    engine family of `INFLIGHT_ENGINES`, not a decode node (`is_decode_only`), not a static-batch tool
+    (`STATIC_BATCH_TOOLS` named in the engine string)."""
+    return (row.metric == "output_tokens_per_s" and engine_family(row.engine) in INFLIGHT_ENGINES
+            and not is_decode_only(row) and not any(t in row.engine for t in STATIC_BATCH_TOOLS))
+
+
+PLAIN_NCCL_ENGINES = ("gpt-fast",)  # all-reduce through torch.distributed (NCCL), no custom one-shot kernel
+
+
+def row_efficiency(row: PublishedResult, efficiency: Efficiency) -> Efficiency:
+    """`efficiency` as the row's engine runs it: under the kernel profile an engine of `PLAIN_NCCL_ENGINES`
+    all-reduces with NCCL (`KernelCurves.plain_nccl`); otherwise unchanged."""
+    if efficiency.kernels is None or engine_family(row.engine) not in PLAIN_NCCL_ENGINES:
+        return efficiency
+    return replace(efficiency, kernels=replace(efficiency.kernels, plain_nccl=True))
+
+
 def replica_layout(row: PublishedResult, efficiency: Efficiency | None = None):
     """(Deployment of one replica, number of replicas) for the row (see the module docstring)."""
     from kokuban.core.memory import GPU_COUNTS, max_batch
@@ -291,8 +318,8 @@ class Prediction:
     engine: str = ""  # the row's engine, as its source names it
     weights_dtype: str = ""
     workloads: tuple[str, ...] = ()  # `row_workloads`
-    phase: str = field(default="decode", repr=False)  # the phase that decides: "decode" or "prefill"
-    step: Any = field(default=None, repr=False, compare=False)  # its roofline.Step (in JSON as `terms`)
+    phase: str = field(default="decode", repr=False)  # the step that decides: "decode", "prefill" or "inflight"
+    step: Any = field(default=None, repr=False, compare=False)  # its roofline.Step or InflightStep (JSON `terms`)
 
     @property
     def terms(self) -> dict[str, Any] | None:
@@ -307,13 +334,13 @@ class Prediction:
 
 def predict_row(row: PublishedResult, efficiency: Efficiency | None = None) -> Prediction:
     """Predict the row's metric (rules in the module docstring)."""
-    from kokuban.core.generation import generation
+    from kokuban.core.generation import generation, inflight_step
     from kokuban.core.roofline import decode_step, prefill
 
-    dep, replicas = replica_layout(row, efficiency)
+    dep, replicas = replica_layout(row, row_efficiency(row, efficiency or Efficiency()))
     inp, out = assumed_lengths(row)
     mid_context = inp + out / 2
-    prefill_longer = False
+    prefill_longer, phase = False, "decode"
     if row.metric == "tokens_per_s_per_user":
         batch = max(int(row.batch // replicas), 1) if row.batch else 1
         step = decode_step(dep, batch, mid_context)
@@ -325,9 +352,14 @@ def predict_row(row: PublishedResult, efficiency: Efficiency | None = None) -> P
             value, regime = replicas * batch / float(step.step_time_s), str(step.bound)
         else:
             gen = generation(dep, batch, inp, out)
-            value = replicas * gen.output_tokens_per_s
-            prefill_longer = gen.ttft_s > gen.decode_time_s
-            step = prefill(dep, batch, inp) if prefill_longer else step  # the phase that takes longest decides
+            prefill_longer = gen.ttft_s > gen.decode_time_s  # the workload's label: prefill outlasts decode when apart
+            if is_inflight_batching(row):
+                step = inflight_step(dep, batch, inp, out)
+                value, phase = replicas * batch / float(step.step_time_s), "inflight"
+            else:
+                value = replicas * gen.output_tokens_per_s
+                step = prefill(dep, batch, inp) if prefill_longer else step  # the phase that takes longest decides
+                phase = "prefill" if prefill_longer else "decode"
             regime = str(step.bound)
     if row.per_gpu:
         value /= row.num_gpus
@@ -346,7 +378,7 @@ def predict_row(row: PublishedResult, efficiency: Efficiency | None = None) -> P
         lengths_assumed=not (row.input_tokens and row.output_tokens),
         signed_error=(value - row.value) / row.value, engine=row.engine, weights_dtype=row.weights_dtype,
         workloads=row_workloads(row, int(batch), dep.num_gpus, prefill_longer, dep.model.num_experts > 0),
-        phase="prefill" if prefill_longer else "decode", step=step,
+        phase=phase, step=step,
     )
 
 
