@@ -15,6 +15,7 @@ from kokuban.sim import SchedulerConfig, StepModel, simulate, synthetic
 from kokuban.sim.profiles import DEFAULT_ENGINE, Overheads, OverheadStepModel, load_profile, profiles
 from kokuban.specs.catalog import load_accelerator, load_model
 from kokuban.specs.deployment import Deployment
+from kokuban.specs.hardware import Efficiency
 from kokuban.usecases.simulate import CapacityRequest, SimulateRequest, run_capacity, run_simulate
 
 SMALL = dict(model="llama-3.1-8b", rate=1.0, requests=3, prompt=100, output=3)
@@ -88,7 +89,10 @@ def test_profile_defaults_fill_only_what_the_user_left_unset():
     assert (cfg.policy, cfg.max_num_seqs, cfg.block_size) == ("continuous", 64, 32)
     assert mine.deployment().efficiency.step_overhead_s == 1e-3  # the user's flag beats the profile
     v1 = SimulateRequest(**SMALL | {"gpu": "h100-sxm", "engine": "vllm-v1"})
-    assert v1.deployment().efficiency.step_overhead_s == 1.45e-3  # fitted by serving-accuracy --refit
+    assert v1.deployment().efficiency.step_overhead_s == 2.068e-3  # fitted by serving-accuracy --refit
+    # with the profile's step model, the kernel-calibrated one (engines.toml: efficiency = "kernel")
+    assert v1.deployment().efficiency.kernels == Efficiency.kernel_calibrated().kernels
+    assert v0.deployment().efficiency.kernels is None  # the other profiles keep the shipped fractions
 
 
 def dep8b():

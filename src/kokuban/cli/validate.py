@@ -196,6 +196,7 @@ commands = [probe, validate, accuracy, calibrate]
 @option("--gpus", type=int, default=None, help="For --measurements-file: accelerators (tensor parallel), default 1.")
 @option("--engine", default=None, help="For --measurements-file: engine profile (e.g. vllm-v1).")
 @option("--weights", default=None, help="For --measurements-file: weights dtype (default: the checkpoint's).")
+@efficiency_options
 @option("--json", "as_json", is_flag=True, help="Print rows and summaries as JSON.")
 def serving_accuracy(**kw: Any) -> None:
     """The simulator against public serving benchmarks (TTFT, TPOT, E2E, throughput at several loads), or your

@@ -38,6 +38,7 @@ from kokuban.sim.clients import Client
 from kokuban.sim.record import RunRecord
 from kokuban.sim.steptime import StepTimeModel
 from kokuban.specs.deployment import MemoryRule
+from kokuban.specs.hardware import Efficiency
 
 BUNDLED = "engines.toml"
 DEFAULT_ENGINE = "kokuban"
@@ -88,7 +89,20 @@ class EngineProfile:
     overheads: Overheads | None = None
     memory_rule: MemoryRule | None = None
     memory_fraction: float | str | None = None  # a number, or "sglang" (`sglang_mem_fraction_static`)
+    efficiency: str | None = None  # the step model's fractions: a profile of `specs.hardware.PROFILES`
     sources: tuple[tuple[str, str], ...] = ()
+
+    def base_efficiency(self) -> Efficiency:
+        """The step model this engine is simulated with when no efficiency is asked for: its `efficiency`
+        profile (None: the shipped `Efficiency()`) with its `step_overhead_s` (None: the profile's own). The
+        fitted overheads of the data file were fitted with exactly this (`kokuban serving-accuracy --refit`)."""
+        from kokuban.specs.hardware import PROFILES
+
+        if self.efficiency not in (None, *PROFILES):
+            raise KokubanError(f"engine profile '{self.name}': efficiency '{self.efficiency}' is not one of "
+                               f"{', '.join(PROFILES)}", field="efficiency", value=self.efficiency)
+        eff = PROFILES[self.efficiency or "default"]()
+        return eff if self.step_overhead_s is None else eff.updated(step_overhead_s=self.step_overhead_s)
 
     def fraction(self, memory_bytes: float, chunk_tokens: int, parallel_size: int) -> float | None:
         """The engine's default memory fraction on a GPU of `memory_bytes` (None: kokuban's default)."""
@@ -147,6 +161,7 @@ def profiles() -> dict[str, EngineProfile]:
         out[name] = EngineProfile(
             name=name, description=row["description"], **{k: row[k] for k in _SCHEDULER_KEYS if k in row},
             overheads=Overheads(**over) if over else None, memory_rule=rule, memory_fraction=row.get("memory_fraction"),
+            efficiency=row.get("efficiency"),
             sources=tuple((k.removesuffix("_source"), v) for k, v in row.items() if k.endswith("_source")))
     return out
 

@@ -88,6 +88,11 @@ class EfficiencyRequest(Request):
     overlap: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
     step_overhead: NonNegative | None = None
 
+    def efficiency_given(self) -> bool:
+        """Whether this request asks for any efficiency (a set, a file or one fraction)."""
+        return any(v is not None for v in (self.efficiency, self.efficiency_file, self.compute_eff, self.memory_eff,
+                                           self.kv_eff, self.link_eff, self.overlap, self.step_overhead))
+
     def efficiency_spec(self, base: Efficiency | None = None) -> Efficiency:
         """`Efficiency` with this request's overrides on `self.efficiency`, else the set saved in
         `efficiency_file` (e.g. the JSON `kokuban calibrate` prints), else `base`, else the shipped set."""
@@ -157,8 +162,12 @@ class DeploymentRequest(EfficiencyRequest):
     def engine_deployment(self, profile: EngineProfile, fraction: float | None, context: int | None = None, *,
                           efficiency: Efficiency | None = None, chunk_tokens: int | None = None):
         """`DeploymentRequest.deployment` sized by the engine `profile`'s memory rule at `fraction` (None: the
-        profile's default for the accelerator and GPU count, `EngineProfile.fraction`, else 0.9). One policy for
-        `simulate`, `capacity` and `estimate --engine`; `chunk_tokens` is the token budget when given."""
+        profile's default for the accelerator and GPU count, `EngineProfile.fraction`, else 0.9), its step model
+        (`EngineProfile.base_efficiency`: efficiency profile and step overhead) the base that `efficiency` (else
+        the request's efficiency fields) overrides. One policy for `simulate`, `capacity` and `estimate --engine`;
+        `chunk_tokens` is the token budget when given."""
+        if efficiency is None:
+            efficiency = profile.base_efficiency()
         if fraction is None:
             fraction = profile.fraction(self.accelerator().memory_bytes, chunk_tokens, self.gpus or 1) or 0.9
         return DeploymentRequest.deployment(self, context, efficiency=efficiency, memory_utilization=fraction,

@@ -13,17 +13,19 @@ from typing import Annotated
 from pydantic import Field, field_validator
 
 from kokuban.errors import KokubanError
-from kokuban.usecases.request import Request
+from kokuban.usecases.request import EfficiencyRequest
 from kokuban.validation.serving import ServingAccuracy, ServingRow
 
 #: A user's files at most per run: each is one simulated benchmark.
 MAX_FILES = 64
 
 
-class ServingAccuracyRequest(Request):
+class ServingAccuracyRequest(EfficiencyRequest):
     """Score the bundled rows (`files` empty) or `files` (`vllm bench serve --save-result` JSON). What a file
     does not carry comes from `model`, `gpu`, `gpus`, `engine`, `weights` (its own metadata keys win).
-    `refit`: fit the overheads on the bundled training rows first. `split`: also report the training side."""
+    `refit`: fit the overheads on the bundled training rows first. `split`: also report the training side.
+    The efficiency fields (`EfficiencyRequest`), when given, set the step model every row is replayed with;
+    by default each engine's own (`EngineProfile.base_efficiency`, what its shipped overheads were fitted with)."""
 
     files: Annotated[tuple[Annotated[str, Field(min_length=1)], ...], Field(max_length=MAX_FILES)] = ()
     refit: bool = False
@@ -71,11 +73,12 @@ def run_serving_accuracy(request: ServingAccuracyRequest) -> ServingAccuracy:
     hash of id, or the request's files, all of them held out."""
     from kokuban.validation.serving import fit_overheads, load_serving_results, serving_accuracy, split
 
+    eff = request.efficiency_spec() if request.efficiency_given() else None  # None: each engine's own
     if not request.files:
-        return serving_accuracy(refit=request.refit)
+        return serving_accuracy(refit=request.refit, efficiency=eff)
     rows = request.user_rows()
     if not request.refit:
-        return serving_accuracy(rows, split_rows=False)
+        return serving_accuracy(rows, split_rows=False, efficiency=eff)
     bundled = load_serving_results()
-    fit = fit_overheads([r for r, held in zip(bundled, split(bundled), strict=True) if not held])
-    return serving_accuracy(rows, split_rows=False, fit=fit)
+    fit = fit_overheads([r for r, held in zip(bundled, split(bundled), strict=True) if not held], eff)
+    return serving_accuracy(rows, split_rows=False, fit=fit, efficiency=eff)

@@ -121,12 +121,8 @@ class ServingRequest(DeploymentRequest):
 
     def deployment(self, context: int | None = None, *, efficiency: Efficiency | None = None):
         """`DeploymentRequest.deployment` with the profile's memory rule at `gpu_memory_utilization` (None: the
-        engine's default fraction), the profile's step overhead the default of `step_overhead`."""
-        from kokuban.specs.hardware import Efficiency
-
+        engine's default fraction) and its step model (`engine_deployment`)."""
         p = self.profile()
-        if efficiency is None and p.step_overhead_s is not None:
-            efficiency = Efficiency().updated(step_overhead_s=p.step_overhead_s)
         return self.engine_deployment(p, self.gpu_memory_utilization, context, efficiency=efficiency,
                                       chunk_tokens=self.max_num_batched_tokens)
 

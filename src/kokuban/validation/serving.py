@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from kokuban.errors import KokubanError
+from kokuban.specs.hardware import Efficiency
 
 BUNDLED = "serving_results.toml"
 METRICS = ("ttft_s", "ttft_median_s", "ttft_p95_s", "tpot_s", "tpot_p95_s", "itl_median_s", "e2e_s",
@@ -135,20 +136,21 @@ def load_serving_results(path: str | None = None) -> list[ServingRow]:
 
 
 # ---- replay -----------------------------------------------------------------------------------------------
-def _setup(row: ServingRow, overrides: Mapping[str, float] | None):
+def _setup(row: ServingRow, overrides: Mapping[str, float] | None, efficiency: Efficiency | None = None):
     """The deployment and scheduler configuration `row` names: its engine profile's scheduler defaults and
     overheads, with `overrides` (step_overhead_s, per_seq_s, per_token_s, front_end_s) replacing the
-    profile's values."""
+    profile's values; `efficiency` the step model's fractions (default: the engine's own,
+    `EngineProfile.base_efficiency`), the profile's (or the override's) step overhead on top."""
     from kokuban.sim.profiles import Overheads, load_profile
     from kokuban.sim.scheduler import SchedulerConfig
     from kokuban.specs.catalog import load_accelerator, load_model
     from kokuban.specs.deployment import Deployment
-    from kokuban.specs.hardware import Efficiency
 
     over = dict(overrides or {})
     prof = load_profile(row.engine)
     step_s = over.pop("step_overhead_s", prof.step_overhead_s)
-    eff = Efficiency() if step_s is None else Efficiency().updated(step_overhead_s=step_s)
+    base = efficiency or prof.base_efficiency()
+    eff = base if step_s is None else base.updated(step_overhead_s=step_s)
     model, acc = load_model(row.model), load_accelerator(row.gpu)
     budget = prof.batched_tokens(min(model.max_context, 2**20))
     # the KV pool by the engine's own memory rule (`sim.profiles`), as `simulate --engine` sizes it
@@ -175,14 +177,15 @@ def _requests(row: ServingRow) -> int:
     return int(row.num_prompts)  # type: ignore[arg-type]
 
 
-def replay(row: ServingRow, overrides: Mapping[str, float] | None = None) -> dict[str, float]:
+def replay(row: ServingRow, overrides: Mapping[str, float] | None = None,
+           efficiency: Efficiency | None = None) -> dict[str, float]:
     """kokuban's prediction of every metric `row` measured (see the module docstring for each load). TPOT is
     undefined for a one-token output and left out of its means and percentiles, as `vllm bench serve` does."""
     from kokuban.sim import simulate
     from kokuban.sim.metrics import weighted_percentile
     from kokuban.sim.workload import synthetic
 
-    dep, sched = _setup(row, overrides)
+    dep, sched = _setup(row, overrides, efficiency)
     n = _requests(row)
     wl = synthetic(n, row.rate_per_s, row.input_tokens, row.output_tokens, arrival="poisson", seed=0)
     if np.isfinite(row.rate_per_s) and wl.arrival_s[-1] > 0:  # the rate asked for, not one draw's (module doc)
@@ -284,30 +287,32 @@ STEP_METRICS = ("tpot_s", "tpot_p95_s", "itl_median_s", "output_tokens_per_s")
 TTFT_METRICS = ("ttft_s", "ttft_median_s", "ttft_p95_s")
 
 
-def _step_loss(rows: Sequence[ServingRow], overrides: Mapping[str, float]) -> float:
+def _step_loss(rows: Sequence[ServingRow], overrides: Mapping[str, float], efficiency: Efficiency | None) -> float:
     """Mean squared log error of the step metrics of `rows` replayed with `overrides` (front_end_s = 0)."""
     errs = []
     for row in rows:
-        pred = replay(row, dict(overrides) | {"front_end_s": 0.0})
+        pred = replay(row, dict(overrides) | {"front_end_s": 0.0}, efficiency)
         metrics = STEP_METRICS + (("e2e_s",) if row.load == "batch" else ())
         errs += [np.log(pred[m] / row.measured[m]) for m in metrics if m in row.measured]
     return float(np.mean(np.square(errs)))
 
 
-def _fit_step_terms(rows: Sequence[ServingRow], got: dict[str, float], pins: list[str]) -> None:
+def _fit_step_terms(rows: Sequence[ServingRow], got: dict[str, float], pins: list[str],
+                    efficiency: Efficiency | None) -> None:
     """One coordinate pass of grid search over step_overhead_s, then per_seq_s (when some row batches), in
     place in `got` (see the module docstring)."""
     seq_grid = PER_SEQ_GRID_S if any((r.concurrency or 0) > 1 for r in rows) else ()
     for name, grid in (("step_overhead_s", STEP_GRID_S), ("per_seq_s", seq_grid)):
         if grid:
-            losses = [_step_loss(rows, got | {name: v}) for v in grid]
+            losses = [_step_loss(rows, got | {name: v}, efficiency) for v in grid]
             best = int(np.argmin(losses))
             if best < len(grid) - 1:  # at the grid's top the data wants more than the range: not pinned
                 got[name] = grid[best]
                 pins.append(name)
 
 
-def _fit_ttft_line(rows: Sequence[ServingRow], got: dict[str, float], pins: list[str]) -> None:
+def _fit_ttft_line(rows: Sequence[ServingRow], got: dict[str, float], pins: list[str],
+                   efficiency: Efficiency | None) -> None:
     """front_end_s and per_token_s from concurrency-1 TTFT rows, in place in `got`: nonnegative least squares
     of measured − predicted TTFT (predicted with both 0) = front_end_s + per_token_s · input tokens; with a
     single prompt length, front_end_s alone (the median gap)."""
@@ -316,7 +321,7 @@ def _fit_ttft_line(rows: Sequence[ServingRow], got: dict[str, float], pins: list
     base = got | {"front_end_s": 0.0, "per_token_s": 0.0}
     x, gap = [], []
     for r in rows:
-        pred = replay(r, base)
+        pred = replay(r, base, efficiency)
         for m in TTFT_METRICS:
             if m in r.measured:
                 x.append(float(r.input_tokens))
@@ -329,9 +334,9 @@ def _fit_ttft_line(rows: Sequence[ServingRow], got: dict[str, float], pins: list
         pins.append("front_end_s")
 
 
-def fit_overheads(train: Sequence[ServingRow]) -> OverheadFit:
+def fit_overheads(train: Sequence[ServingRow], efficiency: Efficiency | None = None) -> OverheadFit:
     """Fit the overhead terms per engine on `train` only (see the module docstring): step terms, then the TTFT
-    line, then the step terms again with the fitted per-token term."""
+    line, then the step terms again with the fitted per-token term; the step model at `efficiency`."""
     from kokuban.sim.profiles import Overheads, load_profile
 
     values: dict[str, dict[str, float]] = {}
@@ -351,11 +356,11 @@ def fit_overheads(train: Sequence[ServingRow]) -> OverheadFit:
                      and set(TTFT_METRICS) & set(r.measured)]
         fit_steps = len(step_rows) >= MIN_FIT_ROWS
         if fit_steps:
-            _fit_step_terms(step_rows, got, pins)
+            _fit_step_terms(step_rows, got, pins, efficiency)
         if len(ttft_rows) >= MIN_FIT_ROWS:
-            _fit_ttft_line(ttft_rows, got, pins)
+            _fit_ttft_line(ttft_rows, got, pins, efficiency)
             if fit_steps and got["per_token_s"] > 0:  # the per-token term also lengthens every decode step
-                _fit_step_terms(step_rows, got, pins)
+                _fit_step_terms(step_rows, got, pins, efficiency)
         values[engine], pinned[engine], counts[engine] = got, tuple(dict.fromkeys(pins)), len(rows)
     return OverheadFit(values, pinned, counts)
 
@@ -381,19 +386,20 @@ class ServingAccuracy:
 
 
 def serving_accuracy(rows: Sequence[ServingRow] | None = None, *, refit: bool = False, split_rows: bool = True,
-                     fit: OverheadFit | None = None) -> ServingAccuracy:
+                     fit: OverheadFit | None = None, efficiency: Efficiency | None = None) -> ServingAccuracy:
     """Score `rows` (default: the bundled set). `split_rows`: the hash split decides held_out (else every row
     is held out, as for a user's own files, which the fit never sees). `refit`: fit the overheads on the
     training rows first (`fit_overheads`) and score every row with the fitted values; `fit`: score with these
-    fitted values (fitted elsewhere, e.g. on the bundled rows for a user's files)."""
+    fitted values (fitted elsewhere, e.g. on the bundled rows for a user's files); `efficiency`: the step model's
+    fractions for every row (default: each engine's own, `EngineProfile.base_efficiency`)."""
     rows = list(load_serving_results() if rows is None else rows)
     held = split(rows) if split_rows else np.ones(len(rows), bool)
     if refit:
-        fit = fit_overheads([r for r, h in zip(rows, held, strict=True) if not h])
+        fit = fit_overheads([r for r, h in zip(rows, held, strict=True) if not h], efficiency)
     results = []
     for row, h in zip(rows, held, strict=True):
         over = dict(fit.values.get(row.engine, {})) if fit else None
-        results.append(RowResult(row, replay(row, over), bool(h)))
+        results.append(RowResult(row, replay(row, over, efficiency), bool(h)))
     return ServingAccuracy(tuple(results), fit)
 
 
