@@ -88,7 +88,7 @@ def test_fit_never_sees_a_held_out_row(monkeypatch):
     held = {r.id for r, h in zip(rows, split(rows), strict=True) if h}
     seen: list[str] = []
 
-    def fake_replay(row, overrides=None, efficiency=None):  # records every row the fit replays; prediction = 1.1 × measured
+    def fake_replay(row, overrides=None, efficiency=None):  # records every row the fit replays; predicts 1.1 × measured
         seen.append(row.id)
         return {k: 1.1 * v for k, v in row.measured.items()}
 
