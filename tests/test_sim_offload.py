@@ -9,27 +9,15 @@ import json
 
 import numpy as np
 import pytest
+from sim_helpers import h100_8b, workload
 
 from kokuban.cli import main
 from kokuban.errors import KokubanError
 from kokuban.sim import SchedulerConfig, simulate
 from kokuban.sim.kvcache import HostTier, reload_seconds
-from kokuban.sim.workload import Workload
-from kokuban.specs.catalog import load_accelerator, load_model
-from kokuban.specs.deployment import Deployment
+from kokuban.specs.catalog import load_accelerator
 
 BLOCK = 2_097_152
-
-
-def h100_8b():
-    return Deployment.make(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"))
-
-
-def workload(arrival, prompt, output, key=None, prefix=None) -> Workload:
-    n = len(arrival)
-    return Workload(np.asarray(arrival, np.float64), np.asarray(prompt, np.int64), np.asarray(output, np.int64),
-                    np.asarray(key if key is not None else [-1] * n, np.int64),
-                    np.asarray(prefix if prefix is not None else [0] * n, np.int64), np.zeros(n, bool), "test")
 
 
 def test_host_tier_by_hand():

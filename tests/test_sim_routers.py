@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sim_helpers import h100_8b, workload
 
 from kokuban.cli import main
 from kokuban.errors import KokubanError
@@ -24,20 +25,8 @@ from kokuban.sim.dataparallel import (
 )
 from kokuban.sim.engine import build_engine
 from kokuban.sim.kvcache import capacity_blocks
-from kokuban.sim.workload import Workload
 from kokuban.specs.catalog import load_accelerator, load_model
 from kokuban.specs.deployment import Deployment
-
-
-def h100_8b():
-    return Deployment.make(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"))
-
-
-def workload(arrival, prompt, output, key=None, prefix=None) -> Workload:
-    n = len(arrival)
-    return Workload(np.asarray(arrival, np.float64), np.asarray(prompt, np.int64), np.asarray(output, np.int64),
-                    np.asarray(key if key is not None else [-1] * n, np.int64),
-                    np.asarray(prefix if prefix is not None else [0] * n, np.int64), np.zeros(n, bool), "test")
 
 
 def test_stepped_together_equals_the_split_path():
