@@ -38,6 +38,18 @@ class KokubanError(ValueError):
         return {"field": self.field, "value": value, "reason": self.reason, "message": self.worded()}
 
 
+def short_numbers(text: str) -> str:
+    """Long integers in a validation library's message written short: "less than or equal to 1e+21", not 22 digits."""
+    import re
+
+    def short(match: re.Match[str]) -> str:
+        digits = match.group(1)
+        written = f"{float(digits):g}"
+        return written if float(written) == int(digits) else match.group(0)  # only where nothing is lost
+
+    return re.sub(r"(?<![\w.'])(\d{10,})(?:\.0)?(?![\w.'])", short, text)
+
+
 def unknown_name(kind: str, name: str, choices: Iterable[str], *, field: str | None = None) -> KokubanError:
     """Build the error for an unknown catalog name, suggesting the closest known names."""
     choices = sorted(choices)

@@ -208,6 +208,12 @@ def sample_runs(scenario: Scenario, runs: int, seed: int = 0) -> list[list[RawRu
     return out
 
 
+#: Bounds of a trace line: token counts up to 2³¹ (every token count of a request has this bound) and step
+#: numbers likewise; a gap up to a year of seconds. Beyond them no real agent run lies, and sums overflow.
+TRACE_COUNT_MAX = 2**31
+TRACE_GAP_MAX_S = 365 * 86400.0
+
+
 def _int_field(row: dict[str, Any], key: str, where: str, *, optional: bool = False, minimum: int = 0) -> int:
     value = row.get(key)
     if value is None and optional:
@@ -216,18 +222,21 @@ def _int_field(row: dict[str, Any], key: str, where: str, *, optional: bool = Fa
         isinstance(value, bool)
         or not isinstance(value, (int, float))
         or not float(value).is_integer()
-        or value < minimum
+        or not minimum <= value <= TRACE_COUNT_MAX
     ):
-        raise KokubanError(f"{where}: {key} must be a whole number ≥ {minimum}, got {value!r}", field="trace")
+        raise KokubanError(f"{where}: {key} must be a whole number ≥ {minimum} and at most {TRACE_COUNT_MAX}, "
+                           f"got {value!r}", field="trace")
     return int(value)
 
 
 def read_trace(path: str | Path) -> list[list[RawRun]]:
     """The runs of a JSONL trace, one per session in order of first appearance (see module docstring)."""
+    from kokuban.specs.files import read_text
+
     try:
-        lines = Path(path).read_text().splitlines()
-    except OSError as exc:
-        raise KokubanError(f"cannot read trace '{path}': {exc.strerror}", field="trace", value=str(path)) from None
+        lines = read_text(path, "trace").splitlines()
+    except KokubanError as exc:
+        raise KokubanError(exc.reason, field="trace", value=str(path)) from None
     sessions: dict[str, list[tuple[int, int, int, int, float]]] = {}
     for n, line in enumerate(lines, start=1):
         if not line.strip():
@@ -240,8 +249,9 @@ def read_trace(path: str | Path) -> list[list[RawRun]]:
         if not isinstance(row, dict):
             raise KokubanError(f"{where} must be a JSON object", field="trace")
         gap = row.get("gap_s", 0.0)
-        if isinstance(gap, bool) or not isinstance(gap, (int, float)) or not math.isfinite(gap) or gap < 0:
-            raise KokubanError(f"{where}: gap_s must be seconds ≥ 0, got {gap!r}", field="trace")
+        if isinstance(gap, bool) or not isinstance(gap, (int, float)) or not 0 <= gap <= TRACE_GAP_MAX_S:
+            raise KokubanError(f"{where}: gap_s must be seconds ≥ 0 and at most a year ({TRACE_GAP_MAX_S:g}), "
+                               f"got {gap!r}", field="trace")
         inp = _int_field(row, "input_tokens", where, minimum=1)
         cached = _int_field(row, "cached_input_tokens", where, optional=True)
         if cached > inp:

@@ -25,12 +25,20 @@ class OutputPath(click.Path):
     def convert(self, value: Any, param: Any, ctx: Any) -> Any:
         import os
 
+        if not str(value).strip():
+            self.fail("an output path cannot be empty", param, ctx)
         path = super().convert(value, param, ctx)
         folder = os.path.dirname(os.path.abspath(os.fsdecode(path)))
         if not os.path.isdir(folder):
             self.fail(f"cannot write {os.fsdecode(path)!r}: the folder {folder!r} does not exist", param, ctx)
         if not os.access(folder, os.W_OK):
             self.fail(f"cannot write {os.fsdecode(path)!r}: the folder {folder!r} is not writable", param, ctx)
+        if os.path.exists(path):  # an existing file that refuses writing (read-only, or /proc, /sys): try it
+            try:
+                with open(path, "ab"):
+                    pass
+            except OSError as exc:
+                self.fail(f"cannot write {os.fsdecode(path)!r}: {exc.strerror}", param, ctx)
         return path
 
 

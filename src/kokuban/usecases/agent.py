@@ -296,7 +296,11 @@ def _price_row(request: AgentRequest):
     from kokuban.prices.sheets import find_price, load_prices
 
     try:
-        return find_price(request.price, load_prices(request.price_file))
+        rows = load_prices(request.price_file)
+    except KokubanError as exc:
+        raise KokubanError(exc.reason, field="price_file", value=request.price_file) from None
+    try:
+        return find_price(request.price, rows)
     except KokubanError as exc:
         raise KokubanError(exc.reason, field="price", value=request.price) from None
 

@@ -12,15 +12,19 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, InstanceOf, ValidationError
 
-from kokuban.errors import KokubanError
-from kokuban.specs.hardware import Accelerator, Efficiency
+from kokuban.errors import KokubanError, short_numbers
+from kokuban.specs.hardware import FIXED_TIME_MAX_S, FRACTION_MIN, Accelerator, Efficiency
 from kokuban.specs.model import ModelSpec
 from kokuban.usecases.defaults import AUTO_GPUS_BATCH, DEFAULT_CONTEXT
 
 #: Tokens: a positive integer no larger than 2³¹ (every catalog window is far below this).
 Tokens = Annotated[int, Field(gt=0, le=2**31, strict=False)]
-Fraction = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
-NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+#: An achievable fraction of a peak (hardware.FRACTION_MIN: below it, times overflow).
+Fraction = Annotated[float, Field(ge=FRACTION_MIN, le=1, allow_inf_nan=False)]
+#: A finite quantity ≥ 0 (prices, waits), bounded as `Positive` is so that the sums built from it stay finite.
+NonNegative = Annotated[float, Field(ge=0, le=1e12, allow_inf_nan=False)]
+#: A fixed time per step (hardware.FIXED_TIME_MAX_S: an hour).
+FixedSeconds = Annotated[float, Field(ge=0, le=FIXED_TIME_MAX_S, allow_inf_nan=False)]
 #: A positive finite quantity (rates, speeds, seconds, bytes), bounded so that work stays bounded.
 Positive = Annotated[float, Field(gt=0, le=1e12, allow_inf_nan=False)]
 
@@ -45,7 +49,7 @@ def error_from_validation(exc: ValidationError) -> KokubanError:
     msgs: list[str] = []
     for err in errors:
         if err["loc"][:1] == top:
-            msg = err["msg"].removeprefix("Value error, ")
+            msg = short_numbers(err["msg"].removeprefix("Value error, "))
             msgs.append(msg if not msgs else msg.removeprefix("Input should be "))
     reason = " or ".join(dict.fromkeys(msgs))
     reason = reason[0].lower() + reason[1:]
@@ -82,7 +86,7 @@ class EfficiencyRequest(Request):
     kv_eff: Fraction | None = None
     link_eff: Fraction | None = None
     overlap: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
-    step_overhead: NonNegative | None = None
+    step_overhead: FixedSeconds | None = None
 
     def efficiency_spec(self, base: Efficiency | None = None) -> Efficiency:
         """`Efficiency` with this request's overrides on `self.efficiency`, else the set saved in
