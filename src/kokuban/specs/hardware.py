@@ -28,8 +28,8 @@ FIXED_TIME_MAX_S = 3600.0
 
 
 def _is_number(value: Any) -> bool:
-    """A real int or float (a bool is not a number here), finite."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A real int or float (a bool is not a number here), finite (an int of any size is)."""
+    return not isinstance(value, bool) and (isinstance(value, int) or isinstance(value, float) and math.isfinite(value))
 
 
 @dataclass(frozen=True)

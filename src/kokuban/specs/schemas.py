@@ -17,6 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 #: a 262k vocabulary for Gemma 3, 384 experts for Kimi K2) so that every count derived from them stays finite.
 SHAPE_MAX = 2**24
 PositiveInt = Annotated[int, Field(strict=True, gt=0, le=SHAPE_MAX)]
+#: Layers: kokuban keeps one entry per layer (its KV window, its kind), so the count is bounded lower, at 2¹⁴
+#: (130× the 126 of Llama-3.1-405B): a config claiming 2²⁴ layers would cost minutes and gigabytes to read.
+LAYERS_MAX = 2**14
 Count = Annotated[int, Field(strict=True, ge=0, le=SHAPE_MAX)]
 #: The attention kinds a config's `layer_types` may name (transformers' configs: Gemma 3, gpt-oss, Qwen3-Next's
 #: Gated DeltaNet "linear_attention", Llama 4's "chunked_attention").
@@ -62,7 +65,7 @@ class TextConfigSchema(BaseModel):
 
     model_type: str
     hidden_size: PositiveInt
-    num_hidden_layers: PositiveInt
+    num_hidden_layers: Annotated[int, Field(strict=True, gt=0, le=LAYERS_MAX)]
     num_attention_heads: PositiveInt
     vocab_size: PositiveInt
     num_key_value_heads: PositiveInt | None = None
