@@ -28,9 +28,8 @@ class KokubanError(ValueError):
 
     def worded(self, name_of: Callable[[str], str] | None = None) -> str:
         """The one-line message with the field named by `name_of(field)` (default: the field itself)."""
-        if self.field is None:
-            return self.reason
-        return f"{(name_of or str)(self.field)}: {self.reason}"
+        text = self.reason if self.field is None else f"{(name_of or str)(self.field)}: {self.reason}"
+        return text.replace("\r", "\\r").replace("\n", "\\n")  # one line, whatever a value held
 
     def as_dict(self) -> dict[str, Any]:
         """The error as JSON for a web face: {"field", "value", "reason", "message"}."""

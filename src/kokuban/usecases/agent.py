@@ -74,7 +74,7 @@ class AgentRequest(DeploymentRequest):
     weekend: bool = False
     batch: Tokens = DEFAULT_BATCH
     survival: Literal["keep", "offload", "drop", "best"] = "best"
-    host_link_bytes_per_s: Annotated[float, Field(gt=0, allow_inf_nan=False)] = HOST_LINK_BYTES_PER_S
+    host_link_bytes_per_s: Annotated[float, Field(ge=1e6, le=1e18, allow_inf_nan=False)] = HOST_LINK_BYTES_PER_S
     host_usd_per_gb_hour: NonNegative = HOST_USD_PER_GB_HOUR
 
     def check(self) -> None:

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, InstanceOf
+from pydantic import Field, InstanceOf, StringConstraints
 
 from kokuban.errors import KokubanError
 from kokuban.prices.costing import FleetDay, NodeThroughput, Record
@@ -128,7 +128,7 @@ def require_hourly_price(dep: Deployment) -> None:
 class ListRequest(Request):
     """`kokuban prices list`: the bundled sheet rows plus `files`, only `provider`'s when given."""
 
-    provider: str | None = None
+    provider: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)] | None = None
     files: Files = ()
 
 

@@ -23,6 +23,8 @@ Tokens = Annotated[int, Field(gt=0, le=2**31, strict=False)]
 Fraction = Annotated[float, Field(ge=FRACTION_MIN, le=1, allow_inf_nan=False)]
 #: A finite quantity ≥ 0 (prices, waits), bounded as `Positive` is so that the sums built from it stay finite.
 NonNegative = Annotated[float, Field(ge=0, le=1e12, allow_inf_nan=False)]
+#: A name (a dtype, a file): not empty.
+Name = Annotated[str, Field(min_length=1, max_length=4096)]
 #: A fixed time per step (hardware.FIXED_TIME_MAX_S: an hour).
 FixedSeconds = Annotated[float, Field(ge=0, le=FIXED_TIME_MAX_S, allow_inf_nan=False)]
 #: A positive finite quantity (rates, speeds, seconds, bytes), bounded so that work stays bounded.
@@ -112,11 +114,11 @@ class DeploymentRequest(EfficiencyRequest):
     gpu: str | InstanceOf[Accelerator]
     gpus: Annotated[int, Field(gt=0, le=4096)] | None = 1
     layout: Literal["tp", "ep"] | None = "tp"
-    weights: str | None = None
-    kv: str | None = None
-    compute: str | None = None
+    weights: Name | None = None
+    kv: Name | None = None
+    compute: Name | None = None
     price_per_hour: NonNegative | None = None
-    gpu_file: str | None = None
+    gpu_file: Name | None = None
 
     def model_spec(self) -> ModelSpec:
         from kokuban.specs.catalog import load_model

@@ -18,7 +18,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from kokuban.errors import KokubanError
 from kokuban.specs.hardware import Accelerator, Efficiency
@@ -78,7 +87,7 @@ class ProbeRequest(Request):
 
     device: Device = "auto"
     seconds: Seconds = 3.0
-    entry_id: Annotated[str, Field(min_length=1, max_length=100)] | None = None
+    entry_id: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)] | None = None
     dtypes: Annotated[tuple[Literal[DTYPES], ...], Field(min_length=1)] = DTYPES  # type: ignore[valid-type]
 
     @field_validator("dtypes", mode="before")
@@ -170,13 +179,20 @@ def run_validate(request: ValidateRequest, *, progress: bool = False) -> Validat
     from kokuban.validation.harness import run_validation
 
     r = request
-    return run_validation(
-        r.model, efficiency=r.efficiency_spec(), device=r.device, dtype=r.dtype, num_layers=r.layers or None,
-        hidden_size=r.hidden, batches=r.batches, contexts=r.contexts, prompts=r.prompts,
-        prefill_batch=r.prefill_batch, accelerator_entry=r.accelerator_entry(), warmup=r.warmup, repeats=r.repeats,
-        max_kv_bytes=r.max_kv_gb * 1e9 if r.max_kv_gb is not None else None, probe_seconds=r.probe_seconds,
-        progress=progress, seed=r.seed, linear=r.linear,
-    )
+    try:
+        return run_validation(
+            r.model, efficiency=r.efficiency_spec(), device=r.device, dtype=r.dtype, num_layers=r.layers or None,
+            hidden_size=r.hidden, batches=r.batches, contexts=r.contexts, prompts=r.prompts,
+            prefill_batch=r.prefill_batch, accelerator_entry=r.accelerator_entry(), warmup=r.warmup,
+            repeats=r.repeats, max_kv_bytes=r.max_kv_gb * 1e9 if r.max_kv_gb is not None else None,
+            probe_seconds=r.probe_seconds, progress=progress, seed=r.seed, linear=r.linear,
+        )
+    except (MemoryError, RuntimeError) as exc:  # PyTorch's allocators raise RuntimeError (OutOfMemoryError)
+        if not isinstance(exc, MemoryError) and "memory" not in str(exc).lower():
+            raise
+        raise KokubanError("the scaled model ran out of memory on this machine; make it smaller (fewer layers, a "
+                           "smaller hidden size, shorter contexts or max_kv_gb)", field="max_kv_gb",
+                           value=r.max_kv_gb) from None
 
 
 # ---- accuracy ----------------------------------------------------------------------------------------
