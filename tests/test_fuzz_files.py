@@ -253,3 +253,41 @@ def test_any_efficiency_file_reads_or_is_refused_in_one_line(tmp_path, changes):
     dep = Deployment.make(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"), 1, efficiency=eff)
     step = decode_step(dep, 8, 4096)
     assert math.isfinite(float(step.step_time_s)) and float(step.step_time_s) > 0
+
+
+# ---- property test: the commands the first fuzz suite does not drive, with the units people write -----------
+VALUES = st.sampled_from(["0", "-1", "-0", "nan", "inf", "1e999", "1e308", "1e-320", "", " 5", "5,", "0x10", "５",
+                          "2kk", "2k", "500mss", "500ms", "-1ms", "abc", str(2**63), "1.5"])
+LINES = {
+    "prices explain": (["anthropic/claude-sonnet-4"], ["--input-price", "--output-price", "--context", "--prompt",
+                                                       "--speed", "--price-per-hour", "--gpus"]),
+    "prices infer": (["openai/gpt-5.4-mini"], ["--speed", "--batch", "--prompt", "--kv-per-token",
+                                               "--total-over-active", "--context"]),
+    "prices compare": (["llama-3.3-70b", "--prompt", "2000", "--output", "400"],
+                       ["--prompt", "--output", "--requests", "--cache-hit", "--speed"]),
+    "frontier": (["llama-3.1-8b", "--gpu", "h100"], ["--counts", "--context", "--slo-tps", "--slo-ttft"]),
+    "agent api": (["anthropic/claude-sonnet-4.5", "--preset", "swe-bench"],
+                  ["--runs", "--system-tokens", "--output-tokens", "--gap-s", "--cache-ttl-s", "--start-utc-hour",
+                   "--steps"]),
+    "simulate": (["llama-3.1-8b", "--gpu", "h100", "--requests", "50"],
+                 ["--rate", "--requests", "--prompt", "--output", "--ttft-slo", "--max-num-seqs", "--seed",
+                  "--block-size"]),
+}
+
+
+@st.composite
+def other_command_lines(draw):
+    name = draw(st.sampled_from(sorted(LINES)))
+    base, flags = LINES[name]
+    args = [*name.split(), *base]
+    for flag in draw(st.lists(st.sampled_from(flags), min_size=1, max_size=2, unique=True)):
+        args += [flag, draw(VALUES)]
+    if name == "simulate" and "--rate" not in args:
+        args += ["--rate", "5"]
+    return args
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(args=other_command_lines())
+def test_any_other_command_line_keeps_the_contract(args, capsys):
+    check_contract(args, capsys)

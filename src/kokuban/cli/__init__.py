@@ -32,6 +32,15 @@ FIELD_FLAGS = {
 }
 
 
+#: What to give for a required input a newcomer leaves out (added to click's "Missing option '--gpu'.").
+MISSING_HINTS = {
+    "gpu": " Give an accelerator: a catalog id such as h100, a100 or mi300x (`kokuban gpus` lists them), an id from "
+           "--gpu-file, or custom:bf16=…,bw=…,mem=….",
+    "model": " Give a model: a catalog id such as llama-3.1-8b (`kokuban models` lists them), a Hugging Face id "
+             "(meta-llama/Llama-3.1-8B), a folder holding config.json, or coarse:total=…,active=…,kv=….",
+}
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kokuban")
 def cli() -> None:
@@ -117,7 +126,9 @@ def main(argv: list[str] | None = None) -> int:
                                 "kokuban_version": __version__}))
         return 2
     except click.ClickException as exc:
-        click.echo(f"error: {exc.format_message()}", err=True)
+        param = getattr(exc, "param", None)
+        hint = MISSING_HINTS.get(param.name or "", "") if isinstance(exc, click.MissingParameter) and param else ""
+        click.echo(f"error: {exc.format_message()}{hint}", err=True)
         return 2
     except ModuleNotFoundError as exc:
         extra = EXTRAS.get((exc.name or "").split(".")[0])
