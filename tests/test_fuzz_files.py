@@ -291,3 +291,24 @@ def other_command_lines(draw):
 @given(args=other_command_lines())
 def test_any_other_command_line_keeps_the_contract(args, capsys):
     check_contract(args, capsys)
+
+
+def test_a_probe_file_without_a_name_is_named_by_its_id(tmp_path):
+    """validate printed a KeyError for a valid accelerator file without the optional `name`."""
+    from kokuban.validation.harness import read_probe_entry
+
+    path = tmp_path / "lab.toml"
+    path.write_text(GOOD_GPU)
+    assert read_probe_entry(str(path))["name"] == "lab"
+
+
+@pytest.mark.parametrize("content", ['accelerator = "h100"\n', GOOD_GPU.replace("3e12", "1e-320")])
+def test_a_bad_probe_file_is_one_line_naming_it(tmp_path, content):
+    """validate's own reader of --gpu-file took a string for a table (AttributeError) and tiny figures."""
+    from kokuban.validation.harness import read_probe_entry
+
+    path = tmp_path / "lab.toml"
+    path.write_text(content)
+    with pytest.raises(KokubanError, match="lab.toml") as info:
+        read_probe_entry(str(path))
+    _one_line(info.value)

@@ -575,7 +575,7 @@ def read_probe_entry(path: str, entry_id: str | None = None) -> dict[str, Any]:
     if entry is None:
         raise KokubanError(f"accelerator '{wanted}' is not in {p}; it holds {', '.join(found)}", field="entry_id",
                            value=wanted)
-    return entry
+    return {"name": entry["id"]} | entry  # the schema's optional name: the id when not given
 
 
 def deployment_from_setup(setup: dict[str, Any], efficiency: Efficiency) -> Deployment:
