@@ -73,6 +73,33 @@ DTYPES = [("bf16", EITHER), ("fp8", EITHER), ("int4", EITHER), ("fp3", BAD), (""
           ("fp-8", EITHER), ("nvfp4", EITHER), ("int4-g0", BAD), ("int4-g-1", EITHER), ("q4_k_m", EITHER)]
 WORDS = [("", BAD), ("x" * 5000, BAD), ("nan", BAD), ("\x00", BAD), ("ü", BAD), ("-1", BAD)]
 
+#: Values for a second campaign (`--fresh`), written after the first one's fixes: none of them was drawn before.
+FRESH_INTS = [("+3", EITHER), ("3.0", EITHER), ("1e3", EITHER), ("-9223372036854775808", BAD), ("0b11", EITHER),
+              ("\t7\n", EITHER), ("7 8", BAD), ("1e-5", BAD), ("১২", EITHER), ("Infinity", BAD), ("0.0", EITHER)]
+FRESH_FLOATS = [("1e-5", EITHER), ("+0", EITHER), ("1_0.5", EITHER), ("0.99999999999999999", EITHER), ("4e-324", EITHER),
+                ("1.7976931348623157e308", EITHER), ("-nan", BAD), ("Infinity", BAD), ("1e+", BAD), (".", BAD),
+                ("²", BAD), ("1e2147483647", BAD), ("〇", BAD)]
+FRESH_TOKENS = [("2KiB", BAD), ("1.5Ki", EITHER), ("3Gi", EITHER), ("1e3k", EITHER), ("k", BAD), ("2 000", BAD),
+                ("1T", BAD), ("0.001k", EITHER), ("9e9G", BAD), ("-0k", BAD)]
+FRESH_SECONDS = [("1.5min", EITHER), ("250us", EITHER), ("250µs", EITHER), ("1e9h", BAD), ("-0ms", EITHER),
+                 ("3d", BAD), ("1ns", EITHER), ("inf s", BAD), ("10 min", EITHER), ("1e-400s", EITHER)]
+FRESH_LISTS = [("1;2", BAD), (" 1 , 2 ", EITHER), ("1,2,", EITHER), ("4096", EITHER), ("2**3", BAD),
+               ("1e9", BAD), ("h100,h200", EITHER), ("h100,,h200", EITHER), ("1,-2", BAD), ("tp,tp", EITHER)]
+FRESH_DISTS = [("uniform:1,2147483648", EITHER), ("uniform:0,1", BAD), ("lognormal:1,10", EITHER),
+               ("lognormal:1,11", BAD), ("hist:2147483649=1", BAD), ("hist:5=inf", BAD), ("hist:5", BAD),
+               ("dataset:azure-code", EITHER), ("dataset:nope", BAD), ("exp:1e308", BAD), ("uniform:1,2,3", BAD),
+               ("2147483649", BAD), ("LOGNORMAL:100,1", EITHER), ("lognormal: 100 , 1", EITHER)]
+FRESH_MODELS = [("meta-llama/Llama-3.1-8B-Instruct", EITHER), ("Qwen/Qwen3-8B", EITHER), ("llama3.1:8b", EITHER),
+                ("hf:meta-llama/Llama-3.1-8B", EITHER), ("coarse:total=7e9", EITHER), ("coarse:total=0,active=0", BAD),
+                ("coarse:total=7e9,active=7e9,kv=-1", BAD), ("coarse:total=1e400", BAD), ("coarse:foo=1", BAD),
+                ("/", BAD), ("~", BAD), ("config.json", BAD), ("llama-3.1-8b\n", EITHER)]
+FRESH_GPUS = [("H100", EITHER), ("rtx4090", EITHER), ("NVIDIA H200", EITHER), ("mi300a", BAD), ("h100-pcie-x", BAD),
+              ("custom:bf16=1e15,bw=3e12,mem=80e9,fp8=-1", BAD), ("custom:bf16=1e15,bw=3e12,mem=80e9,link=inf", BAD),
+              ("custom:bf16=1e15,bw=3e12", BAD), ("custom:mem=80e9,,bw=3e12,bf16=1e15", EITHER), ("custom:x", BAD)]
+FRESH_DTYPES = [("int3-g128", EITHER), ("int0-g128", BAD), ("int4-g7", EITHER), ("int4-g99999999999", BAD),
+                ("fp8_e4m3", EITHER), ("float16", EITHER), ("mxfp4", EITHER), ("int4-ch", EITHER), ("int33-ch", BAD)]
+FRESH_WORDS = [(" ", BAD), ("\t", BAD), ("a" * 101, EITHER), ("../../etc/passwd", EITHER), ("$(echo x)", EITHER)]
+
 #: Each command: its positional argument pool (or None), the options kokuban requires to run at all (valid
 #: values), and a pool per option. "FILE:kind" draws from the bad files of that kind.
 DEP = {"--gpus": INTS, "--layout": [("pp", BAD), ("TP", EITHER), ("", BAD)], "--weights": DTYPES, "--kv": DTYPES,
@@ -460,7 +487,8 @@ TIME_COST = re.compile(r"(_s$|_s_|usd|cost|price|time|latency|ttft|tpot|seconds|
 #: Differences and margins, which may be below zero (a profit over cost, a saving, an error).
 SIGNED = re.compile(r"(profit|margin|saving|delta|error|diff|change)", re.I)
 #: Values marked bad in the pools that a command documents as valid there: (command, flag, value).
-DOCUMENTED = {("simulate", "--rate", "inf")}  # 'inf': every request at t = 0 (docs/simulate.md)
+DOCUMENTED = {("simulate", "--rate", "inf"),  # 'inf': every request at t = 0 (docs/simulate.md)
+              ("probe", "--id", "nan")}  # an id is any name
 
 
 def walk(data, path=""):
@@ -563,6 +591,7 @@ def main() -> None:
                                                   "accepted-bad", "multi-line", "other-exit"])
     ap.add_argument("--report", default="")
     ap.add_argument("--only", default="", help="run only cases whose command line contains this text")
+    ap.add_argument("--fresh", action="store_true", help="add the values no earlier run drew (FRESH_*) to the pools")
     opts = ap.parse_args()
     import importlib
     import pkgutil
@@ -577,6 +606,11 @@ def main() -> None:
                 pass
     print(f"kokuban from {kokuban.__file__}", file=sys.stderr)
 
+    if opts.fresh:
+        for pool, extra in ((INTS, FRESH_INTS), (FLOATS, FRESH_FLOATS), (TOKENS, FRESH_INTS + FRESH_TOKENS),
+                            (SECONDS, FRESH_FLOATS + FRESH_SECONDS), (LISTS, FRESH_LISTS), (DISTS, FRESH_DISTS),
+                            (MODELS, FRESH_MODELS), (GPUS, FRESH_GPUS), (DTYPES, FRESH_DTYPES), (WORDS, FRESH_WORDS)):
+            pool.extend(extra)
     root = Path(tempfile.mkdtemp(prefix="kokuban-fuzz-"))
     files = write_files(root)
     cases = make_cases(opts.cases, opts.seed, files)
