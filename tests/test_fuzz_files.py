@@ -105,6 +105,15 @@ LINE_CORPUS = [
     ["estimate", "meta-llama/Nonexistent-7B", "--gpu", "h100"],
     ["estimate", "llama-3.1-8b", "--gpu", "mi300"],
     ["estimate", "llama-3.1-8b", "--gpu", "a100"],
+    ["prices", "compare", "llama-3.3-70b", "--prompt", "2000", "--output", "400", "--weights", "int4-g0"],  # per row
+    ["probe", "--id", "\x00"],                                # a NUL byte went into the TOML entry
+    ["capacity", "llama-3.1-8b", "--gpu", "h100", "--ttft-p99", "0.5", "--ray", "nan"],  # ray's ValueError
+    ["estimate", "llama-3.1-8b", "--gpu", "h100", "--weights", "fp8\nx"],  # a value's newline split the line
+    ["estimate", "llama-3.1-8b", "--gpu", "h100", "--weights", ""],        # silently the default
+    ["simulate", "llama-3.1-8b", "--gpu", "h100", "--rate", "5", "--requests", "20", "--output",
+     "lognormal:1e308,1e308"],                                # numpy's invalid-cast warnings, then a refusal
+    ["agent", "simulate", "llama-3.1-8b", "--gpu", "custom:bf16=1e-320,bw=1e-320,mem=1e308", "--preset",
+     "swe-bench", "--sessions", "2"],                         # OverflowError
 ]
 
 

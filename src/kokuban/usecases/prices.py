@@ -288,6 +288,12 @@ class CompareRequest(EfficiencyRequest):
     weights: str | None = None
     files: Files = ()
 
+    def check(self) -> None:
+        from kokuban.specs.dtypes import check_dtype
+
+        if self.weights is not None:  # once here, not once per accelerator row
+            check_dtype(self.weights, "weights")
+
 
 def run_compare(request: CompareRequest) -> Comparison:
     """The workload's cost on each API and self-hosted on each accelerator, cheapest first."""

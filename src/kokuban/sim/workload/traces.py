@@ -46,8 +46,9 @@ def _field(row: dict[str, Any], key: str, where: str, *, integer: bool, optional
     top = TRACE_TOKENS_MAX if integer else TRACE_ARRIVAL_MAX_S
     if isinstance(value, bool) or not np.isfinite(number) or not 0 <= number <= top or (
             integer and not number.is_integer()):
-        kind = "a whole number" if integer else "a finite number of seconds"
-        raise KokubanError(f"{where}: {key} must be {kind} in [0, {top:g}], got {value!r}")
+        kind = (f"a non-negative integer (at most {TRACE_TOKENS_MAX})" if integer
+                else f"a finite number ≥ 0 (at most a year, {TRACE_ARRIVAL_MAX_S:g} s)")
+        raise KokubanError(f"{where}: {key} {value!r} must be {kind}")
     return int(number) if integer else number
 
 
