@@ -29,7 +29,7 @@ Window = Annotated[int, Field(strict=True, gt=0, le=2**31)]
 #: An accelerator's figures, bounded a million-fold beyond any part in the catalog on either side (a 1 MB memory
 #: to 1 EB; 1 MB/s to 1 EB/s; 1 MFLOP/s to 1 ZFLOP/s) so that every time and cost derived from them is finite.
 Bytes = Annotated[float, Field(strict=True, ge=1e6, le=1e18, allow_inf_nan=False)]
-BytesPerS = Annotated[float, Field(strict=True, ge=1e6, le=1e18, allow_inf_nan=False)]
+BytesPerS = Bytes  # the same bounds, per second
 LinkBytesPerS = Annotated[float, Field(strict=True, ge=0, le=1e18, allow_inf_nan=False)]
 Flops = Annotated[float, Field(strict=True, ge=0, le=1e21, allow_inf_nan=False)]
 #: An hourly price, USD: bounded like every other price kokuban takes (usecases/request.py `NonNegative`).

@@ -88,6 +88,7 @@ class ProbeRequest(Request):
     device: Device = "auto"
     seconds: Seconds = 3.0
     entry_id: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)] | None = None
+    dtypes: Annotated[tuple[Literal[DTYPES], ...], Field(min_length=1)] = DTYPES  # type: ignore[valid-type]
 
     @field_validator("entry_id")
     @classmethod
@@ -98,7 +99,6 @@ class ProbeRequest(Request):
         if value is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+\-]*", value):
             raise ValueError("should be letters, digits and . _ + - (an accelerator id such as lab-cpu)")
         return value
-    dtypes: Annotated[tuple[Literal[DTYPES], ...], Field(min_length=1)] = DTYPES  # type: ignore[valid-type]
 
     @field_validator("dtypes", mode="before")
     @classmethod

@@ -204,9 +204,10 @@ def read_validation(csv_path: str) -> tuple[Any, dict[str, Any]]:
 
     import pandas as pd
 
+    from kokuban.specs.files import read_json, read_text
+
     path = Path(csv_path)
     setup_path = path.with_suffix(".json")
-    from kokuban.specs.files import read_json, read_text
 
     def bad(why: str) -> KokubanError:
         return KokubanError(f"validation report '{path}' is not one `kokuban validate` wrote: {why}",
