@@ -321,3 +321,14 @@ def test_a_bad_probe_file_is_one_line_naming_it(tmp_path, content):
     with pytest.raises(KokubanError, match="lab.toml") as info:
         read_probe_entry(str(path))
     _one_line(info.value)
+
+
+def test_a_spreadsheet_csv_with_a_byte_order_mark_and_crlf_is_read(tmp_path):
+    """Excel writes UTF-8 CSVs with a byte-order mark and CRLF line ends; the BOM made the first column unknown."""
+    from kokuban.usecases.validation import read_measurements
+
+    path = tmp_path / "mine.csv"
+    path.write_bytes("\ufeffmodel,gpu,gpus,batch,prompt,output,metric,value,unit,source\r\n"
+                     "llama-3.1-8b,h100-sxm,1,8,1000,100,output_tokens_per_s,1000,tokens/s,me\r\n".encode())
+    (row,) = read_measurements(str(path))
+    assert (row.model, row.value) == ("llama-3.1-8b", 1000.0)

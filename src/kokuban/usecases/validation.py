@@ -298,35 +298,36 @@ def read_measurements(path: str) -> list[PublishedResult]:
     checked here (types, ranges, dtypes, a catalog model and GPU); the first bad one raises one line naming the
     file, the row (CSV: its line number; TOML: its index from 1) and the field."""
     import csv
-    import tomllib
+    import io
 
     from kokuban.specs.catalog import load_accelerator, load_model
     from kokuban.specs.dtypes import check_dtype
+    from kokuban.specs.files import read_text, read_toml
 
     rows: list[tuple[str, dict[str, Any]]] = []
     try:
         if path.lower().endswith(".toml"):
-            with open(path, "rb") as fh:
-                data = tomllib.load(fh)
-            raw = [("result " + str(i), r) for i, r in enumerate(data.get("result", []), 1)]
+            results = read_toml(path, "measurements").get("result", [])
+            raw = [("result " + str(i), r) for i, r in enumerate(results if isinstance(results, list) else [], 1)]
             for label, r in raw:
                 try:
                     rows.append((label, PublishedRow.model_validate(r).model_dump()))
                 except ValidationError as exc:
                     raise _row_error(path, label, exc) from None
-        else:
-            with open(path, newline="", encoding="utf-8") as fh:
-                for n, r in enumerate(csv.DictReader(fh), 2):
-                    cells = {str(k).strip(): v.strip() for k, v in r.items() if v is not None and v.strip()}
-                    label = f"row {n}"
-                    try:
-                        rows.append((label, MeasurementRow.model_validate(cells).published(f"{path}:{n}")))
-                    except ValidationError as exc:
-                        raise _row_error(path, label, exc) from None
-    except OSError as exc:
-        raise KokubanError(f"cannot read '{path}': {exc.strerror}", field="file", value=path) from None
-    except (tomllib.TOMLDecodeError, csv.Error, UnicodeDecodeError) as exc:
-        raise KokubanError(f"'{path}' is not a readable CSV or TOML file: {exc}", field="file", value=path) from None
+        else:  # UTF-8 with or without the byte-order mark spreadsheets write, any line ending
+            for n, r in enumerate(csv.DictReader(io.StringIO(read_text(path, "measurements"), newline="")), 2):
+                cells = {str(k).strip(): v.strip() for k, v in r.items() if isinstance(v, str) and v.strip()}
+                label = f"row {n}"
+                try:
+                    rows.append((label, MeasurementRow.model_validate(cells).published(f"{path}:{n}")))
+                except ValidationError as exc:
+                    raise _row_error(path, label, exc) from None
+    except KokubanError as exc:
+        if exc.field is not None:
+            raise
+        raise KokubanError(exc.reason, field="file", value=path) from None
+    except csv.Error as exc:
+        raise KokubanError(f"'{path}' is not a readable CSV file: {exc}", field="file", value=path) from None
     if not rows:
         raise KokubanError(f"'{path}' has no rows (CSV: a header line and one row per measurement; TOML: "
                            "[[result]] tables)", field="file", value=path)
