@@ -12,6 +12,7 @@ address-space limit (RLIMIT_AS) and a wall-clock timeout, and is classified:
   negative        exit 0 and a negative time, cost or price in the JSON
   accepted-bad    exit 0 for an input marked as certainly invalid
   multi-line      exit 2 with more than one line on stderr
+  refused-good    exit 2 for a valid file (a spreadsheet's CSV, a checkpoint folder) given alone
   other-exit      an exit code other than 0 and 2
 
     python benchmarks/fuzz_campaign.py --cases 1200 --seed 7 [--jobs 2] [--timeout 20] [--show traceback]
@@ -39,6 +40,7 @@ from pathlib import Path
 
 BAD = "bad"      # certainly invalid: exit 0 is a finding
 EITHER = "any"   # may be accepted or refused, but never crash
+GOOD = "good"    # a valid file given alone to a command: a refusal is a finding
 
 INTS = [("0", EITHER), ("-1", BAD), ("-0", EITHER), ("1e308", BAD), (str(2**63), BAD), (str(2**64 + 1), BAD),
         ("1e-320", BAD), ("nan", BAD), ("inf", BAD), ("1e999", BAD), ("", BAD), (" 5", EITHER), ("5,", BAD),
@@ -139,7 +141,7 @@ COMMANDS: dict[str, tuple[list | None, list[str], dict]] = {
                                "--file": "FILE:price"}),
     "prices explain": ([("anthropic/claude-sonnet-4", EITHER), ("anthropic/claude-sonet-4", BAD), ("", BAD),
                         ("nobody/nothing", BAD)], [], PRICES | DEP | {"--stand-in": MODELS}),
-    "prices infer": ([("openai/gpt-5.4-mini", EITHER), ("openai/gpt-5.4-mni", BAD), ("", BAD)], [],
+    "prices infer": ([("openai/gpt-5.4-mini", EITHER), ("openai/gpt-5.4-mni", BAD), ("", BAD)], ["--speed", "100"],
                      PRICES | DEP | {"--batch": INTS, "--kv-per-token": FLOATS, "--total-over-active": FLOATS}),
     "prices compare": ([("llama-3.3-70b", EITHER), ("llama-3.3-7b", BAD), ("", BAD)],
                        ["--prompt", "2000", "--output", "400"],
@@ -224,7 +226,7 @@ def write_files(root: Path) -> dict[str, list[tuple[str, str]]]:
         files[kind].append((str(root / kind / "missing" / ("nothing" + suffix)), BAD))
     good_gpu = ('[[accelerator]]\nid = "mygpu"\nmemory_bytes = 80e9\nmemory_bandwidth_bytes_per_s = 3e12\n'
                 'flops_bf16 = 1e15\n')
-    put("gpu", "good.toml", good_gpu, EITHER)
+    put("gpu", "good.toml", good_gpu, GOOD)
     for name, text in {
         "syntax.toml": "[[accelerator]\nid = ",
         "nanmem.toml": good_gpu.replace("80e9", "nan"),
@@ -251,7 +253,7 @@ def write_files(root: Path) -> dict[str, list[tuple[str, str]]]:
     }.items():
         put("gpu", name, text)
     for name, text, exp in [
-        ("good.json", '{"compute": 0.5}', EITHER), ("nan.json", '{"compute": NaN}', BAD),
+        ("good.json", '{"compute": 0.5}', GOOD), ("nan.json", '{"compute": NaN}', BAD),
         ("zero.json", '{"compute": 0}', BAD), ("two.json", '{"memory": 2}', BAD),
         ("str.json", '{"compute": "0.5"}', BAD), ("array.json", "[0.5]", BAD),
         ("unknown.json", '{"computee": 0.5}', BAD), ("after_nan.json", '{"after": {"overlap": NaN}}', BAD),
@@ -263,7 +265,7 @@ def write_files(root: Path) -> dict[str, list[tuple[str, str]]]:
         put("eff", name, text, exp)
     good_price = ('[[price]]\nprovider = "me"\nmodel = "m"\ninput_usd_per_m = 1.0\noutput_usd_per_m = 2.0\n'
                   'source = "https://x"\nretrieved = "2026-01-01"\n')
-    put("price", "good.toml", good_price, EITHER)
+    put("price", "good.toml", good_price, GOOD)
     for name, text in {
         "nan.toml": good_price.replace("1.0", "nan"), "neg.toml": good_price.replace("2.0", "-2.0"),
         "inf.toml": good_price.replace("2.0", "inf"), "huge.toml": good_price.replace("2.0", "1e308"),
@@ -280,7 +282,7 @@ def write_files(root: Path) -> dict[str, list[tuple[str, str]]]:
     }.items():
         put("price", name, text, EITHER if name in ("tiny.toml", "huge.toml") else BAD)
     hdr = "arrival_s,prompt_tokens,output_tokens\n"
-    put("trace", "good.csv", hdr + "0,100,10\n0.5,200,20\n", EITHER)
+    put("trace", "good.csv", hdr + "0,100,10\n0.5,200,20\n", GOOD)
     for name, text in {
         "neg.csv": hdr + "-1,100,10\n", "unsorted.csv": hdr + "5,100,10\n1,100,10\n",
         "huge.csv": hdr + "0,1000000000000,10\n", "hugeout.csv": hdr + "0,10,1000000000000\n",
@@ -302,10 +304,10 @@ def write_files(root: Path) -> dict[str, list[tuple[str, str]]]:
         "mooncake_nan.jsonl": '{"timestamp": NaN, "input_length": 1e12, "output_length": 1, "hash_ids": "x"}\n',
         "dense.csv": hdr + "".join(f"{i*1e-9},50000,2000\n" for i in range(2000)),
     }.items():
-        put("trace", name, text, EITHER if name in ("bom.csv", "crlf.csv", "extracol.csv", "unsorted.csv",
-                                                    "sessions.csv", "many_at_once.csv", "dense.csv") else BAD)
+        put("trace", name, text, GOOD if name in ("bom.csv", "crlf.csv", "extracol.csv", "unsorted.csv", "sessions.csv")
+            else EITHER if name in ("many_at_once.csv", "dense.csv") else BAD)
     line = '{"session": "a", "step": %s, "input_tokens": %s, "cached_input_tokens": %s, "output_tokens": %s, "gap_s": %s}\n'
-    put("agenttrace", "good.jsonl", line % (0, 100, 0, 10, 0) + line % (1, 200, 100, 10, 1.0), EITHER)
+    put("agenttrace", "good.jsonl", line % (0, 100, 0, 10, 0) + line % (1, 200, 100, 10, 1.0), GOOD)
     for name, vals in {"neg_gap": (0, 100, 0, 10, -1), "nan_gap": (0, 100, 0, 10, "NaN"), "huge": (0, 10**12, 0, 10, 0),
                        "huge_out": (0, 100, 0, 10**12, 0), "cached_more": (0, 100, 200, 10, 0),
                        "float_tok": (0, 1.5, 0, 10, 0), "str_tok": (0, '"100"', 0, 10, 0),
@@ -316,7 +318,7 @@ def write_files(root: Path) -> dict[str, list[tuple[str, str]]]:
     put("agenttrace", "syntax.jsonl", "{\n")
     put("agenttrace", "many_steps.jsonl", "".join(line % (i, 100 + i * 1000, 0, 10, 0) for i in range(3000)), EITHER)
     good_sc = 'name = "mine"\nsteps = "11"\nsystem_tokens = 20000\noutput_tokens = "523"\ntool_tokens = "2699"\ngap_s = "3"\n'
-    put("scenario", "good.toml", good_sc, EITHER)
+    put("scenario", "good.toml", good_sc, GOOD)
     for name, text in {"syntax.toml": "steps = ", "nan.toml": good_sc.replace("20000", "nan"),
                        "neg.toml": good_sc.replace("20000", "-5"), "huge.toml": good_sc.replace('"11"', '"1e12"'),
                        "str.toml": good_sc.replace("20000", '"lots"'), "unknown.toml": good_sc + "stepz = 3\n",
@@ -326,9 +328,9 @@ def write_files(root: Path) -> dict[str, list[tuple[str, str]]]:
         put("scenario", name, text)
     mhdr = "model,gpu,gpus,batch,prompt,output,metric,value,unit,source\n"
     mrow = "llama-3.1-8b,h100-sxm,1,8,1000,100,output_tokens_per_s,1000,tokens/s,me\n"
-    put("measure", "good.csv", mhdr + mrow, EITHER)
+    put("measure", "good.csv", mhdr + mrow, GOOD)
     for name, text, exp in [
-        ("bom.csv", "\ufeff" + mhdr + mrow, EITHER), ("crlf.csv", (mhdr + mrow).replace("\n", "\r\n"), EITHER),
+        ("bom.csv", "\ufeff" + mhdr + mrow, GOOD), ("crlf.csv", (mhdr + mrow).replace("\n", "\r\n"), GOOD),
         ("missingcol.csv", mhdr.replace("metric,", "") + mrow.replace("output_tokens_per_s,", ""), BAD),
         ("extracol.csv", mhdr.strip() + ",zzz\n" + mrow.strip() + ",1\n", BAD),
         ("nan.csv", mhdr + mrow.replace(",1000,", ",nan,"), BAD), ("neg.csv", mhdr + mrow.replace(",1000,", ",-5,"), BAD),
@@ -375,15 +377,15 @@ def write_files(root: Path) -> dict[str, list[tuple[str, str]]]:
         if cfg is not None and name in ("zeroheads", "nan_hidden", "array", "good"):
             files["model"].append((str(d / "config.json"), expect))
 
-    folder("good", good_cfg, expect=EITHER)
+    folder("good", good_cfg, expect=GOOD)
     folder("good_awq", good_cfg | {"quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128}},
-           expect=EITHER)
-    folder("good_quantize_config", good_cfg, {"quantize_config.json": '{"bits": 4, "group_size": 128}'}, EITHER)
+           expect=GOOD)
+    folder("good_quantize_config", good_cfg, {"quantize_config.json": '{"bits": 4, "group_size": 128}'}, GOOD)
     folder("bad_quantize_config", good_cfg, {"quantize_config.json": '{"bits": "four"}'})
     folder("nonutf8_quantize_config", good_cfg, {"quantize_config.json": b"\xff\xfe"})
     folder("unknown_quant", good_cfg | {"quantization_config": {"quant_method": "zzz"}}, expect=EITHER)
     folder("ct", good_cfg | {"quantization_config": {"quant_method": "compressed-tensors", "config_groups":
-                                                     {"g": {"weights": {"num_bits": 4, "type": "int"}}}}}, expect=EITHER)
+                                                     {"g": {"weights": {"num_bits": 4, "type": "int"}}}}}, expect=GOOD)
     folder("ct_bad", good_cfg | {"quantization_config": {"quant_method": "compressed-tensors", "config_groups":
                                                          {"g": {"weights": {"num_bits": "x"}}}}})
     folder("ct_bad2", good_cfg | {"quantization_config": {"quant_method": "compressed-tensors", "config_groups":
@@ -432,7 +434,8 @@ def write_files(root: Path) -> dict[str, list[tuple[str, str]]]:
 def draw_value(pool, files, rng) -> tuple[str, str]:
     if isinstance(pool, str):
         kind = pool.split(":", 1)[1]
-        return rng.choice(files[kind])
+        path, expect = rng.choice(files[kind])
+        return path, EITHER if expect == GOOD else expect  # beside other drawn flags, a refusal may be right
     return rng.choice(pool)
 
 
@@ -449,12 +452,16 @@ def make_cases(n: int, seed: int, files) -> list[tuple[list[str], str]]:
     for cmd, flag, kind in sorted(file_flags):
         if (cmd, flag) == ("calibrate", "--efficiency-file"):  # the reader `accuracy` drives too; a fit is slow
             continue
+        positional = COMMANDS[cmd][0]
+        pos = [] if not positional else ["llama-3.1-8b"] if positional is MODELS else [positional[0][0]]
+        base = list(COMMANDS[cmd][1])
+        if cmd == "calibrate" and flag == "--csv":
+            base = ["--source", "validate-csv"]
+        if flag in ("--scenario-file", "--trace") and "--preset" in base:  # one scenario source
+            del base[base.index("--preset"):base.index("--preset") + 2]
+        if cmd == "simulate" and flag == "--trace":  # a trace replaces the synthetic rate and count
+            base = ["--gpu", "h100-sxm"]
         for path, exp in files[kind]:
-            pos = [COMMANDS[cmd][0][0][0]] if COMMANDS[cmd][0] else []
-            if cmd == "calibrate" and flag == "--csv":
-                base = ["--source", "validate-csv"]
-            else:
-                base = COMMANDS[cmd][1]
             cases.append((cmd.split() + pos + base + [flag, path], exp))
     while len(cases) < n:
         cmd = rng.choice(names)
@@ -511,7 +518,9 @@ def classify(args, expect, code, out, err, timed_out, signaled) -> tuple[str, st
         return "traceback", err.strip().splitlines()[-1][:300]
     if code == 2:
         lines = [line for line in err.splitlines() if line.strip()]
-        return ("multi-line", err[:400]) if len(lines) != 1 else ("ok", lines[0][:200])
+        if len(lines) != 1:
+            return "multi-line", err[:400]
+        return ("refused-good" if expect == GOOD else "ok"), lines[0][:200]
     if code != 0:
         return "other-exit", f"{code}: {err[-200:]}"
     if "--json" in args:
@@ -588,7 +597,7 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=20)
     ap.add_argument("--mem-gb", type=float, default=4)
     ap.add_argument("--show", nargs="*", default=["traceback", "hang", "oom", "nan-output", "negative",
-                                                  "accepted-bad", "multi-line", "other-exit"])
+                                                  "accepted-bad", "multi-line", "other-exit", "refused-good"])
     ap.add_argument("--report", default="")
     ap.add_argument("--only", default="", help="run only cases whose command line contains this text")
     ap.add_argument("--fresh", action="store_true", help="add the values no earlier run drew (FRESH_*) to the pools")
