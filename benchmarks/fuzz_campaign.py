@@ -159,7 +159,7 @@ COMMANDS: dict[str, tuple[list | None, list[str], dict]] = {
     "simulate": (MODELS, ["--gpu", "h100-sxm", "--rate", "20", "--requests", "200"], SIMLIKE | {
         "--rate": LISTS + FLOATS, "--trace": "FILE:trace", "--shared-prefix": INTS, "--num-prefixes": INTS,
         "--ttft-slo": SECONDS, "--tpot-slo": SECONDS, "--router": [("random", EITHER), ("rnd", BAD)],
-        "--replicas": INTS, "--records": "FILE:out", "--plots": "FILE:out"}),
+        "--replicas": INTS, "--records": "FILE:out", "--plots": "FILE:outdir"}),
     "capacity": (MODELS, ["--gpu", "h100-sxm", "--requests", "100", "--ttft-p99", "0.5"], SIMLIKE | {
         "--ttft-p99": SECONDS, "--tpot-p99": SECONDS, "--target-rate": FLOATS, "--candidates": LISTS,
         "--counts": LISTS, "--seqs": LISTS, "--workers": INTS, "--ray": WORDS}),
@@ -290,7 +290,7 @@ def write_files(root: Path) -> dict[str, list[tuple[str, str]]]:
         "extracol.csv": "arrival_s,prompt_tokens,output_tokens,zzz\n0,100,10,1\n", "bom.csv": "\ufeff" + hdr + "0,100,10\n",
         "crlf.csv": (hdr + "0,100,10\n").replace("\n", "\r\n"), "header_only.csv": hdr, "float_tok.csv": hdr + "0,1.5,10\n",
         "far.csv": hdr + "1e308,100,10\n", "ragged.csv": hdr + "0,100\n", "zerotok.csv": hdr + "0,0,10\n",
-        "many_at_once.csv": hdr + "0,100000,100000\n" * 3000, "sessions.csv": hdr.strip() + ",session_id\n0,10,10,a\n1,5,5,a\n",
+        "many_at_once.csv": hdr + "0,100000,10000\n" * 300, "sessions.csv": hdr.strip() + ",session_id\n0,10,10,a\n1,5,5,a\n",
         "prefix.csv": hdr.strip() + ",prefix_id,prefix_tokens\n0,10,10,p,20\n",
         "prefix_nan.csv": hdr.strip() + ",prefix_id,prefix_tokens\n0,10,10,p,nan\n",
         "neg.jsonl": '{"arrival_s": -1, "prompt_tokens": 10, "output_tokens": 1}\n',
@@ -302,10 +302,10 @@ def write_files(root: Path) -> dict[str, list[tuple[str, str]]]:
         "azure_neg.csv": "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,-10,10\n",
         "mooncake.jsonl": '{"timestamp": -5, "input_length": 10, "output_length": 1, "hash_ids": [1]}\n',
         "mooncake_nan.jsonl": '{"timestamp": NaN, "input_length": 1e12, "output_length": 1, "hash_ids": "x"}\n',
-        "dense.csv": hdr + "".join(f"{i*1e-9},50000,2000\n" for i in range(2000)),
+        "dense.csv": hdr + "".join(f"{i*1e-9},50000,2000\n" for i in range(300)),
     }.items():
         put("trace", name, text, GOOD if name in ("bom.csv", "crlf.csv", "extracol.csv", "unsorted.csv", "sessions.csv")
-            else EITHER if name in ("many_at_once.csv", "dense.csv") else BAD)
+            else EITHER if name in ("many_at_once.csv", "dense.csv", "str.jsonl") else BAD)
     line = '{"session": "a", "step": %s, "input_tokens": %s, "cached_input_tokens": %s, "output_tokens": %s, "gap_s": %s}\n'
     put("agenttrace", "good.jsonl", line % (0, 100, 0, 10, 0) + line % (1, 200, 100, 10, 1.0), GOOD)
     for name, vals in {"neg_gap": (0, 100, 0, 10, -1), "nan_gap": (0, 100, 0, 10, "NaN"), "huge": (0, 10**12, 0, 10, 0),
@@ -319,11 +319,12 @@ def write_files(root: Path) -> dict[str, list[tuple[str, str]]]:
     put("agenttrace", "many_steps.jsonl", "".join(line % (i, 100 + i * 1000, 0, 10, 0) for i in range(3000)), EITHER)
     good_sc = 'name = "mine"\nsteps = "11"\nsystem_tokens = 20000\noutput_tokens = "523"\ntool_tokens = "2699"\ngap_s = "3"\n'
     put("scenario", "good.toml", good_sc, GOOD)
+    put("scenario", "one_preset_table.toml", "[[preset]]\n" + good_sc, GOOD)  # the documented other form
     for name, text in {"syntax.toml": "steps = ", "nan.toml": good_sc.replace("20000", "nan"),
                        "neg.toml": good_sc.replace("20000", "-5"), "huge.toml": good_sc.replace('"11"', '"1e12"'),
                        "str.toml": good_sc.replace("20000", '"lots"'), "unknown.toml": good_sc + "stepz = 3\n",
-                       "dist.toml": good_sc.replace('"3"', '"lognormal:nan,1"'), "preset_arr.toml":
-                           "[[preset]]\n" + good_sc, "bigsys.toml": good_sc.replace("20000", "1e30"),
+                       "dist.toml": good_sc.replace('"3"', '"lognormal:nan,1"'),
+                       "bigsys.toml": good_sc.replace("20000", "1e30"),
                        "float_sys.toml": good_sc.replace("20000", "1.5")}.items():
         put("scenario", name, text)
     mhdr = "model,gpu,gpus,batch,prompt,output,metric,value,unit,source\n"
@@ -428,6 +429,8 @@ def write_files(root: Path) -> dict[str, list[tuple[str, str]]]:
     files["out"] = [("/no/dir/x.csv", BAD), (str(root / "gpu"), BAD), ("/proc/version", BAD), ("", BAD),
                     (str(root / "out_ok.csv"), EITHER), (str(root / "out_ok.png"), EITHER),
                     (str(root / "gpu" / "empty.toml" / "x.csv"), BAD)]
+    files["outdir"] = [("/no/dir/x", BAD), (str(root / "gpu" / "empty.toml"), BAD), ("", BAD), ("/proc/version", BAD),
+                       (str(root / "plots_here"), EITHER), (str(root / "gpu"), EITHER)]
     return files
 
 

@@ -117,6 +117,16 @@ LINE_CORPUS = [
 ]
 
 
+@pytest.mark.parametrize("plots", ["", "/proc/version", "FILE", "FILE/x"])
+def test_a_plots_folder_that_cannot_be_written_is_refused_before_the_run(tmp_path, capsys, plots):
+    """simulate --plots on an existing file was a FileExistsError after the whole run."""
+    file = tmp_path / "a.csv"
+    file.write_text("x")
+    plots = plots.replace("FILE", str(file))
+    check_contract(["simulate", "llama-3.1-8b", "--gpu", "h100", "--rate", "5", "--requests", "10", "--plots", plots],
+                   capsys, expect_refusal=True)
+
+
 @pytest.mark.parametrize("args", LINE_CORPUS)
 def test_line_corpus_keeps_the_contract(args, capsys):
     check_contract(args, capsys)

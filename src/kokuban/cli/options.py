@@ -42,6 +42,29 @@ class OutputPath(click.Path):
         return path
 
 
+class OutputDir(click.Path):
+    """A folder the command will write files into (made if absent): checked before any work, like `OutputPath`:
+    not empty, not an existing file, and the folder it goes in must exist and be writable."""
+
+    def __init__(self) -> None:
+        super().__init__(file_okay=False)
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        import os
+
+        if not str(value).strip():
+            self.fail("an output folder cannot be empty", param, ctx)
+        path = os.fsdecode(super().convert(value, param, ctx))
+        if os.path.exists(path) and not os.path.isdir(path):
+            self.fail(f"cannot write into {path!r}: it is a file, not a folder", param, ctx)
+        target = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(target):
+            self.fail(f"cannot write into {path!r}: the folder {target!r} does not exist", param, ctx)
+        if not os.access(target, os.W_OK):
+            self.fail(f"cannot write into {path!r}: the folder {target!r} is not writable", param, ctx)
+        return path
+
+
 class TokenCountType(click.ParamType):
     """A token count as people write it: `4096`, `2k` (2,000), `1.5M`, `128Ki` (131,072) — SI prefixes are powers
     of 1,000, `Ki`/`Mi` of 1,024. The request checks the range."""

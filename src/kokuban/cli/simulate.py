@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from kokuban.cli.options import SECONDS, OutputPath, deployment_options, emit_json, request
+from kokuban.cli.options import SECONDS, OutputDir, OutputPath, deployment_options, emit_json, request
 from kokuban.present.format import console
 
 
@@ -63,7 +63,7 @@ def workload_options(func: Any) -> Any:
 @click.option("--replicas", type=int, default=1, show_default=True,
               help="Copies of the deployment behind one router (default router: round_robin).")
 @click.option("--records", type=OutputPath(), default=None, help="Write per-request records to this CSV.")
-@click.option("--plots", type=click.Path(), default=None, help="Write latency CDFs, occupancy and step plots here.")
+@click.option("--plots", type=OutputDir(), default=None, help="Write latency CDFs, occupancy and step plots here.")
 def simulate(**kw: Any) -> None:
     """Serve a stream of requests with continuous (or static) batching; every step timed by the core."""
     from kokuban.usecases.simulate import SimulateRequest, run_simulate
