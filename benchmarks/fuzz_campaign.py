@@ -426,10 +426,10 @@ def write_files(root: Path) -> dict[str, list[tuple[str, str]]]:
     folder("torch_dtype_int", good_cfg | {"torch_dtype": 5})
     folder("qwen3_next_bad", good_cfg | {"model_type": "qwen3_next", "full_attention_interval": 0})
     folder("nemotron_bad", good_cfg | {"model_type": "nemotron_h", "hybrid_override_pattern": "MMMM"})
-    files["out"] = [("/no/dir/x.csv", BAD), (str(root / "gpu"), BAD), ("/proc/version", BAD), ("", BAD),
+    files["out"] = [("/proc/kokuban-none/x.csv", BAD), (str(root / "gpu"), BAD), ("/proc/version", BAD), ("", BAD),
                     (str(root / "out_ok.csv"), EITHER), (str(root / "out_ok.png"), EITHER),
                     (str(root / "gpu" / "empty.toml" / "x.csv"), BAD)]
-    files["outdir"] = [("/no/dir/x", BAD), (str(root / "gpu" / "empty.toml"), BAD), ("", BAD), ("/proc/version", BAD),
+    files["outdir"] = [("/proc/kokuban-none/x", BAD), (str(root / "gpu" / "empty.toml"), BAD), ("", BAD), ("/proc/version", BAD),
                        (str(root / "plots_here"), EITHER), (str(root / "gpu"), EITHER)]
     return files
 
