@@ -114,6 +114,8 @@ LINE_CORPUS = [
      "lognormal:1e308,1e308"],                                # numpy's invalid-cast warnings, then a refusal
     ["agent", "simulate", "llama-3.1-8b", "--gpu", "custom:bf16=1e-320,bw=1e-320,mem=1e308", "--preset",
      "swe-bench", "--sessions", "2"],                         # OverflowError
+    ["prices", "infer", "openai/gpt-5.4-mini", "--speed", "100", "--price-per-hour", "1e-320"],  # profit ÷ cost inf
+    ["prices", "infer", "openai/gpt-5.4-mini", "--speed", "100", "--kv", "int4-g99999999999"],   # never checked
 ]
 
 

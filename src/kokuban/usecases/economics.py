@@ -27,8 +27,8 @@ from kokuban.specs.model import ModelSpec
 from kokuban.usecases.request import (
     DeploymentRequest,
     EfficiencyRequest,
-    NonNegative,
     Positive,
+    Price,
     Tokens,
     default_context,
 )
@@ -212,7 +212,7 @@ class FrontierRequest(EfficiencyRequest):
     prompt: Tokens | None = None
     slo_tps: Positive | None = None
     slo_ttft: Positive | None = None
-    price_per_hour: NonNegative | None = None
+    price_per_hour: Price | None = None
     gpu_file: str | None = None
 
     @field_validator("counts", mode="before")

@@ -30,7 +30,7 @@ from kokuban.prices.sheets import PriceRow
 from kokuban.specs.deployment import Deployment
 from kokuban.specs.hardware import Accelerator
 from kokuban.specs.model import ModelSpec
-from kokuban.usecases.request import DeploymentRequest, EfficiencyRequest, NonNegative, Positive, Request, Tokens
+from kokuban.usecases.request import DeploymentRequest, EfficiencyRequest, Positive, Price, Request, Tokens
 
 #: Context the prices commands decode at unless told (tokens).
 DEFAULT_CONTEXT = 8192
@@ -63,9 +63,9 @@ class PriceRequest(Request):
     """A sheet row by name, or a price typed by hand (USD per million tokens)."""
 
     name: str | None = None
-    input_price: NonNegative | None = None
-    output_price: NonNegative | None = None
-    cached_price: NonNegative | None = None
+    input_price: Price | None = None
+    output_price: Price | None = None
+    cached_price: Price | None = None
     files: Files = ()
 
     def check(self) -> None:
@@ -331,7 +331,7 @@ class FleetRequest(PriceRequest, EfficiencyRequest):
     model: str | None = None
     gpu: str = DEFAULT_GPU
     gpu_file: str | None = None
-    price_per_hour: NonNegative | None = None
+    price_per_hour: Price | None = None
     gpus_per_node: Annotated[int, Field(gt=0, le=1024)] = 8
     prefill_gpus: Gpus = 32
     decode_gpus: Gpus = 144
