@@ -116,6 +116,10 @@ LINE_CORPUS = [
      "swe-bench", "--sessions", "2"],                         # OverflowError
     ["prices", "infer", "openai/gpt-5.4-mini", "--speed", "100", "--price-per-hour", "1e-320"],  # profit ÷ cost inf
     ["prices", "infer", "openai/gpt-5.4-mini", "--speed", "100", "--kv", "int4-g99999999999"],   # never checked
+    ["prices", "infer", "openai/gpt-5.4-mini", "--speed", "100", "--kv-per-token", "1e-320"],  # divide by zero
+    ["context", "llama-3.1-8b", "--gpu", "h100", "--threshold", "১২"],  # 12, below the range: surcharges ×nan
+    ["prices", "fleet", "deepseek/deepseek-reasoner", "--gpu", "h100", "--input-tokens", "608e9", "--output-tokens",
+     "168e9", "--context", "4989", "--speed", "21", "--model", ""],  # silently the row's model
 ]
 
 

@@ -344,6 +344,10 @@ def run_context(request: ContextRequest) -> ContextWall:
 
     r = request
     dep = r.deployment(r.start)
+    end = r.end or dep.model.max_context
+    if r.threshold is not None and not r.start <= r.threshold <= end:  # the surcharges are costs over its cost
+        raise KokubanError(f"must lie in the context range {r.start:,} … {end:,}, got {r.threshold:,}",
+                           field="threshold", value=r.threshold)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", BeyondMaxContextWarning)
         df = context_wall(dep, r.start, r.end, r.points, r.threshold)

@@ -30,7 +30,7 @@ from kokuban.prices.sheets import PriceRow
 from kokuban.specs.deployment import Deployment
 from kokuban.specs.hardware import Accelerator
 from kokuban.specs.model import ModelSpec
-from kokuban.usecases.request import DeploymentRequest, EfficiencyRequest, Positive, Price, Request, Tokens
+from kokuban.usecases.request import DeploymentRequest, EfficiencyRequest, Name, Positive, Price, Request, Tokens
 
 #: Context the prices commands decode at unless told (tokens).
 DEFAULT_CONTEXT = 8192
@@ -216,7 +216,7 @@ class InferRequest(PricedDeploymentRequest):
     batch: Tokens | None = None
     prompt: Tokens | None = None
     closed: bool = False
-    kv_per_token: Positive = 160e3
+    kv_per_token: Annotated[float, Field(ge=1, le=1e12, allow_inf_nan=False)] = 160e3  # bytes: at least one
     total_over_active: Annotated[float, Field(ge=1, le=1e4, allow_inf_nan=False)] = 1.0
     plot: str | None = None
 
@@ -328,7 +328,7 @@ class FleetRequest(PriceRequest, EfficiencyRequest):
     prefill of `prompt`-token prompts, default the context) unless measured ones are given (`prefill_tps`,
     `decode_tps`). Day: `input_tokens` (of which `cached_tokens` hit the prefix cache) and `output_tokens`."""
 
-    model: str | None = None
+    model: Name | None = None
     gpu: str = DEFAULT_GPU
     gpu_file: str | None = None
     price_per_hour: Price | None = None
