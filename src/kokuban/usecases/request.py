@@ -36,7 +36,7 @@ def _zero_or_a_price(value: float) -> float:
 
 #: A price in USD: 0 (free) or from a millionth of a cent up to 10¹².
 Price = Annotated[float, Field(ge=0, le=1e12, allow_inf_nan=False), AfterValidator(_zero_or_a_price)]
-#: A name (a dtype, a file): not empty.
+#: A name (a file, a model): not empty.
 Name = Annotated[str, Field(min_length=1, max_length=4096)]
 
 
@@ -52,6 +52,7 @@ def _a_dtype(value: str) -> str:
     return value
 
 
+#: A weights, KV or compute dtype (`_a_dtype`).
 Dtype = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_a_dtype)]
 #: A fixed time per step (hardware.FIXED_TIME_MAX_S: an hour).
 FixedSeconds = Annotated[float, Field(ge=0, le=FIXED_TIME_MAX_S, allow_inf_nan=False)]
