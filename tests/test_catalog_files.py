@@ -143,7 +143,12 @@ def test_a_good_file_in_either_format(tmp_path, suffix):
 @pytest.mark.parametrize(("change", "expected"), [
     ({"memory_bytes": None}, "entry 1 ('lab') is missing the field 'memory_bytes'"),
     ({"memory_bytes": "80e9"}, "entry 1 ('lab'): field 'memory_bytes' should be a valid number, got '80e9'"),
-    ({"memory_bandwidth_bytes_per_s": 0}, "field 'memory_bandwidth_bytes_per_s' should be greater than 0, got 0"),
+    ({"memory_bandwidth_bytes_per_s": 0},
+     "field 'memory_bandwidth_bytes_per_s' should be greater than or equal to 1000000, got 0"),
+    # a subnormal bandwidth is positive, but every time divided by it overflows: below 1 MB/s is refused
+    ({"memory_bandwidth_bytes_per_s": 1e-320},
+     "field 'memory_bandwidth_bytes_per_s' should be greater than or equal to 1000000, got 1e-320"),
+    ({"flops_bf16": 1e308}, "field 'flops_bf16' should be less than or equal to 1e+21, got 1e+308"),
     ({"price_per_hour_usd": -1}, "field 'price_per_hour_usd' should be greater than or equal to 0, got -1"),
     ({"flops_bf16": None}, "entry 1 ('lab'): needs flops_bf16 or flops_fp16"),
     ({"id": ""}, "entry 1 (''): field 'id' string should have at least 1 character, got ''"),
@@ -198,7 +203,8 @@ def test_gpu_file_errors_are_about_the_gpu_file_field(tmp_path, capsys):
 
 
 def test_a_custom_accelerator_goes_through_the_same_schema():
-    with pytest.raises(KokubanError, match="custom accelerator: field 'memory_bytes' should be greater than 0"):
+    with pytest.raises(KokubanError,
+                       match="custom accelerator: field 'memory_bytes' should be greater than or equal to 1000000"):
         load_accelerator("custom:bf16=1e14,bw=1e12,mem=0")
 
 

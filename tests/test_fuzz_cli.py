@@ -63,13 +63,15 @@ CORPUS = [
 ]
 
 
-def check_contract(args: list[str], capsys) -> None:
+def check_contract(args: list[str], capsys, *, expect_refusal: bool = False) -> None:
+    """Run `args` with --json: exit 0 with finite numbers (times and costs ≥ 0), or exit 2 with one line on
+    stderr and no traceback (`expect_refusal`: exit 2 only)."""
     try:
         code = main([*args, "--json"])
     except BaseException as exc:  # noqa: B036 — any escape is the defect this test looks for
         pytest.fail(f"{args}: raised {type(exc).__name__}: {exc}")
     out, err = capsys.readouterr()
-    assert code in (0, 2), (args, code, err)
+    assert code in ((2,) if expect_refusal else (0, 2)), (args, code, err)
     if code == 2:
         assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err, (args, err)
         return

@@ -32,15 +32,26 @@ class KokubanError(ValueError):
 
     def worded(self, name_of: Callable[[str], str] | None = None) -> str:
         """The one-line message with the field named by `name_of(field)` (default: the field itself)."""
-        if self.field is None:
-            return self.reason
-        return f"{(name_of or str)(self.field)}: {self.reason}"
+        text = self.reason if self.field is None else f"{(name_of or str)(self.field)}: {self.reason}"
+        return text.replace("\r", "\\r").replace("\n", "\\n")  # one line, whatever a value held
 
     def as_dict(self) -> dict[str, Any]:
         """The error as JSON for a web face: {"field", "value", "reason", "message"}, and "detail" when set."""
         value = self.value if isinstance(self.value, (int, float, str, bool, type(None))) else repr(self.value)
         out = {"field": self.field, "value": value, "reason": self.reason, "message": self.worded()}
         return out | ({"detail": self.detail} if self.detail is not None else {})
+
+
+def short_numbers(text: str) -> str:
+    """Long integers in a validation library's message written short: "less than or equal to 1e+21", not 22 digits."""
+    import re
+
+    def short(match: re.Match[str]) -> str:
+        digits = match.group(1)
+        written = f"{float(digits):g}"
+        return written if float(written) == int(digits) else match.group(0)  # only where nothing is lost
+
+    return re.sub(r"(?<![\w.'])(\d{10,})(?:\.0)?(?![\w.'])", short, text)
 
 
 def unknown_name(kind: str, name: str, choices: Iterable[str], *, field: str | None = None) -> KokubanError:

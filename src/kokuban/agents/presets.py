@@ -48,16 +48,16 @@ def preset(name: str) -> Scenario:
 
 def read_scenario(path: str | Path) -> Scenario:
     """A scenario file: TOML with the preset keys at the top level (or one [[preset]] table)."""
+    from kokuban.specs.files import read_toml
+
     try:
-        with Path(path).open("rb") as fh:
-            data = tomllib.load(fh)
-    except OSError as exc:
-        raise KokubanError(
-            f"cannot read scenario '{path}': {exc.strerror}", field="scenario", value=str(path)
-        ) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise KokubanError(f"scenario '{path}' is not valid TOML: {exc}", field="scenario", value=str(path)) from None
+        data = read_toml(path, "scenario")
+    except KokubanError as exc:
+        raise KokubanError(exc.reason, field="scenario_file", value=str(path)) from None
     entry = data["preset"][0] if isinstance(data.get("preset"), list) and data["preset"] else data
+    if not isinstance(entry, dict):
+        raise KokubanError(f"scenario '{path}': a [[preset]] entry must be a table of fields", field="scenario_file",
+                           value=str(path))
     return _scenario(dict(entry), str(path))
 
 

@@ -65,22 +65,30 @@ class Dist:
         else:
             x = rng.exponential(p[0], n)
         if self.integer:
-            return np.maximum(np.rint(x), math.ceil(self.minimum)).astype(np.int64)
-        return np.maximum(x, self.minimum).astype(np.float64)
+            return np.clip(np.rint(x), math.ceil(self.minimum), DIST_MAX).astype(np.int64)
+        return np.clip(x, self.minimum, DIST_MAX).astype(np.float64)
+
+
+#: The largest value a distribution may name (2³¹: tokens, steps or seconds) and the widest lognormal (a sigma of
+#: 10: its 99th percentile 10¹⁰ times the median); draws are clipped to the largest value. Beyond them no real run
+#: lies, and the sums of a run overflow.
+DIST_MAX = float(2**31)
+SIGMA_MAX = 10.0
 
 
 def parse_dist(spec: str | float, field: str, *, integer: bool = False, minimum: float = 0) -> Dist:
-    """Parse `spec` into a `Dist`; a bad spec or a value below `minimum` is a one-line error naming `field`."""
+    """Parse `spec` into a `Dist`; a bad spec or a value below `minimum` (or above `DIST_MAX`) is a one-line
+    error naming `field`."""
     text = str(spec).strip()
     kind, _, args = text.partition(":")
-    allowed = f"use {', '.join(DISTRIBUTIONS)} with values ≥ {minimum:g}"
+    allowed = f"use {', '.join(DISTRIBUTIONS)} with values ≥ {minimum:g} and at most {DIST_MAX:.0f}"
 
     def numbers(count: int) -> tuple[float, ...]:
         try:
             values = tuple(float(x) for x in args.split(","))
         except ValueError:
             raise KokubanError(f"'{text}' is not a distribution; {allowed}", field=field, value=text) from None
-        if len(values) != count or not all(math.isfinite(v) for v in values):
+        if len(values) != count or not all(math.isfinite(v) and abs(v) <= DIST_MAX for v in values):
             raise KokubanError(f"'{text}' needs {count} finite number(s); {allowed}", field=field, value=text)
         return values
 
@@ -91,8 +99,8 @@ def parse_dist(spec: str | float, field: str, *, integer: bool = False, minimum:
             raise KokubanError(
                 f"'{text}' is not a number or a distribution; {allowed}", field=field, value=text
             ) from None
-        if not math.isfinite(value) or value < minimum:
-            raise KokubanError(f"must be ≥ {minimum:g}, got {text}", field=field, value=text)
+        if not minimum <= value <= DIST_MAX:
+            raise KokubanError(f"must be ≥ {minimum:g} and at most {DIST_MAX:.0f}, got {text}", field=field, value=text)
         return Dist("fixed", (float(round(value)) if integer else value,), text, integer, float(minimum))
     if kind == "uniform":
         lo, hi = numbers(2)
@@ -101,8 +109,9 @@ def parse_dist(spec: str | float, field: str, *, integer: bool = False, minimum:
         return Dist("uniform", (lo, hi), text, integer, float(minimum))
     if kind == "lognormal":
         median, sigma = numbers(2)
-        if median <= 0 or median < minimum or sigma < 0:
-            raise KokubanError(f"'{text}' needs MEDIAN > 0 (and ≥ {minimum:g}) and SIGMA ≥ 0", field=field, value=text)
+        if median <= 0 or median < minimum or not 0 <= sigma <= SIGMA_MAX:
+            raise KokubanError(f"'{text}' needs MEDIAN > 0 (and ≥ {minimum:g}) and 0 ≤ SIGMA ≤ {SIGMA_MAX:g}",
+                               field=field, value=text)
         return Dist("lognormal", (median, sigma), text, integer, float(minimum))
     if kind == "exp":
         (mean,) = numbers(1)
@@ -132,8 +141,8 @@ class Scenario:
     def make(cls, *, steps: Any, system_tokens: Any, output_tokens: Any, tool_tokens: Any, gap_s: Any,
              subagents: int = 0, subagent_steps: Any = None, name: str = "", source: str = "",
              assumptions: str = "", retrieved: str = "") -> Scenario:
-        if isinstance(system_tokens, bool) or not isinstance(system_tokens, (int, float)) or system_tokens < 1 \
-                or not float(system_tokens).is_integer():
+        if isinstance(system_tokens, bool) or not isinstance(system_tokens, (int, float)) \
+                or not 1 <= system_tokens <= DIST_MAX or not float(system_tokens).is_integer():
             raise KokubanError(f"must be a whole number of tokens ≥ 1, got {system_tokens!r}", field="system_tokens",
                                value=system_tokens)
         if isinstance(subagents, bool) or not isinstance(subagents, int) or not 0 <= subagents <= 64:
@@ -208,6 +217,12 @@ def sample_runs(scenario: Scenario, runs: int, seed: int = 0) -> list[list[RawRu
     return out
 
 
+#: Bounds of a trace line: token counts up to 2³¹ (every token count of a request has this bound) and step
+#: numbers likewise; a gap up to a year of seconds. Beyond them no real agent run lies, and sums overflow.
+TRACE_COUNT_MAX = 2**31
+TRACE_GAP_MAX_S = 365 * 86400.0
+
+
 def _int_field(row: dict[str, Any], key: str, where: str, *, optional: bool = False, minimum: int = 0) -> int:
     value = row.get(key)
     if value is None and optional:
@@ -216,18 +231,21 @@ def _int_field(row: dict[str, Any], key: str, where: str, *, optional: bool = Fa
         isinstance(value, bool)
         or not isinstance(value, (int, float))
         or not float(value).is_integer()
-        or value < minimum
+        or not minimum <= value <= TRACE_COUNT_MAX
     ):
-        raise KokubanError(f"{where}: {key} must be a whole number ≥ {minimum}, got {value!r}", field="trace")
+        raise KokubanError(f"{where}: {key} must be a whole number ≥ {minimum} and at most {TRACE_COUNT_MAX}, "
+                           f"got {value!r}", field="trace")
     return int(value)
 
 
 def read_trace(path: str | Path) -> list[list[RawRun]]:
     """The runs of a JSONL trace, one per session in order of first appearance (see module docstring)."""
+    from kokuban.specs.files import read_text
+
     try:
-        lines = Path(path).read_text().splitlines()
-    except OSError as exc:
-        raise KokubanError(f"cannot read trace '{path}': {exc.strerror}", field="trace", value=str(path)) from None
+        lines = read_text(path, "trace").splitlines()
+    except KokubanError as exc:
+        raise KokubanError(exc.reason, field="trace", value=str(path)) from None
     sessions: dict[str, list[tuple[int, int, int, int, float]]] = {}
     for n, line in enumerate(lines, start=1):
         if not line.strip():
@@ -240,8 +258,9 @@ def read_trace(path: str | Path) -> list[list[RawRun]]:
         if not isinstance(row, dict):
             raise KokubanError(f"{where} must be a JSON object", field="trace")
         gap = row.get("gap_s", 0.0)
-        if isinstance(gap, bool) or not isinstance(gap, (int, float)) or not math.isfinite(gap) or gap < 0:
-            raise KokubanError(f"{where}: gap_s must be seconds ≥ 0, got {gap!r}", field="trace")
+        if isinstance(gap, bool) or not isinstance(gap, (int, float)) or not 0 <= gap <= TRACE_GAP_MAX_S:
+            raise KokubanError(f"{where}: gap_s must be seconds ≥ 0 and at most a year ({TRACE_GAP_MAX_S:g}), "
+                               f"got {gap!r}", field="trace")
         inp = _int_field(row, "input_tokens", where, minimum=1)
         cached = _int_field(row, "cached_input_tokens", where, optional=True)
         if cached > inp:

@@ -36,6 +36,15 @@ FIELD_FLAGS = {
 }
 
 
+#: What to give for a required input a newcomer leaves out (added to click's "Missing option '--gpu'.").
+MISSING_HINTS = {
+    "gpu": " Give an accelerator: a catalog id such as h100, a100 or mi300x (`kokuban gpus` lists them), an id from "
+           "--gpu-file, or custom:bf16=…,bw=…,mem=….",
+    "model": " Give a model: a catalog id such as llama-3.1-8b (`kokuban models` lists them), a Hugging Face id "
+             "(meta-llama/Llama-3.1-8B), a folder holding config.json, or coarse:total=…,active=…,kv=….",
+}
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kokuban")
 @outputs.group_scenario_option
@@ -140,7 +149,9 @@ def main(argv: list[str] | None = None) -> int:
             _json_refusal(args, exc.as_dict() | {"flag": flag, "message": message})
         return 2
     except click.ClickException as exc:
-        message = exc.format_message()
+        param = getattr(exc, "param", None)
+        hint = MISSING_HINTS.get(param.name or "", "") if isinstance(exc, click.MissingParameter) and param else ""
+        message = exc.format_message() + hint
         click.echo(f"error: {message}", err=True)
         if "--json" in args:
             _json_refusal(args, _click_error(exc, message, _command_for(args)))

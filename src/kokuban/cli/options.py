@@ -27,12 +27,43 @@ class OutputPath(click.Path):
     def convert(self, value: Any, param: Any, ctx: Any) -> Any:
         import os
 
+        if not str(value).strip():
+            self.fail("an output path cannot be empty", param, ctx)
         path = super().convert(value, param, ctx)
         folder = os.path.dirname(os.path.abspath(os.fsdecode(path)))
         if not os.path.isdir(folder):
             self.fail(f"cannot write {os.fsdecode(path)!r}: the folder {folder!r} does not exist", param, ctx)
         if not os.access(folder, os.W_OK):
             self.fail(f"cannot write {os.fsdecode(path)!r}: the folder {folder!r} is not writable", param, ctx)
+        if os.path.exists(path):  # an existing file that refuses writing (read-only, or /proc, /sys): try it
+            try:
+                with open(path, "ab"):
+                    pass
+            except OSError as exc:
+                self.fail(f"cannot write {os.fsdecode(path)!r}: {exc.strerror}", param, ctx)
+        return path
+
+
+class OutputDir(click.Path):
+    """A folder the command will write files into (made if absent): checked before any work, like `OutputPath`:
+    not empty, not an existing file, and the folder it goes in must exist and be writable."""
+
+    def __init__(self) -> None:
+        super().__init__(file_okay=False)
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        import os
+
+        if not str(value).strip():
+            self.fail("an output folder cannot be empty", param, ctx)
+        path = os.fsdecode(super().convert(value, param, ctx))
+        if os.path.exists(path) and not os.path.isdir(path):
+            self.fail(f"cannot write into {path!r}: it is a file, not a folder", param, ctx)
+        target = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(target):
+            self.fail(f"cannot write into {path!r}: the folder {target!r} does not exist", param, ctx)
+        if not os.access(target, os.W_OK):
+            self.fail(f"cannot write into {path!r}: the folder {target!r} is not writable", param, ctx)
         return path
 
 

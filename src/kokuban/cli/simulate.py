@@ -9,7 +9,16 @@ from typing import Any
 
 import click
 
-from kokuban.cli.options import BYTES, BYTES_PER_S, SECONDS, OutputPath, deployment_options, emit_json, request
+from kokuban.cli.options import (
+    BYTES,
+    BYTES_PER_S,
+    SECONDS,
+    OutputDir,
+    OutputPath,
+    deployment_options,
+    emit_json,
+    request,
+)
 from kokuban.cli.progress import progress_bar
 from kokuban.cli.vocabulary import option
 from kokuban.present.format import console
@@ -79,7 +88,7 @@ def workload_options(func: Any) -> Any:
 @click.option("--kv-link-latency", type=SECONDS, default=0.0, show_default=True,
               help="With --disaggregate: latency of one KV transfer, s.")
 @option("--records", type=OutputPath(), default=None, help="Write per-request records to this CSV.")
-@option("--plot-dir", "plots", type=click.Path(file_okay=False), default=None,
+@option("--plot-dir", "plots", type=OutputDir(), default=None,
         help="Write latency CDFs, occupancy and step plots here.")
 def simulate(**kw: Any) -> None:
     """Serve a stream of requests with continuous (or static) batching; every step timed by the core."""

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from importlib import resources
 from pathlib import Path
@@ -30,6 +29,22 @@ from kokuban.errors import KokubanError, unknown_name
 
 BUNDLED = "prices.toml"
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+#: The largest figure a sheet may hold (USD per million tokens, tokens, tokens/s): far above any real sheet, and
+#: small enough that a cost built from it stays finite.
+SHEET_MAX = 1e12
+
+
+def _is_date(text: Any) -> bool:
+    """A real calendar date written YYYY-MM-DD (2026-13-45 is not one)."""
+    import datetime
+
+    if not (isinstance(text, str) and DATE.match(text)):
+        return False
+    try:
+        datetime.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
 
 
 PEAK_WINDOW = re.compile(r"^(\d{1,2})-(\d{1,2})$")
@@ -134,6 +149,8 @@ def validate_entry(entry: dict[str, Any], where: str) -> PriceRow:
     speeds, threshold and context window > 0; threshold ≤ context window; dates YYYY-MM-DD;
     `open_model` a catalog model id.
     """
+    if not isinstance(entry, dict):
+        raise KokubanError(f"{where}: a [[price]] entry must be a table of fields, got {entry!r:.60}")
     name = f"{entry.get('provider', '?')}/{entry.get('model', '?')}"
     at = f"{where} ({name})"
 
@@ -154,8 +171,12 @@ def validate_entry(entry: dict[str, Any], where: str) -> PriceRow:
             raise bad(key, f"must be text, got {entry[key]!r}")
     for key in MONEY + POSITIVE + ("batch_multiplier", "flex_multiplier", "priority_multiplier"):
         value = entry.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value)):
-            raise bad(key, f"must be a number, got {value!r}")
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not math.isfinite(value) or abs(value) > SHEET_MAX):
+            raise bad(key, f"must be a finite number up to {SHEET_MAX:g}, got {value!r}")
+    for key in ("long_context_threshold_tokens", "context_window_tokens"):
+        if key in entry and not float(entry[key]).is_integer():
+            raise bad(key, f"must be a whole number of tokens, got {entry[key]!r}")
     for key in MONEY:
         if key in entry and entry[key] < 0:
             raise bad(key, f"is {entry[key]!r}; a price cannot be below zero")
@@ -196,7 +217,7 @@ def validate_entry(entry: dict[str, Any], where: str) -> PriceRow:
             f"{e('long_context_threshold_tokens')} exceeds context_window_tokens {e('context_window_tokens')}",
         )
     for key in ("retrieved", "as_of"):
-        if e(key) and not DATE.match(e(key)):
+        if e(key) and not _is_date(e(key)):
             raise bad(key, f"is {e(key)!r}; dates are YYYY-MM-DD")
     if e("open_model"):
         from kokuban.specs.catalog import model_catalog
@@ -220,8 +241,9 @@ def _check_rules(entry: dict[str, Any], bad: Any) -> None:
         value = e(key)
         if value is not None and (
             isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0
+            or value > SHEET_MAX
         ):
-            raise bad(key, f"is {value!r}; it must be a number > 0")
+            raise bad(key, f"is {value!r}; it must be a number > 0 and at most {SHEET_MAX:g}")
     if "peak_weekdays_only" in entry and not isinstance(e("peak_weekdays_only"), bool):
         raise bad("peak_weekdays_only", f"must be true or false, got {e('peak_weekdays_only')!r}")
     for key in ("cache_ttl_s", "extended_cache_ttl_s", "extended_cache_write_usd_per_m"):
@@ -257,18 +279,14 @@ def _check_rules(entry: dict[str, Any], bad: Any) -> None:
     if any(k in entry for k in RULES - {"rules_source", "rules_retrieved", "rules_notes"}):
         if not str(e("rules_source") or "").startswith("http"):
             raise bad("rules_source", "is missing: cache and off-peak rules need the page they come from")
-        if not DATE.match(str(e("rules_retrieved") or "")):
+        if not _is_date(e("rules_retrieved")):
             raise bad("rules_retrieved", "is missing or not YYYY-MM-DD: cache and off-peak rules need a date")
 
 
 def _read(path: Any, label: str) -> list[dict[str, Any]]:
-    try:
-        with path.open("rb") as fh:
-            data = tomllib.load(fh)
-    except OSError as exc:
-        raise KokubanError(f"cannot read price file '{label}': {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise KokubanError(f"price file '{label}' is not valid TOML: {exc}") from None
+    from kokuban.specs.files import read_toml
+
+    data = read_toml(path, "price file")
     rows = data.get("price", [])
     if not isinstance(rows, list) or not rows:
         raise KokubanError(f"price file '{label}' holds no [[price]] tables")

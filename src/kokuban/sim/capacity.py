@@ -69,7 +69,11 @@ def parallel_map(fn: Callable[[Any], Any], items: Iterable[Any], *, workers: int
         except ImportError:
             raise KokubanError("needs the 'ray' package: pip install 'kokuban[ray]'", field="ray_address",
                                value=ray_address) from None
-        ray.init(address=ray_address, ignore_reinit_error=True, include_dashboard=False, log_to_driver=False)
+        try:
+            ray.init(address=ray_address, ignore_reinit_error=True, include_dashboard=False, log_to_driver=False)
+        except (ConnectionError, ValueError, RuntimeError) as exc:
+            raise KokubanError(f"cannot join the Ray cluster at '{ray_address}': {str(exc).splitlines()[0]}",
+                               field="ray_address", value=ray_address) from None
         remote = ray.remote(fn)
         out = ray.get([remote.remote(x) for x in items])
         tick(progress, len(items), len(items))

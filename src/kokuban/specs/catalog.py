@@ -201,7 +201,9 @@ def _load_model(name: str) -> ModelSpec:
     if on_disk or path.suffix == ".json":
         return _from_path(path)
     if not _looks_like_hf_id(name) and ("/" in name or os.sep in name or name.startswith(("~", "."))):
-        raise KokubanError(f"no model file or folder at '{name}'", field="model", value=name)
+        raise KokubanError(f"no model file or folder at '{name}': give a config.json, a folder holding one, a catalog "
+                           "id (`kokuban models`), a Hugging Face id (org/name) or coarse:total=…,active=…,kv=…",
+                           field="model", value=name)
     spec = _from_hf_id(name)
     if spec is not None:
         return spec

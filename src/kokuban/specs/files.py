@@ -12,7 +12,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
-from kokuban.errors import KokubanError
+from kokuban.errors import KokubanError, short_numbers
 
 
 def read_text(path: str | Path | Traversable, what: str) -> str:
@@ -61,7 +61,7 @@ def schema_error(exc: Any, where: str) -> KokubanError:
     name = ".".join(str(part) for part in first["loc"])
     if first["type"] == "missing":
         return KokubanError(f"{where} is missing the field '{name}'")
-    msg = first["msg"].removeprefix("Value error, ")
+    msg = short_numbers(first["msg"].removeprefix("Value error, "))
     if not name:  # a rule across fields (model_validator): its message names them
         return KokubanError(f"{where}: {msg}")
     msg = msg[0].lower() + msg[1:]

@@ -22,6 +22,18 @@ if TYPE_CHECKING:
 #: (PCI-SIG, PCI Express Base Specification 5.0, 2019). What KV offloaded to host memory crosses to come back.
 PCIE5_X16_BYTES_PER_S = 64e9
 
+#: The smallest achievable fraction kokuban takes: a millionth of a peak. No real kernel is that slow, and below
+#: it a time (work / (peak · fraction)) can overflow to infinity for a subnormal fraction such as 1e-320.
+FRACTION_MIN = 1e-6
+#: The longest fixed per-step or per-collective time kokuban takes, in seconds (an hour): far above any engine's
+#: overhead (milliseconds), and small enough that the times built from it stay finite.
+FIXED_TIME_MAX_S = 3600.0
+
+
+def _is_number(value: Any) -> bool:
+    """A real int or float (a bool is not a number here), finite (an int of any size is)."""
+    return not isinstance(value, bool) and (isinstance(value, int) or isinstance(value, float) and math.isfinite(value))
+
 
 @dataclass(frozen=True)
 class Accelerator:
@@ -188,14 +200,15 @@ class Efficiency:
             value = getattr(self, name)
             if name == "kv_memory" and value is None:
                 continue
-            if not (isinstance(value, (int, float)) and 0 < value <= 1):
-                raise KokubanError(f"an achievable fraction must be in (0, 1], got {value!r}", field=name, value=value)
-        if not (isinstance(self.overlap, (int, float)) and 0 <= self.overlap <= 1):
+            if not (_is_number(value) and FRACTION_MIN <= value <= 1):
+                raise KokubanError(f"an achievable fraction must be in [{FRACTION_MIN:g}, 1], got {value!r}",
+                                   field=name, value=value)
+        if not (_is_number(self.overlap) and 0 <= self.overlap <= 1):
             raise KokubanError(f"must be in [0, 1], got {self.overlap!r}", field="overlap", value=self.overlap)
         for name in ("collective_latency_s", "step_overhead_s"):
             value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-                raise KokubanError(f"must be a finite non-negative number of seconds, got {value!r}", field=name,
+            if not (_is_number(value) and 0 <= value <= FIXED_TIME_MAX_S):
+                raise KokubanError(f"must be seconds in [0, {FIXED_TIME_MAX_S:g}], got {value!r}", field=name,
                                    value=value)
 
     def as_dict(self) -> dict[str, Any]:

@@ -9,7 +9,7 @@ one line naming the file and the field.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -17,11 +17,23 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 #: a 262k vocabulary for Gemma 3, 384 experts for Kimi K2) so that every count derived from them stays finite.
 SHAPE_MAX = 2**24
 PositiveInt = Annotated[int, Field(strict=True, gt=0, le=SHAPE_MAX)]
+#: Layers: kokuban keeps one entry per layer (its KV window, its kind), so the count is bounded lower, at 2¹⁴
+#: (130× the 126 of Llama-3.1-405B): a config claiming 2²⁴ layers would cost minutes and gigabytes to read.
+LAYERS_MAX = 2**14
 Count = Annotated[int, Field(strict=True, ge=0, le=SHAPE_MAX)]
+#: The attention kinds a config's `layer_types` may name (transformers' configs: Gemma 3, gpt-oss, Qwen3-Next's
+#: Gated DeltaNet "linear_attention", Llama 4's "chunked_attention").
+LayerType = Literal["full_attention", "sliding_attention", "linear_attention", "chunked_attention"]
 #: Context windows: up to 2³¹ tokens, the bound every token count of a request has (usecases/request.py).
 Window = Annotated[int, Field(strict=True, gt=0, le=2**31)]
-Figure = Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)]
-PositiveFigure = Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)]
+#: An accelerator's figures, bounded a million-fold beyond any part in the catalog on either side (a 1 MB memory
+#: to 1 EB; 1 MB/s to 1 EB/s; 1 MFLOP/s to 1 ZFLOP/s) so that every time and cost derived from them is finite.
+Bytes = Annotated[float, Field(strict=True, ge=1e6, le=1e18, allow_inf_nan=False)]
+BytesPerS = Bytes  # the same bounds, per second
+LinkBytesPerS = Annotated[float, Field(strict=True, ge=0, le=1e18, allow_inf_nan=False)]
+Flops = Annotated[float, Field(strict=True, ge=0, le=1e21, allow_inf_nan=False)]
+#: An hourly price, USD: bounded like every other price kokuban takes (usecases/request.py `NonNegative`).
+HourlyUsd = Annotated[float, Field(strict=True, ge=0, le=1e12, allow_inf_nan=False)]
 
 
 class QuantizationConfigSchema(BaseModel):
@@ -53,7 +65,7 @@ class TextConfigSchema(BaseModel):
 
     model_type: str
     hidden_size: PositiveInt
-    num_hidden_layers: PositiveInt
+    num_hidden_layers: Annotated[int, Field(strict=True, gt=0, le=LAYERS_MAX)]
     num_attention_heads: PositiveInt
     vocab_size: PositiveInt
     num_key_value_heads: PositiveInt | None = None
@@ -63,7 +75,7 @@ class TextConfigSchema(BaseModel):
     sliding_window: Window | None = None
     sliding_window_pattern: PositiveInt | None = None
     use_sliding_window: bool | None = None
-    layer_types: list[str] | None = None
+    layer_types: list[LayerType] | None = None
     tie_word_embeddings: bool | None = None
     attention_bias: bool | None = None
     torch_dtype: str | None = None
@@ -143,23 +155,23 @@ class AcceleratorSchema(BaseModel):
 
     id: Annotated[str, Field(min_length=1)]
     name: str | None = None
-    memory_bytes: PositiveFigure
-    memory_bandwidth_bytes_per_s: PositiveFigure
-    interconnect_bytes_per_s: Figure = 0.0
+    memory_bytes: Bytes
+    memory_bandwidth_bytes_per_s: BytesPerS
+    interconnect_bytes_per_s: LinkBytesPerS = 0.0
     gpus_per_node: Annotated[int, Field(ge=0, le=100_000)] = 0
-    scaleout_bytes_per_s: Figure = 0.0
-    scaleout_latency_s: Figure = 0.0
-    price_per_hour_usd: Figure = 0.0
-    flops_fp32: Figure | None = None
-    flops_bf16: Figure | None = None
-    flops_fp16: Figure | None = None
-    flops_fp8: Figure | None = None
-    flops_int8: Figure | None = None
-    flops_fp4: Figure | None = None
+    scaleout_bytes_per_s: LinkBytesPerS = 0.0
+    scaleout_latency_s: Annotated[float, Field(strict=True, ge=0, le=1.0, allow_inf_nan=False)] = 0.0
+    price_per_hour_usd: HourlyUsd = 0.0
+    flops_fp32: Flops | None = None
+    flops_bf16: Flops | None = None
+    flops_fp16: Flops | None = None
+    flops_fp8: Flops | None = None
+    flops_int8: Flops | None = None
+    flops_fp4: Flops | None = None
     sources: list[str] = []
 
     @model_validator(mode="after")
     def _has_a_16_bit_peak(self) -> AcceleratorSchema:
-        if not (self.flops_bf16 or self.flops_fp16):
-            raise ValueError("needs flops_bf16 or flops_fp16 (dense FLOP/s, above 0)")
+        if max(self.flops_bf16 or 0, self.flops_fp16 or 0) < 1e6:
+            raise ValueError("needs flops_bf16 or flops_fp16 (dense FLOP/s, at least 1e6)")
         return self

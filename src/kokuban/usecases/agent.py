@@ -28,7 +28,7 @@ from kokuban.core import cost
 from kokuban.errors import KokubanError
 from kokuban.specs.hardware import PCIE5_X16_BYTES_PER_S, Accelerator
 from kokuban.specs.model import ModelSpec
-from kokuban.usecases.request import DeploymentRequest, NonNegative, Tokens
+from kokuban.usecases.request import DeploymentRequest, Price, Tokens
 
 DEFAULT_RUNS = 100
 DEFAULT_BATCH = 32
@@ -74,8 +74,8 @@ class AgentRequest(DeploymentRequest):
     weekend: bool = False
     batch: Tokens = DEFAULT_BATCH
     survival: Literal["keep", "offload", "drop", "best"] = "best"
-    host_link_bytes_per_s: Annotated[float, Field(gt=0, allow_inf_nan=False)] = HOST_LINK_BYTES_PER_S
-    host_usd_per_gb_hour: NonNegative = HOST_USD_PER_GB_HOUR
+    host_link_bytes_per_s: Annotated[float, Field(ge=1e6, le=1e18, allow_inf_nan=False)] = HOST_LINK_BYTES_PER_S
+    host_usd_per_gb_hour: Price = HOST_USD_PER_GB_HOUR
 
     def check(self) -> None:
         sources = [k for k in ("preset", "scenario_file", "trace") if getattr(self, k) is not None]
@@ -296,7 +296,11 @@ def _price_row(request: AgentRequest):
     from kokuban.prices.sheets import find_price, load_prices
 
     try:
-        return find_price(request.price, load_prices(request.price_file))
+        rows = load_prices(request.price_file)
+    except KokubanError as exc:
+        raise KokubanError(exc.reason, field="price_file", value=request.price_file) from None
+    try:
+        return find_price(request.price, rows)
     except KokubanError as exc:
         raise KokubanError(exc.reason, field="price", value=request.price) from None
 

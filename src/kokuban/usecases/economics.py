@@ -28,8 +28,8 @@ from kokuban.specs.model import ModelSpec
 from kokuban.usecases.request import (
     DeploymentRequest,
     EfficiencyRequest,
-    NonNegative,
     Positive,
+    Price,
     Tokens,
     default_context,
 )
@@ -213,7 +213,7 @@ class FrontierRequest(EfficiencyRequest):
     prompt: Tokens | None = None
     slo_tps: Positive | None = None
     slo_ttft: Positive | None = None
-    price_per_hour: NonNegative | None = None
+    price_per_hour: Price | None = None
     gpu_file: str | None = None
 
     @field_validator("counts", mode="before")
@@ -345,6 +345,10 @@ def run_context(request: ContextRequest) -> ContextWall:
 
     r = request
     dep = r.deployment(r.start)
+    end = r.end or dep.model.max_context
+    if r.threshold is not None and not r.start <= r.threshold <= end:  # the surcharges are costs over its cost
+        raise KokubanError(f"must lie in the context range {r.start:,} … {end:,}, got {r.threshold:,}",
+                           field="threshold", value=r.threshold)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", BeyondMaxContextWarning)
         df = context_wall(dep, r.start, r.end, r.points, r.threshold)

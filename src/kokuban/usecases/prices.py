@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, InstanceOf
+from pydantic import Field, InstanceOf, StringConstraints
 
 from kokuban.errors import KokubanError
 from kokuban.prices.costing import FleetDay, NodeThroughput, Record
@@ -30,7 +30,7 @@ from kokuban.prices.sheets import PriceRow
 from kokuban.specs.deployment import Deployment
 from kokuban.specs.hardware import Accelerator
 from kokuban.specs.model import ModelSpec
-from kokuban.usecases.request import DeploymentRequest, EfficiencyRequest, NonNegative, Positive, Request, Tokens
+from kokuban.usecases.request import DeploymentRequest, EfficiencyRequest, Name, Positive, Price, Request, Tokens
 
 #: Context the prices commands decode at unless told (tokens).
 DEFAULT_CONTEXT = 8192
@@ -63,9 +63,9 @@ class PriceRequest(Request):
     """A sheet row by name, or a price typed by hand (USD per million tokens)."""
 
     name: str | None = None
-    input_price: NonNegative | None = None
-    output_price: NonNegative | None = None
-    cached_price: NonNegative | None = None
+    input_price: Price | None = None
+    output_price: Price | None = None
+    cached_price: Price | None = None
     files: Files = ()
 
     def check(self) -> None:
@@ -128,7 +128,7 @@ def require_hourly_price(dep: Deployment) -> None:
 class ListRequest(Request):
     """`kokuban prices list`: the bundled sheet rows plus `files`, only `provider`'s when given."""
 
-    provider: str | None = None
+    provider: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)] | None = None
     files: Files = ()
 
 
@@ -216,7 +216,7 @@ class InferRequest(PricedDeploymentRequest):
     batch: Tokens | None = None
     prompt: Tokens | None = None
     closed: bool = False
-    kv_per_token: Positive = 160e3
+    kv_per_token: Annotated[float, Field(ge=1, le=1e12, allow_inf_nan=False)] = 160e3  # bytes: at least one
     total_over_active: Annotated[float, Field(ge=1, le=1e4, allow_inf_nan=False)] = 1.0
     plot: str | None = None
 
@@ -288,6 +288,12 @@ class CompareRequest(EfficiencyRequest):
     weights: str | None = None
     files: Files = ()
 
+    def check(self) -> None:
+        from kokuban.specs.dtypes import check_dtype
+
+        if self.weights is not None:  # once here, not once per accelerator row
+            check_dtype(self.weights, "weights")
+
 
 def run_compare(request: CompareRequest) -> Comparison:
     """The workload's cost on each API and self-hosted on each accelerator, cheapest first."""
@@ -322,10 +328,10 @@ class FleetRequest(PriceRequest, EfficiencyRequest):
     prefill of `prompt`-token prompts, default the context) unless measured ones are given (`prefill_tps`,
     `decode_tps`). Day: `input_tokens` (of which `cached_tokens` hit the prefix cache) and `output_tokens`."""
 
-    model: str | None = None
+    model: Name | None = None
     gpu: str = DEFAULT_GPU
     gpu_file: str | None = None
-    price_per_hour: NonNegative | None = None
+    price_per_hour: Price | None = None
     gpus_per_node: Annotated[int, Field(gt=0, le=1024)] = 8
     prefill_gpus: Gpus = 32
     decode_gpus: Gpus = 144

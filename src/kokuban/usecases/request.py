@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, InstanceOf, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, InstanceOf, ValidationError
 
-from kokuban.errors import KokubanError
+from kokuban.errors import KokubanError, short_numbers
 from kokuban.specs.deployment import MemoryRule
-from kokuban.specs.hardware import Accelerator, Efficiency
+from kokuban.specs.hardware import FIXED_TIME_MAX_S, FRACTION_MIN, Accelerator, Efficiency
 from kokuban.specs.model import ModelSpec
 from kokuban.usecases.defaults import AUTO_GPUS_BATCH, DEFAULT_CONTEXT
 
@@ -23,8 +23,43 @@ if TYPE_CHECKING:
 
 #: Tokens: a positive integer no larger than 2³¹ (every catalog window is far below this).
 Tokens = Annotated[int, Field(gt=0, le=2**31, strict=False)]
-Fraction = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
-NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+#: An achievable fraction of a peak (hardware.FRACTION_MIN: below it, times overflow).
+Fraction = Annotated[float, Field(ge=FRACTION_MIN, le=1, allow_inf_nan=False)]
+#: A finite quantity ≥ 0 (prices, waits), bounded as `Positive` is so that the sums built from it stay finite.
+NonNegative = Annotated[float, Field(ge=0, le=1e12, allow_inf_nan=False)]
+#: The smallest price above zero kokuban takes, in USD (per hour, or per million tokens): a millionth of a cent.
+#: A subnormal price such as 1e-320 is above zero but every ratio divided by it overflows to infinity.
+PRICE_MIN_USD = 1e-8
+
+
+def _zero_or_a_price(value: float) -> float:
+    if 0 < value < PRICE_MIN_USD:
+        raise ValueError(f"should be 0 or at least {PRICE_MIN_USD:g} USD")
+    return value
+
+
+#: A price in USD: 0 (free) or from a millionth of a cent up to 10¹².
+Price = Annotated[float, Field(ge=0, le=1e12, allow_inf_nan=False), AfterValidator(_zero_or_a_price)]
+#: A name (a file, a model): not empty.
+Name = Annotated[str, Field(min_length=1, max_length=4096)]
+
+
+def _a_dtype(value: str) -> str:
+    """A weights/KV/compute dtype kokuban knows (`dtypes.check_dtype`), checked here for every command, also
+    those that use it only on some rows; the value is kept as given."""
+    from kokuban.specs.dtypes import check_dtype
+
+    try:
+        check_dtype(value)
+    except KokubanError as exc:
+        raise ValueError(exc.reason) from None
+    return value
+
+
+#: A weights, KV or compute dtype (`_a_dtype`).
+Dtype = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_a_dtype)]
+#: A fixed time per step (hardware.FIXED_TIME_MAX_S: an hour).
+FixedSeconds = Annotated[float, Field(ge=0, le=FIXED_TIME_MAX_S, allow_inf_nan=False)]
 #: A positive finite quantity (rates, speeds, seconds, bytes), bounded so that work stays bounded.
 Positive = Annotated[float, Field(gt=0, le=1e12, allow_inf_nan=False)]
 
@@ -49,7 +84,7 @@ def error_from_validation(exc: ValidationError) -> KokubanError:
     msgs: list[str] = []
     for err in errors:
         if err["loc"][:1] == top:
-            msg = err["msg"].removeprefix("Value error, ")
+            msg = short_numbers(err["msg"].removeprefix("Value error, "))
             msgs.append(msg if not msgs else msg.removeprefix("Input should be "))
     reason = " or ".join(dict.fromkeys(msgs))
     reason = reason[0].lower() + reason[1:]
@@ -86,7 +121,7 @@ class EfficiencyRequest(Request):
     kv_eff: Fraction | None = None
     link_eff: Fraction | None = None
     overlap: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
-    step_overhead: NonNegative | None = None
+    step_overhead: FixedSeconds | None = None
 
     def efficiency_given(self) -> bool:
         """Whether this request asks for any efficiency (a set, a file or one fraction)."""
@@ -117,11 +152,11 @@ class DeploymentRequest(EfficiencyRequest):
     gpu: str | InstanceOf[Accelerator]
     gpus: Annotated[int, Field(gt=0, le=4096)] | None = 1
     layout: Literal["tp", "ep"] | None = "tp"
-    weights: str | None = None
-    kv: str | None = None
-    compute: str | None = None
-    price_per_hour: NonNegative | None = None
-    gpu_file: str | None = None
+    weights: Dtype | None = None
+    kv: Dtype | None = None
+    compute: Dtype | None = None
+    price_per_hour: Price | None = None
+    gpu_file: Name | None = None
 
     def model_spec(self) -> ModelSpec:
         from kokuban.specs.catalog import load_model

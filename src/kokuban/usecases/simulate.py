@@ -281,7 +281,17 @@ comma-separated strings. An automatic GPU count (`gpus=None`) is not offered: th
     counts: Annotated[tuple[Annotated[int, Field(gt=0, le=4096)], ...], Field(min_length=1)] = (1, 2, 4, 8)
     seqs: Annotated[tuple[Annotated[int, Field(gt=0, le=2**20)], ...], Field(min_length=1)] | None = None
     workers: Annotated[int, Field(gt=0, le=1024)] | None = None
+    #: "auto", "local", or a cluster's HOST:PORT (or ray://HOST:PORT), as `ray.init(address=…)` takes it.
     ray_address: str | None = None
+
+    @field_validator("ray_address")
+    @classmethod
+    def _ray_address(cls, value: str | None) -> str | None:
+        import re
+
+        if value is not None and not re.fullmatch(r"auto|local|(ray://)?[A-Za-z0-9_.\-]+:[0-9]{1,5}", value):
+            raise ValueError("should be auto, local, HOST:PORT or ray://HOST:PORT")
+        return value
 
     @field_validator("candidates", "counts", "seqs", mode="before")
     @classmethod

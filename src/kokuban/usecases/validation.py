@@ -18,7 +18,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from kokuban.errors import KokubanError
 from kokuban.progress import Progress
@@ -80,8 +89,18 @@ class ProbeRequest(Request):
 
     device: Device = "auto"
     seconds: Seconds = 3.0
-    entry_id: Annotated[str, Field(min_length=1, max_length=100)] | None = None
+    entry_id: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)] | None = None
     dtypes: Annotated[tuple[Literal[DTYPES], ...], Field(min_length=1)] = DTYPES  # type: ignore[valid-type]
+
+    @field_validator("entry_id")
+    @classmethod
+    def _an_id(cls, value: str | None) -> str | None:
+        """An id as the catalog writes them (it is written into a TOML file): letters, digits and . _ + -."""
+        import re
+
+        if value is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+\-]*", value):
+            raise ValueError("should be letters, digits and . _ + - (an accelerator id such as lab-cpu)")
+        return value
 
     @field_validator("dtypes", mode="before")
     @classmethod
@@ -173,13 +192,20 @@ def run_validate(request: ValidateRequest, *, progress: Progress | None = None) 
     from kokuban.validation.harness import run_validation
 
     r = request
-    return run_validation(
-        r.model, efficiency=r.efficiency_spec(), device=r.device, dtype=r.dtype, num_layers=r.layers or None,
-        hidden_size=r.hidden, batches=r.batches, contexts=r.contexts, prompts=r.prompts,
-        prefill_batch=r.prefill_batch, accelerator_entry=r.accelerator_entry(), warmup=r.warmup, repeats=r.repeats,
-        max_kv_bytes=r.max_kv_gb * 1e9 if r.max_kv_gb is not None else None, probe_seconds=r.probe_seconds,
-        progress=progress, seed=r.seed, linear=r.linear,
-    )
+    try:
+        return run_validation(
+            r.model, efficiency=r.efficiency_spec(), device=r.device, dtype=r.dtype, num_layers=r.layers or None,
+            hidden_size=r.hidden, batches=r.batches, contexts=r.contexts, prompts=r.prompts,
+            prefill_batch=r.prefill_batch, accelerator_entry=r.accelerator_entry(), warmup=r.warmup,
+            repeats=r.repeats, max_kv_bytes=r.max_kv_gb * 1e9 if r.max_kv_gb is not None else None,
+            probe_seconds=r.probe_seconds, progress=progress, seed=r.seed, linear=r.linear,
+        )
+    except (MemoryError, RuntimeError) as exc:  # PyTorch's allocators raise RuntimeError (OutOfMemoryError)
+        if not isinstance(exc, MemoryError) and "memory" not in str(exc).lower():
+            raise
+        raise KokubanError("the scaled model ran out of memory on this machine; make it smaller (fewer layers, a "
+                           "smaller hidden size, shorter contexts or max_kv_gb)", field="max_kv_gb",
+                           value=r.max_kv_gb) from None
 
 
 # ---- accuracy ----------------------------------------------------------------------------------------
@@ -275,35 +301,36 @@ def read_measurements(path: str) -> list[PublishedResult]:
     checked here (types, ranges, dtypes, a catalog model and GPU); the first bad one raises one line naming the
     file, the row (CSV: its line number; TOML: its index from 1) and the field."""
     import csv
-    import tomllib
+    import io
 
     from kokuban.specs.catalog import load_accelerator, load_model
     from kokuban.specs.dtypes import check_dtype
+    from kokuban.specs.files import read_text, read_toml
 
     rows: list[tuple[str, dict[str, Any]]] = []
     try:
         if path.lower().endswith(".toml"):
-            with open(path, "rb") as fh:
-                data = tomllib.load(fh)
-            raw = [("result " + str(i), r) for i, r in enumerate(data.get("result", []), 1)]
+            results = read_toml(path, "measurements").get("result", [])
+            raw = [("result " + str(i), r) for i, r in enumerate(results if isinstance(results, list) else [], 1)]
             for label, r in raw:
                 try:
                     rows.append((label, PublishedRow.model_validate(r).model_dump()))
                 except ValidationError as exc:
                     raise _row_error(path, label, exc) from None
-        else:
-            with open(path, newline="", encoding="utf-8") as fh:
-                for n, r in enumerate(csv.DictReader(fh), 2):
-                    cells = {str(k).strip(): v.strip() for k, v in r.items() if v is not None and v.strip()}
-                    label = f"row {n}"
-                    try:
-                        rows.append((label, MeasurementRow.model_validate(cells).published(f"{path}:{n}")))
-                    except ValidationError as exc:
-                        raise _row_error(path, label, exc) from None
-    except OSError as exc:
-        raise KokubanError(f"cannot read '{path}': {exc.strerror}", field="file", value=path) from None
-    except (tomllib.TOMLDecodeError, csv.Error, UnicodeDecodeError) as exc:
-        raise KokubanError(f"'{path}' is not a readable CSV or TOML file: {exc}", field="file", value=path) from None
+        else:  # UTF-8 with or without the byte-order mark spreadsheets write, any line ending
+            for n, r in enumerate(csv.DictReader(io.StringIO(read_text(path, "measurements"), newline="")), 2):
+                cells = {str(k).strip(): v.strip() for k, v in r.items() if isinstance(v, str) and v.strip()}
+                label = f"row {n}"
+                try:
+                    rows.append((label, MeasurementRow.model_validate(cells).published(f"{path}:{n}")))
+                except ValidationError as exc:
+                    raise _row_error(path, label, exc) from None
+    except KokubanError as exc:
+        if exc.field is not None:
+            raise
+        raise KokubanError(exc.reason, field="file", value=path) from None
+    except csv.Error as exc:
+        raise KokubanError(f"'{path}' is not a readable CSV file: {exc}", field="file", value=path) from None
     if not rows:
         raise KokubanError(f"'{path}' has no rows (CSV: a header line and one row per measurement; TOML: "
                            "[[result]] tables)", field="file", value=path)

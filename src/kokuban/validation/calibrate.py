@@ -220,27 +220,50 @@ def calibrate_published(params: Sequence[str] = PUBLISHED_PARAMS, *, start: Effi
 
 def read_validation(csv_path: str) -> tuple[Any, dict[str, Any]]:
     """A validate report: its CSV rows (pandas) and the setup saved beside it (same stem, .json)."""
-    import json
     from pathlib import Path
 
     import pandas as pd
 
+    from kokuban.specs.files import read_json, read_text
+
     path = Path(csv_path)
     setup_path = path.with_suffix(".json")
+
+    def bad(why: str) -> KokubanError:
+        return KokubanError(f"validation report '{path}' is not one `kokuban validate` wrote: {why}",
+                            field="csv_path", value=csv_path)
+
     try:
+        read_text(path, "validation report")  # one line for a missing, empty, non-UTF-8 file or a folder
+        if not setup_path.is_file():
+            raise KokubanError(f"cannot read validation report '{setup_path}' (validate writes NAME.csv and "
+                               "NAME.json)")
+        setup = read_json(setup_path, "validation setup")
         frame = pd.read_csv(path)
-        setup = json.loads(setup_path.read_text())["setup"]
-    except FileNotFoundError as exc:
-        raise KokubanError(f"cannot read validation report '{exc.filename}' (validate writes NAME.csv and NAME.json)",
-                           field="csv_path", value=csv_path) from None
-    except (KeyError, ValueError) as exc:
-        raise KokubanError(f"validation report '{path}' is not one `kokuban validate` wrote: {exc}", field="csv_path",
-                           value=csv_path) from None
+    except KokubanError as exc:
+        raise KokubanError(exc.reason, field="csv_path", value=csv_path) from None
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise bad(str(exc).splitlines()[0]) from None
+    setup = setup.get("setup") if isinstance(setup, dict) else None
+    if not (isinstance(setup, dict) and isinstance(setup.get("config"), dict)
+            and isinstance(setup.get("accelerator"), dict) and isinstance(setup.get("dtype"), str)):
+        raise bad(f"'{setup_path}' needs a \"setup\" object with config, accelerator and dtype")
     missing = {"phase", "batch", "context", "prompt_tokens", "measured_s"} - set(frame.columns)
     if missing:
         raise KokubanError(
             f"validation CSV '{path}' lacks the column(s) {sorted(missing)}", field="csv_path", value=csv_path
         )
+    for column, integer in (("batch", True), ("context", True), ("prompt_tokens", True), ("measured_s", False)):
+        values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
+        ok = np.isfinite(values) & (values > 0 if column in ("batch", "measured_s") else values >= 0)
+        ok &= values <= 2**31
+        if integer:
+            ok &= values == np.round(values)
+        if not ok.all():
+            row = int(np.flatnonzero(~ok)[0])
+            kind = "a whole number" if integer else "seconds above 0"
+            raise bad(f"row {row + 2}: {column} must be {kind}, got {frame[column].iloc[row]!r}")
+        frame[column] = values.astype(np.int64) if integer else values
     return frame, setup
 
 
@@ -259,6 +282,13 @@ def calibrate_validation(csv_path: str, params: Sequence[str] = VALIDATION_PARAM
     from kokuban.validation.harness import deployment_from_setup, predict
 
     frame, setup = read_validation(csv_path)
+    try:
+        deployment_from_setup(setup, start)
+    except KokubanError as exc:
+        raise KokubanError(f"validation setup of '{csv_path}': {exc}", field="csv_path", value=csv_path) from None
+    except (KeyError, TypeError, ValueError) as exc:
+        raise KokubanError(f"validation setup of '{csv_path}' cannot be read: {type(exc).__name__} {exc}",
+                           field="csv_path", value=csv_path) from None
     if phase:
         frame = frame[frame["phase"] == phase]
         if frame.empty:

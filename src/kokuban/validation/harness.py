@@ -558,33 +558,24 @@ def read_probe_entry(path: str, entry_id: str | None = None) -> dict[str, Any]:
 
     Errors name the parameter at fault: `path` (unreadable, not TOML/JSON, no entries, a malformed entry)
     or `entry_id` (not in the file)."""
-    import json
-    import tomllib
     from pathlib import Path
+
+    from kokuban.specs.catalog import read_accelerator_file
+    from kokuban.specs.files import read_json, read_toml
 
     p = Path(path)
     try:
-        data = json.loads(p.read_text()) if p.suffix == ".json" else tomllib.loads(p.read_text())
-    except OSError as exc:
-        raise KokubanError(f"cannot read accelerator file '{p}': {exc.strerror}", field="path", value=path) from None
-    except ValueError as exc:
-        raise KokubanError(f"accelerator file '{p}' is not valid TOML/JSON: {exc}", field="path", value=path) from None
+        found = read_accelerator_file(p)  # every entry checked against the catalog schema, one line each
+    except KokubanError as exc:
+        raise KokubanError(exc.reason, field="path", value=path) from None
+    data = read_json(p, "accelerator file") if p.suffix == ".json" else read_toml(p, "accelerator file")
     entries = data.get("accelerator", []) if isinstance(data, dict) else data
-    if not entries:
-        raise KokubanError(f"accelerator file '{p}' holds no [[accelerator]] entries", field="path", value=path)
-    wanted = entry_id or entries[0].get("id")
+    wanted = entry_id or next(iter(found))
     entry = next((e for e in entries if e.get("id") == wanted), None)
     if entry is None:
-        raise KokubanError(
-            f"accelerator '{wanted}' is not in {p}; it holds {', '.join(str(e.get('id')) for e in entries)}",
-            field="entry_id",
-            value=wanted,
-        )
-    try:
-        Accelerator.from_dict(entry)  # one-line error if malformed
-    except KokubanError as exc:
-        raise KokubanError(f"{exc.reason} (in {p})", field="path", value=path) from None
-    return entry
+        raise KokubanError(f"accelerator '{wanted}' is not in {p}; it holds {', '.join(found)}", field="entry_id",
+                           value=wanted)
+    return {"name": entry["id"]} | entry  # the schema's optional name: the id when not given
 
 
 def deployment_from_setup(setup: dict[str, Any], efficiency: Efficiency) -> Deployment:

@@ -20,6 +20,12 @@ import numpy as np
 from kokuban.errors import KokubanError
 from kokuban.sim.workload.datasets import Dataset
 
+#: The longest length a spec may give or draw: 2³¹ tokens, the bound of every token count of a request
+#: (usecases/request.py `Tokens`); a lognormal's draws are clipped to it. Spreads above e^10 (a sigma of 10: the
+#: 99th percentile 10¹⁰ times the median) describe no real length data and overflow the draws.
+LENGTH_MAX = 2**31
+SIGMA_MAX = 10.0
+
 
 class LengthDistribution(Protocol):
     def draw(self, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -54,8 +60,8 @@ class Uniform:
     @classmethod
     def parse(cls, args: str, spec: str, field: str) -> Uniform:
         lo, hi = _numbers(args, spec, field, 2)
-        if not 1 <= lo <= hi < float("inf"):
-            raise KokubanError(f"'{spec}' needs 1 ≤ LO ≤ HI", field=field, value=spec)
+        if not 1 <= lo <= hi <= LENGTH_MAX:
+            raise KokubanError(f"'{spec}' needs 1 ≤ LO ≤ HI ≤ {LENGTH_MAX}", field=field, value=spec)
         return cls(int(lo), int(hi))
 
     def draw(self, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -70,12 +76,13 @@ class Lognormal:
     @classmethod
     def parse(cls, args: str, spec: str, field: str) -> Lognormal:
         median, sigma = _numbers(args, spec, field, 2)
-        if not (median >= 1 and sigma >= 0 and np.isfinite(median) and np.isfinite(sigma)):
-            raise KokubanError(f"'{spec}' needs MEDIAN ≥ 1 and SIGMA ≥ 0", field=field, value=spec)
+        if not (1 <= median <= LENGTH_MAX and 0 <= sigma <= SIGMA_MAX):
+            raise KokubanError(f"'{spec}' needs 1 ≤ MEDIAN ≤ {LENGTH_MAX} and 0 ≤ SIGMA ≤ {SIGMA_MAX:g}", field=field,
+                               value=spec)
         return cls(median, sigma)
 
     def draw(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        return np.maximum(1, np.rint(rng.lognormal(np.log(self.median), self.sigma, n))).astype(np.int64)
+        return np.clip(np.rint(rng.lognormal(np.log(self.median), self.sigma, n)), 1, LENGTH_MAX).astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -91,9 +98,9 @@ class Histogram:
             weights = [float(w) for _, w in pairs]
         except ValueError:
             raise KokubanError(f"'{spec}' must look like hist:100=0.3,1000=0.7", field=field, value=spec) from None
-        if min(values) < 1 or min(weights) < 0 or not 0 < sum(weights) < float("inf"):
-            raise KokubanError(f"'{spec}' needs values ≥ 1 and weights ≥ 0 with a positive sum", field=field,
-                               value=spec)
+        if min(values) < 1 or max(values) > LENGTH_MAX or min(weights) < 0 or not 0 < sum(weights) < float("inf"):
+            raise KokubanError(f"'{spec}' needs values in [1, {LENGTH_MAX}] and weights ≥ 0 with a positive sum",
+                               field=field, value=spec)
         return cls(tuple(values), tuple(weights))
 
     def draw(self, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -117,8 +124,9 @@ def length_distribution(spec: str | int, field: str = "spec") -> LengthDistribut
             raise KokubanError(
                 f"'{spec}' is not a length spec; use N, uniform:LO,HI, lognormal:MEDIAN,SIGMA or hist:V=W,…",
                 field=field, value=spec) from None
-        if tokens < 1:
-            raise KokubanError(f"a length must be a positive integer, got {tokens}", field=field, value=spec)
+        if not 1 <= tokens <= LENGTH_MAX:
+            raise KokubanError(f"a length must be an integer in [1, {LENGTH_MAX}], got {tokens}", field=field,
+                               value=spec)
         return Fixed(tokens)
     cls = LENGTHS.get(kind)
     if cls is None:

@@ -25,6 +25,10 @@ from kokuban.sim.workload.public_traces import adapt
 from kokuban.sim.workload.workload import Workload
 
 TRACE_REQUIRED = ("arrival_s", "prompt_tokens", "output_tokens")
+#: The most tokens one request may carry (every token count of a request has this bound: usecases/request.py
+#: `Tokens`), and the latest arrival (a year of seconds), so that a trace's work and times stay bounded.
+TRACE_TOKENS_MAX = 2**31
+TRACE_ARRIVAL_MAX_S = 365 * 86400.0
 
 Rows = list[tuple[int, dict[str, Any]]]
 
@@ -39,8 +43,11 @@ def _field(row: dict[str, Any], key: str, where: str, *, integer: bool, optional
         number = float(value)
     except (TypeError, ValueError):
         raise KokubanError(f"{where}: {key} {value!r} is not a number") from None
-    if not np.isfinite(number) or number < 0 or (integer and not number.is_integer()):
-        kind = "a non-negative integer" if integer else "a finite number ≥ 0"
+    top = TRACE_TOKENS_MAX if integer else TRACE_ARRIVAL_MAX_S
+    if isinstance(value, bool) or not np.isfinite(number) or not 0 <= number <= top or (
+            integer and not number.is_integer()):
+        kind = (f"a non-negative integer (at most {TRACE_TOKENS_MAX})" if integer
+                else f"a finite number ≥ 0 (at most a year, {TRACE_ARRIVAL_MAX_S:g} s)")
         raise KokubanError(f"{where}: {key} {value!r} must be {kind}")
     return int(number) if integer else number
 
@@ -75,11 +82,10 @@ TRACE_FORMATS: dict[str, Callable[[Path, str], Rows]] = {
 
 def read_trace(path: str | Path) -> Workload:
     """Read a CSV or JSONL trace (see module docstring). Errors name the file and line."""
+    from kokuban.specs.files import read_text
+
     path = Path(path)
-    try:
-        rows = TRACE_FORMATS.get(path.suffix.lower(), csv_rows)(path, path.read_text())
-    except OSError as exc:
-        raise KokubanError(f"cannot read trace '{path}': {exc.strerror}") from None
+    rows = TRACE_FORMATS.get(path.suffix.lower(), csv_rows)(path, read_text(path, "trace"))
     if not rows:
         raise KokubanError(f"trace '{path}' has no requests")
     rows = adapt(path, rows)  # a public format (Azure CSV, Mooncake JSONL) in kokuban's fields (`public_traces`)
