@@ -102,6 +102,22 @@ FRESH_DTYPES = [("int3-g128", EITHER), ("int0-g128", BAD), ("int4-g7", EITHER), 
                 ("fp8_e4m3", EITHER), ("float16", EITHER), ("mxfp4", EITHER), ("int4-ch", EITHER), ("int33-ch", BAD)]
 FRESH_WORDS = [(" ", BAD), ("\t", BAD), ("a" * 101, EITHER), ("../../etc/passwd", EITHER), ("$(echo x)", EITHER)]
 
+#: Flags that came after the first campaign (engine memory rules, routers, the CPU offload tier, disaggregation,
+#: serving-accuracy, --scenario / --out-dir).
+BYTES = [("64GB", EITHER), ("2KiB", EITHER), ("1e9", EITHER), ("0", EITHER), ("1e308", EITHER), ("nanGB", BAD),
+         ("-1GB", BAD), ("GB", BAD), ("1e30GB", EITHER), ("64GBB", BAD), ("inf", BAD)]
+RATES = [(v + ("/s" if v[0].isdigit() and not v.endswith("/s") else ""), e) for v, e in BYTES] + [("50GB/s", EITHER)]
+ENGINES = [("vllm-v1", EITHER), ("vllm-v0", EITHER), ("vllm-v0-multistep", EITHER), ("sglang", EITHER),
+           ("trtllm", EITHER), ("kokuban", EITHER), ("vllm-v2", BAD), ("", BAD), ("TRTLLM", EITHER)]
+ROUTERS = [("least_outstanding", EITHER), ("prefix_aware", EITHER), ("round_robin", EITHER), ("least", BAD),
+           ("", BAD)]
+SPLITS = [("1:1", EITHER), ("2:1", EITHER), ("0:1", BAD), ("1:0", BAD), ("1:", BAD), ("a:b", BAD), ("-1:2", BAD),
+          ("1:1:1", BAD), ("1e308:1", BAD), ("100000:1", EITHER), ("1.5:1", BAD)]
+NEW_SIM = {"--router": ROUTERS, "--cpu-offload": BYTES, "--offload-bandwidth": RATES, "--disaggregate": SPLITS,
+           "--kv-link-bandwidth": RATES, "--kv-link-latency": SECONDS, "--engine": ENGINES,
+           "--efficiency-file": [("kernel", EITHER), ("kernal", BAD), ("default", EITHER)],
+           "--out-dir": "FILE:outdir"}
+
 #: Each command: its positional argument pool (or None), the options kokuban requires to run at all (valid
 #: values), and a pool per option. "FILE:kind" draws from the bad files of that kind.
 DEP = {"--gpus": INTS, "--layout": [("pp", BAD), ("TP", EITHER), ("", BAD)], "--weights": DTYPES, "--kv": DTYPES,
@@ -122,7 +138,10 @@ PRICES = {"--input-price": FLOATS, "--output-price": FLOATS, "--cached-price": F
           "--file": "FILE:price", "--prompt": TOKENS, "--speed": FLOATS}
 COMMANDS: dict[str, tuple[list | None, list[str], dict]] = {
     "estimate": (MODELS, ["--gpu", "h100-sxm"], DEP | {"--batch": TOKENS + [("max", EITHER), ("MAX", EITHER)],
-                                                       "--context": TOKENS, "--prompt": TOKENS, "--output": TOKENS}),
+                                                       "--context": TOKENS, "--prompt": TOKENS, "--output": TOKENS,
+                                                       "--engine": ENGINES, "--gpu-memory-utilization": FLOATS,
+                                                       "--efficiency-file": NEW_SIM["--efficiency-file"],
+                                                       "--out-dir": "FILE:outdir"}),
     "models": (None, [], {}),
     "gpus": (None, [], {"--gpu-file": "FILE:gpu"}),
     "batch": (MODELS, ["--gpu", "h100-sxm"], DEP | {"--context": TOKENS, "--min-batch": TOKENS, "--max-batch": TOKENS,
@@ -159,10 +178,11 @@ COMMANDS: dict[str, tuple[list | None, list[str], dict]] = {
     "simulate": (MODELS, ["--gpu", "h100-sxm", "--rate", "20", "--requests", "200"], SIMLIKE | {
         "--rate": LISTS + FLOATS, "--trace": "FILE:trace", "--shared-prefix": INTS, "--num-prefixes": INTS,
         "--ttft-slo": SECONDS, "--tpot-slo": SECONDS, "--router": [("random", EITHER), ("rnd", BAD)],
-        "--replicas": INTS, "--records": "FILE:out", "--plots": "FILE:outdir"}),
+        "--replicas": INTS, "--records": "FILE:out", "--plots": "FILE:outdir"} | NEW_SIM),
     "capacity": (MODELS, ["--gpu", "h100-sxm", "--requests", "100", "--ttft-p99", "0.5"], SIMLIKE | {
         "--ttft-p99": SECONDS, "--tpot-p99": SECONDS, "--target-rate": FLOATS, "--candidates": LISTS,
-        "--counts": LISTS, "--seqs": LISTS, "--workers": INTS, "--ray": WORDS}),
+        "--counts": LISTS, "--seqs": LISTS, "--workers": INTS, "--ray": WORDS}
+                 | {k: v for k, v in NEW_SIM.items() if k in ("--router", "--cpu-offload", "--engine")}),
     "probe": (None, ["--device", "cpu", "--seconds", "0.2"], {"--seconds": FLOATS + SECONDS,
                                                                "--device": [("gpu", BAD), ("CPU", EITHER)],
                                                                "--id": WORDS, "--out": "FILE:out"}),
@@ -195,9 +215,13 @@ COMMANDS: dict[str, tuple[list | None, list[str], dict]] = {
                                       "--run-latency-target": FLOATS, "--max-sessions": INTS, "--stagger-s": FLOATS,
                                       "--kv-blocks": INTS, "--max-num-seqs": INTS}),
     "agent presets": (None, [], {}),
+    "serving-accuracy": (None, ["--measurements-file", str(Path(__file__).resolve().parents[1] / "tests" / "fixtures"
+                                                            / "vllm_bench_small.json")], {
+        "--measurements-file": [("/nonexistent/run.json", BAD), ("", BAD), ("/tmp", BAD)], "--gpu": GPUS, "--gpus": INTS, "--engine": ENGINES, "--model": MODELS,
+        "--weights": DTYPES, "--efficiency-file": NEW_SIM["--efficiency-file"]}),
 }
 #: Commands whose valid runs fit or search (seconds of CPU on a loaded machine): four times the timeout.
-SLOW = ("calibrate", "capacity", "probe", "validate")
+SLOW = ("calibrate", "capacity", "probe", "validate", "serving-accuracy")
 TYPO_COMMANDS = [["estimat", "llama-3.1-8b"], ["simualte"], ["prices", "lst"], ["agent", "ap"], ["Estimate"],
                  ["estimate", "llama-3.1-8b", "--gpu", "h100", "--bacth", "4"],
                  ["estimate", "llama-3.1-8b", "--gpu", "h100", "--batchh", "4"],
@@ -535,7 +559,7 @@ def classify(args, expect, code, out, err, timed_out, signaled) -> tuple[str, st
             if not math.isfinite(value):
                 return "nan-output", f"{path}={value}"
             key = path.rsplit(".", 1)[-1]
-            if value < 0 and TIME_COST.search(key) and not SIGNED.search(key):
+            if value < 0 and TIME_COST.search(key) and not SIGNED.search(path):  # rows.error.ttft_s is signed
                 return "negative", f"{path}={value}"
     elif NUMBER_WORDS.search(out):
         return "nan-output", NUMBER_WORDS.search(out).group(0) + " in text"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -95,6 +96,7 @@ def test_file_corpus_is_refused_in_one_line(tmp_path, capsys, kind, name, conten
 
 
 #: Command lines that once broke kokuban, or that a newcomer types first.
+VLLM_BENCH = Path(__file__).resolve().parent / "fixtures" / "vllm_bench_small.json"
 LINE_CORPUS = [
     ["probe", "--out", ""],                                   # an empty output path ran the whole probe
     ["probe", "--out", "/proc/version"],                      # an existing file that refuses writing
@@ -120,7 +122,22 @@ LINE_CORPUS = [
     ["context", "llama-3.1-8b", "--gpu", "h100", "--threshold", "১২"],  # 12, below the range: surcharges ×nan
     ["prices", "fleet", "deepseek/deepseek-reasoner", "--gpu", "h100", "--input-tokens", "608e9", "--output-tokens",
      "168e9", "--context", "4989", "--speed", "21", "--model", ""],  # silently the row's model
+    # found by the campaign rerun over the flags that landed later
+    ["agent", "api", "anthropic/claude-sonnet-4.5", "--preset", "swe-bench", "--steps", "uniform:1,2147483648"],  # OOM
+    ["serving-accuracy", "--measurements-file", str(VLLM_BENCH), "--weights", "int0-g128"],  # ignored, exit 0
+    ["serving-accuracy", "--measurements-file", str(VLLM_BENCH), "--model", "/nonexistent"],
 ]
+
+
+@pytest.mark.parametrize("command", [["estimate", "llama-3.1-8b", "--gpu", "h100"],
+                                     ["simulate", "llama-3.1-8b", "--gpu", "h100", "--rate", "5", "--requests", "10"]])
+@pytest.mark.parametrize("out_dir", ["", "/proc/version", "FILE"])
+def test_an_out_dir_that_cannot_be_written_is_refused_before_the_run(tmp_path, capsys, command, out_dir):
+    """--out-dir '' ran and wrote result.json into the working folder with exit 0 (found by the campaign
+    after --out-dir landed); an existing file is no folder."""
+    file = tmp_path / "a.csv"
+    file.write_text("x")
+    check_contract([*command, "--out-dir", out_dir.replace("FILE", str(file))], capsys, expect_refusal=True)
 
 
 @pytest.mark.parametrize("plots", ["", "/proc/version", "FILE", "FILE/x"])

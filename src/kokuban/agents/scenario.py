@@ -199,13 +199,26 @@ class RawRun:
         return int(self.output_tokens.size)
 
 
+#: The most steps all sampled runs may hold together: the work is bounded (each step holds a few numbers in
+#: every later array; 10⁷ steps are ~1 GB at most), so a step count such as uniform:1,2147483648 is refused in one
+#: line rather than exhausting memory.
+TOTAL_STEPS_MAX = 10**7
+
+
 def sample_runs(scenario: Scenario, runs: int, seed: int = 0) -> list[list[RawRun]]:
-    """`runs` independent runs, each as [parent, child 1, … child k]. Seeded: the same seed, the same runs."""
+    """`runs` independent runs, each as [parent, child 1, … child k]. Seeded: the same seed, the same runs.
+    More than `TOTAL_STEPS_MAX` steps in all is a KokubanError (field "steps") before they are allocated."""
     rng = np.random.default_rng(seed)
     sc = scenario
+    total = 0
 
     def one(steps_dist: Dist, parent: int) -> RawRun:
+        nonlocal total
         n = int(steps_dist.sample(rng, 1)[0])
+        total += n
+        if total > TOTAL_STEPS_MAX:
+            raise KokubanError(f"{runs:,} runs of steps {steps_dist.spec} would hold more than {TOTAL_STEPS_MAX:,} "
+                               "steps in all; use fewer runs or fewer steps", field="steps", value=steps_dist.spec)
         return RawRun(sc.system_tokens, np.maximum(sc.output_tokens.sample(rng, n), 1),
                       np.maximum(sc.tool_tokens.sample(rng, n), 0), sc.gap_s.sample(rng, n), parent=parent)
 

@@ -27,6 +27,8 @@ from typing import Any
 
 import click
 
+from kokuban.cli.options import OutputDir
+
 #: The arguments `kokuban.cli.main` was called with (what command.txt records).
 ARGV: ContextVar[list[str] | None] = ContextVar("kokuban_argv", default=None)
 
@@ -209,7 +211,7 @@ def add_run_options(command: click.Command, *, out_dir: bool) -> None:
     own = any(p.name == "out_dir" for p in command.params)
     if not own:
         command.params.append(VocabOption(
-            ["--out-dir"], type=click.Path(file_okay=False), default=None,
+            ["--out-dir"], type=OutputDir(), default=None,
             help="Save the run here: result.json (the --json output), command.txt, scenario.toml (re-run it with "
                  "--scenario) and the CSVs and figures the command can write."))
     callback = command.callback

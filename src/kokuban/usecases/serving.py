@@ -13,7 +13,7 @@ from typing import Annotated
 from pydantic import Field, field_validator
 
 from kokuban.errors import KokubanError
-from kokuban.usecases.request import EfficiencyRequest
+from kokuban.usecases.request import Dtype, EfficiencyRequest, Name
 from kokuban.validation.serving import ServingAccuracy, ServingRow
 
 #: A user's files at most per run: each is one simulated benchmark.
@@ -30,11 +30,11 @@ class ServingAccuracyRequest(EfficiencyRequest):
     files: Annotated[tuple[Annotated[str, Field(min_length=1)], ...], Field(max_length=MAX_FILES)] = ()
     refit: bool = False
     split: bool = False
-    model: str | None = None
-    gpu: str | None = None
+    model: Name | None = None
+    gpu: Name | None = None
     gpus: Annotated[int, Field(gt=0, le=4096)] | None = None
     engine: str | None = None
-    weights: str | None = None
+    weights: Dtype | None = None
 
     @field_validator("files", mode="before")
     @classmethod
@@ -42,10 +42,17 @@ class ServingAccuracyRequest(EfficiencyRequest):
         return tuple(value) if isinstance(value, list) else value
 
     def check(self) -> None:
+        """Every name given is checked, also where a file's own metadata will win over it."""
+        from kokuban.specs.catalog import load_accelerator, load_model
+
         if self.engine is not None:
             from kokuban.sim.profiles import load_profile
 
             load_profile(self.engine)
+        if self.gpu is not None:
+            load_accelerator(self.gpu)
+        if self.model is not None:
+            load_model(self.model)
 
     def user_rows(self) -> list[ServingRow]:
         """The files as rows (`validation.serving.read_vllm_bench`), their setup checked against the catalogs."""
