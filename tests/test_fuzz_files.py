@@ -140,6 +140,15 @@ def test_an_out_dir_that_cannot_be_written_is_refused_before_the_run(tmp_path, c
     check_contract([*command, "--out-dir", out_dir.replace("FILE", str(file))], capsys, expect_refusal=True)
 
 
+@pytest.mark.parametrize("args", [["prices", "list", "--price-file", ""],
+                                  ["serving-accuracy", "--measurements-file", ""],
+                                  ["frontier", "llama-3.1-8b", "--gpu", "h100", "--counts", ","]])
+def test_a_list_flag_given_empty_is_refused(capsys, args):
+    """A list flag given '' or ',' silently meant 'not given' (serving-accuracy then scored the bundled rows
+    instead of the user's file): refused in one line."""
+    check_contract(args, capsys, expect_refusal=True)
+
+
 @pytest.mark.parametrize("plots", ["", "/proc/version", "FILE", "FILE/x"])
 def test_a_plots_folder_that_cannot_be_written_is_refused_before_the_run(tmp_path, capsys, plots):
     """simulate --plots on an existing file was a FileExistsError after the whole run."""

@@ -16,6 +16,8 @@ from typing import Any
 
 import click
 
+from kokuban.errors import KokubanError
+
 
 @dataclass(frozen=True)
 class Term:
@@ -173,6 +175,9 @@ class VocabOption(click.Option):
         if isinstance(value, (str, int, float)):
             value = [value]
         items = [item for v in value for item in split_list(str(v))]
+        if value and not items:  # given, but empty ('' or ','): not the same as leaving the flag out
+            raise KokubanError("needs at least one value (comma-separated, or the flag repeated)", field=self.name,
+                               value=str(value[0]) if value else "")
         converted = tuple(self.type.convert(item, self, ctx) for item in items)
         if self.join:
             return ",".join(str(c) for c in converted) if converted else None
