@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_fuzz_cli import check_contract
 
+from kokuban.cli import main
 from kokuban.errors import KokubanError
 
 GOOD_PRICE = ('[[price]]\nprovider = "me"\nmodel = "m"\ninput_usd_per_m = 1.0\noutput_usd_per_m = 2.0\n'
@@ -126,7 +127,19 @@ LINE_CORPUS = [
     ["agent", "api", "anthropic/claude-sonnet-4.5", "--preset", "swe-bench", "--steps", "uniform:1,2147483648"],  # OOM
     ["serving-accuracy", "--measurements-file", str(VLLM_BENCH), "--weights", "int0-g128"],  # ignored, exit 0
     ["serving-accuracy", "--measurements-file", str(VLLM_BENCH), "--model", "/nonexistent"],
+    ["capacity", "llama-3.1-8b", "--gpu", "h100", "--requests", "20", "--ttft-p99", "0.5", "--candidates", "abc"],
+    ["frontier", "llama-3.1-8b", "--gpu", "h100", "--counts", ",".join(["1"] * 5000)],  # swept 5,000 times
 ]
+
+
+def test_a_free_host_tier_prints_no_infinite_gap(capsys):
+    """With host memory at 0 USD/GB-hour offloading is always cheaper than dropping: the break-even gap is
+    infinite, printed "never" (it was "inf s"); the JSON says null."""
+    args = ["agent", "self-hosted", "gpt-oss-120b", "--gpu", "h100", "--preset", "swe-bench", "--runs", "2",
+            "--host-usd-per-gb-hour", "0"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "offload = drop at never" in text and "inf" not in text
 
 
 @pytest.mark.parametrize("command", [["estimate", "llama-3.1-8b", "--gpu", "h100"],

@@ -4,6 +4,7 @@ number comes from an `AgentResult`."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -95,8 +96,8 @@ def agent_tables(console: Any, result: Any, max_rows: int = 24) -> None:
             console.print(
                 f"break-even gaps at the last held context ({int(last.cached_tokens + last.recomputed_tokens):,} "
                 "tokens): "
-                f"keep = drop at {secs(last.break_even_keep_drop_s)}, keep = offload at "
-                f"{secs(last.break_even_keep_offload_s)}, offload = drop at {secs(last.break_even_offload_drop_s)}"
+                f"keep = drop at {_gap(last.break_even_keep_drop_s)}, keep = offload at "
+                f"{_gap(last.break_even_keep_offload_s)}, offload = drop at {_gap(last.break_even_offload_drop_s)}"
             )
     for note in result.notes:
         console.print(f"note: {note}")
@@ -192,3 +193,9 @@ def agent_sim_tables(console: Any, result: Any) -> None:
     if cap:
         console.print(f"capacity: {cap['max_sessions']} sessions within p{cap['percentile']:g} run latency "
                       f"{secs(cap['run_latency_target_s'])} (searched up to {cap['limit']})")
+
+
+def _gap(value: float) -> str:
+    """A break-even gap; none exists (infinite: the first option is cheaper at every gap, e.g. a free host tier
+    makes offloading always cheaper than dropping) reads "never", never "inf s"."""
+    return secs(value) if math.isfinite(float(value)) else "never"

@@ -227,7 +227,7 @@ class FrontierRequest(EfficiencyRequest):
                 raise ValueError("must be a comma-separated list of positive integers") from None
         if not values or min(values) < 1:
             raise ValueError("must list positive integers")
-        return values
+        return tuple(dict.fromkeys(values))  # a count listed twice is swept once (the work stays bounded)
 
     @field_validator("gpu", mode="before")
     @classmethod

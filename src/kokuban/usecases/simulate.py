@@ -302,6 +302,9 @@ comma-separated strings. An automatic GPU count (`gpus=None`) is not offered: th
         super().check()
         if self.ttft_p99 is None and self.tpot_p99 is None:
             raise KokubanError("an SLO needs a p99 TTFT and/or a p99 TPOT target", field="ttft_p99")
+        if self.candidates and self.target_rate is None:  # they would be silently ignored
+            raise KokubanError("candidates are searched only for a target rate: give one too",
+                               field="candidates", value=",".join(map(str, self.candidates)))
 
 
 @dataclass(frozen=True)
