@@ -129,6 +129,7 @@ LINE_CORPUS = [
     ["serving-accuracy", "--measurements-file", str(VLLM_BENCH), "--model", "/nonexistent"],
     ["capacity", "llama-3.1-8b", "--gpu", "h100", "--requests", "20", "--ttft-p99", "0.5", "--candidates", "abc"],
     ["frontier", "llama-3.1-8b", "--gpu", "h100", "--counts", ",".join(["1"] * 5000)],  # swept 5,000 times
+    ["lanes", "llama-3.1-8b", "--gpu", "h100", "--rate", "1e-320"],  # numpy's warning, then a refusal: two lines
 ]
 
 

@@ -146,7 +146,8 @@ class LanesRequest(DeploymentRequest):
     over windows from 0 to past a full train or `slow_window`, and (given `tpot` and/or `ttft`, in seconds)
     the fast lane priced against the slow lane."""
 
-    rate: Positive
+    # at least one request in ~30 years: below it 1/rate overflows the timetable's windows
+    rate: Annotated[float, Field(ge=1e-9, le=1e12, allow_inf_nan=False)]
     prompt: Tokens = 1000
     output: Tokens = 500  # at least 2 (a time per output token): the wing says why
     tpot: Positive | None = None
