@@ -122,7 +122,7 @@ def test_context_beyond_max_warns(capsys):
         ),
         (
             ["lanes", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "0"],
-            "--rate: input should be greater than 0, got 0.0",
+            "--rate: input should be greater than or equal to 0.000000001, got 0.0",
         ),
         (
             ["lanes", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "5", "--output", "1"],
