@@ -50,9 +50,10 @@ def test_one_parameter_one_flag():
 
 
 def test_docs_table_is_the_cli():
-    """docs/vocabulary.md holds `python -m kokuban.cli.vocabulary`'s table: every canonical flag is in it."""
+    """docs/vocabulary.md holds `python -m kokuban.cli.vocabulary_doc`'s table: every canonical flag is in it."""
     table = markdown_table(cli)
-    assert table in DOC.read_text(encoding="utf-8"), "regenerate: python -m kokuban.cli.vocabulary"
+    assert table in DOC.read_text(encoding="utf-8"), \
+        "regenerate: python -m kokuban.cli.vocabulary_doc --write docs/vocabulary.md"
     for _, p in _options():
         if not p.hidden:
             assert f"| `{p.opts[0]}` |" in table

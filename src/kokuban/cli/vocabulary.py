@@ -251,9 +251,3 @@ def markdown_table(group: click.Group) -> str:
                     else ", ".join(e["commands"]))
         lines.append(f"| `{flag}` | {aliases} | {meaning} | {e['unit']} | {commands} |")
     return "\n".join(lines) + "\n"
-
-
-if __name__ == "__main__":  # python -m kokuban.cli.vocabulary: print the table for docs/vocabulary.md
-    from kokuban.cli import cli
-
-    print(markdown_table(cli), end="")
