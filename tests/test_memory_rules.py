@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 
+from kokuban.core import memory
 from kokuban.errors import KokubanError
 from kokuban.sim.kvcache import capacity_blocks
 from kokuban.sim.profiles import load_profile, sglang_mem_fraction_static
@@ -32,7 +33,13 @@ def pool_blocks(engine: str, **kw) -> int:
 
 
 def test_hand_constants():
+    """The hand figures the rules below start from: Llama-3.1-8B's 8,030,261,248 parameters (Meta's model card)
+    in bf16, and the activations of 256 sequences (a 8,192-token step through the widest layer, plus 256 rows of
+    fp32 logits), against what the core computes for the same deployment."""
     assert A256 == 869_531_648 and W == 16_060_522_496
+    dep = SimulateRequest(model="llama-3.1-8b", gpu="l4", rate=1).deployment()
+    assert dep.model.params_total == 8_030_261_248
+    assert memory.weight_bytes_per_gpu(dep) == W and memory.activation_bytes_per_gpu(dep, 256) == A256
 
 
 def test_kokuban_default_rule_unchanged():
