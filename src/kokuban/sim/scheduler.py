@@ -18,7 +18,7 @@ from typing import Any
 from kokuban.errors import KokubanError, require_positive
 from kokuban.sim.kvcache import BLOCK_SIZE
 from kokuban.sim.policies import POLICIES
-from kokuban.sim.profiles import Overheads
+from kokuban.sim.profiles import DEFAULT_ENGINE, EngineProfile, Overheads
 from kokuban.specs.hardware import Accelerator
 
 __all__ = ["POLICIES", "SchedulerConfig", "vllm_defaults"]  # POLICIES: the names `policy` takes (sim.policies)
@@ -50,6 +50,19 @@ class SchedulerConfig:
     # at offload_bytes_per_s (default: PCIe 5.0 x16, `specs.hardware.PCIE5_X16_BYTES_PER_S`)
     cpu_offload_bytes: float | None = None
     offload_bytes_per_s: float | None = None
+
+    @classmethod
+    def for_engine(cls, profile: EngineProfile, max_model_len: int, **given: Any) -> SchedulerConfig:
+        """The scheduler `profile`'s engine runs for a model of `max_model_len` tokens: each field of `given`
+        that is not None wins, else the profile's default, else kokuban's own (continuous batching, 16-token
+        blocks, prefix caching on; the limits left to `resolve`, vLLM's rule). One policy for `simulate` and the
+        serving replay."""
+        defaults = {"policy": profile.policy or "continuous", "max_num_seqs": profile.max_num_seqs,
+                    "max_num_batched_tokens": profile.batched_tokens(max_model_len),
+                    "block_size": profile.block_size or BLOCK_SIZE,
+                    "prefix_caching": True if profile.prefix_caching is None else profile.prefix_caching,
+                    "engine": None if profile.name == DEFAULT_ENGINE else profile.name, "overheads": profile.overheads}
+        return cls(**(defaults | {k: v for k, v in given.items() if v is not None}))
 
     def resolve(self, accelerator: Accelerator) -> SchedulerConfig:
         """Fill defaults from the accelerator and validate."""

@@ -104,20 +104,15 @@ class ServingRequest(DeploymentRequest):
     def scheduler_config(self) -> SchedulerConfig:
         """The `SchedulerConfig` these fields name: a field left None takes the engine profile's default, then
         kokuban's (continuous batching, 16-token blocks, prefix caching on; limits: vLLM's when resolved)."""
-        from kokuban.sim.profiles import DEFAULT_ENGINE
         from kokuban.sim.scheduler import SchedulerConfig
 
-        p = self.profile()
         # a profile's "max_model_len" budget, at most the step tables' MAX_STEP_TOKENS
-        tokens = self.max_num_batched_tokens or p.batched_tokens(min(self.model_spec().max_context, MAX_STEP_TOKENS))
-        return SchedulerConfig(policy=_first(self.scheduler, p.policy, "continuous"),
-                               max_num_seqs=self.max_num_seqs or p.max_num_seqs, max_num_batched_tokens=tokens,
-                               block_size=_first(self.block_size, p.block_size, 16),
-                               prefix_caching=_first(self.prefix_caching, p.prefix_caching, True),
-                               batch_timeout_s=self.batch_timeout, max_concurrency=self.max_concurrency,
-                               engine=None if self.engine == DEFAULT_ENGINE else self.engine, overheads=p.overheads,
-                               kv_blocks=self.kv_blocks, cpu_offload_bytes=self.cpu_offload,
-                               offload_bytes_per_s=self.offload_bandwidth)
+        return SchedulerConfig.for_engine(
+            self.profile(), min(self.model_spec().max_context, MAX_STEP_TOKENS), policy=self.scheduler,
+            max_num_seqs=self.max_num_seqs, max_num_batched_tokens=self.max_num_batched_tokens,
+            block_size=self.block_size, prefix_caching=self.prefix_caching, batch_timeout_s=self.batch_timeout,
+            max_concurrency=self.max_concurrency, kv_blocks=self.kv_blocks, cpu_offload_bytes=self.cpu_offload,
+            offload_bytes_per_s=self.offload_bandwidth)
 
     def deployment(self, context: int | None = None, *, efficiency: Efficiency | None = None):
         """`DeploymentRequest.deployment` with the profile's memory rule at `gpu_memory_utilization` (None: the
@@ -132,11 +127,6 @@ class ServingRequest(DeploymentRequest):
 
         return WorkloadShape(self.requests, str(self.prompt), str(self.output), self.arrival, self.burstiness,
                              self.seed)
-
-
-def _first(*values: Any) -> Any:
-    """The first value that is not None."""
-    return next(v for v in values if v is not None)
 
 
 class SimulateRequest(ServingRequest):

@@ -160,12 +160,8 @@ def _setup(row: ServingRow, overrides: Mapping[str, float] | None, efficiency: E
     terms = (prof.overheads or Overheads()).as_dict() | over
     if row.load == "batch":
         terms["front_end_s"] = 0.0  # offline: no HTTP server, no streaming
-    sched = SchedulerConfig(policy=prof.policy or "continuous", max_num_seqs=prof.max_num_seqs,
-                            max_num_batched_tokens=budget,
-                            block_size=prof.block_size or 16,
-                            prefix_caching=True if prof.prefix_caching is None else prof.prefix_caching,
-                            max_concurrency=row.concurrency, engine=row.engine, overheads=Overheads(**terms),
-                            kv_blocks=row.kv_blocks)
+    sched = SchedulerConfig.for_engine(prof, min(model.max_context, 2**20), max_concurrency=row.concurrency,
+                                       overheads=Overheads(**terms), kv_blocks=row.kv_blocks)
     return dep, sched
 
 
