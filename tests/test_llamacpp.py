@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -108,29 +109,71 @@ def test_parse_batched_bench_fixture():
         lc.parse_batched_bench("nothing here")
 
 
+def test_matmul_path_and_gemm_curve_by_hand():
+    """M = 1 runs ggml's GEMV (the flat fraction), M ≥ 2 the GEMM curve compute·M ÷ (M + M_half)."""
+    spec = ModelSpec.from_config(TINY)
+    assert [lc.step_tokens("tg", 16, 1), lc.step_tokens("tg", 8, 4), lc.step_tokens("pp", 64, 2)] == [1, 4, 128]
+    assert [lc.matmul_path(m) for m in (1, 2, 128)] == ["gemv", "gemm", "gemm"]
+    flat = lc.step_efficiency(EXACT, None, 128)
+    assert flat.kernels is None and lc.step_efficiency(EXACT, 32.0, 1).kernels is None
+    assert lc.step_efficiency(EXACT, 32.0, 2).kernels.m_half_tokens == 32.0
+
+    def dep(kind, tokens, batch=1):
+        eff = lc.step_efficiency(EXACT, 32.0, lc.step_tokens(kind, tokens, batch))
+        return lc.llamacpp_deployment(spec, ENTRY, "Q8_0", eff)
+
+    # tg4 at batch 1 is the GEMV path: the flat prediction of test_predict_tg_and_pp_by_hand, unchanged by M_half
+    assert lc.predict_test(dep("tg", 4), "tg", tokens=4) == pytest.approx(4 * 160.896e-6 + 0.512e-6 * 10, rel=1e-9)
+    # pp8 (M = 8): the body's 8·148,096 = 1,184,768 FLOP at 8 ÷ (8 + 32) = 0.2 of 1e9 FLOP/s = 5.92384 ms; the LM
+    # head (one position, 12,800 FLOP) and attention (18,432 FLOP) stay at the flat fraction 1: 12.8 + 18.432 µs
+    assert lc.predict_test(dep("pp", 8), "pp", tokens=8) == pytest.approx(5.92384e-3 + 12.8e-6 + 18.432e-6, rel=1e-9)
+    # one generation step at batch 2, context 1 (M = 2): body 2·148,096 = 296,192 FLOP at 2 ÷ 34 → 5.035264 ms; two
+    # LM-head rows 25.6 µs; attention 2 sequences × 512 FLOP per context token = 1.024 µs (> its KV read 0.512 µs);
+    # the weight read (85.5 µs) hides under the compute
+    assert lc.predict_test(dep("tg", 1, 2), "tg", tokens=1, batch=2) == pytest.approx(5.035264e-3 + 25.6e-6 + 1.024e-6,
+                                                                                     rel=1e-9)
+
+
+def test_split_holds_out_sizes_and_depths_not_batched_rows():
+    plan = lc.Plan(cases=(lc.Case("a", "llama-2-7b", 2, 256), lc.Case("b", "llama-2-7b", 3, 384, held_out=True)),
+                   held_out_depths=(64,))
+    row = lc.Row("a/F16/batched-tg8-b2@d64", "a", "F16", "batched-tg", 8, 32, 2, (1.0,))
+    assert not lc.is_held_out(row, plan)  # a fitted size's batched row at a depth that is not held out trains
+    assert lc.is_held_out(replace(row, depth=64), plan) and lc.is_held_out(replace(row, model="b"), plan)
+    assert [lc.phase(r) for r in ("tg", "batched-tg", "pp", "batched-pp")] == ["decode", "decode", "prefill", "prefill"]
+
+
 def test_fit_recovers_known_fractions_on_held_out_rows():
-    """Rows 'measured' as kokuban's own prediction at known fractions: the fit on the fitted rows must reproduce
-    the held-out ones (the wiring of split, fit and re-prediction; not a claim about llama.cpp)."""
-    truth = Efficiency(compute=0.2, memory=0.6, step_overhead_s=1e-4)
+    """Rows 'measured' as kokuban's own prediction at known fractions and a known GEMM half-point: the fit on the
+    fitted rows must reproduce them and the held-out ones (the wiring of split, fit and re-prediction; not a claim
+    about llama.cpp)."""
+    truth, m_half = Efficiency(compute=0.2, memory=0.6, kv_memory=0.3, step_overhead_s=1e-4), 8.0
     plan = lc.Plan(cases=(lc.Case("a", "llama-2-7b", 2, 256), lc.Case("b", "llama-2-7b", 3, 384, held_out=True)),
                    types=("Q4_0",), depths=(0, 64, 128), held_out_depths=(64,))
     record = {"plan": json.loads(json.dumps(lc.asdict(plan))), "cases": {}, "rows": []}
     for case in plan.cases:
         cfg, _ = case.config()
         record["cases"][case.name] = {"config": cfg}
-        dep = lc.llamacpp_deployment(ModelSpec.from_config(cfg), FAST, "Q4_0", truth)
         for depth in plan.depths:
-            for kind, n in (("pp", 32), ("pp", 128), ("tg", 16)):
-                t = lc.predict_test(dep, kind, tokens=n, depth=depth)
-                record["rows"].append(lc.row_dict(lc.Row(f"{case.name}/{kind}{n}@{depth}", case.name, "Q4_0", kind, n,
-                                                         depth, 1, (t, t * 1.1))))
-    result = lc.analyse(record, FAST)
+            for kind, n, b in (("pp", 32, 1), ("pp", 128, 1), ("tg", 16, 1), ("tg", 8, 4), ("tg", 8, 8)):
+                eff = lc.step_efficiency(truth, m_half, lc.step_tokens(kind, n, b))
+                dep = lc.llamacpp_deployment(ModelSpec.from_config(cfg), FAST, "Q4_0", eff)
+                t = lc.predict_test(dep, kind, tokens=n, depth=depth, batch=b)
+                regime = kind if b == 1 else f"batched-{kind}"
+                record["rows"].append(lc.row_dict(lc.Row(f"{case.name}/{regime}{n}-b{b}@{depth}", case.name, "Q4_0",
+                                                         regime, n, depth, b, (t, t * 1.1))))
+    result = lc.analyse(record, FAST, flat=False)
     cal = result["per_type"]["Q4_0"]
-    assert cal["holdout_rows"] == 12 and cal["train_rows"] == 6  # case b (9 rows) + case a at depth 64 (3 rows)
+    assert cal["holdout_rows"] == 20 and cal["train_rows"] == 10  # case b (15 rows) + case a at depth 64 (5 rows)
     assert cal["holdout_after"]["median_abs_error"] < 0.01  # Nelder–Mead stops at xatol 1e-3 (logit space)
+    # M_half is seen only through the GEMM rows' M = 4, 8, 32, 128 (some of them weight-read-bound): within 10 %
+    assert cal["m_half_tokens"] == pytest.approx(m_half, rel=0.1)
     assert cal["after"]["compute"] == pytest.approx(0.2, rel=0.05)
     assert cal["after"]["memory"] == pytest.approx(0.6, rel=0.05)
+    assert set(cal["phases"]["by_phase"]) == {"decode", "prefill"} and cal["phases"]["count"] == 20
     assert all(np.isfinite(r["predicted_fit_s"]) for r in result["rows"])
+    assert {r["path"] for r in result["rows"] if r["regime"] == "tg"} == {"gemv"}
+    assert {r["path"] for r in result["rows"] if r["regime"] != "tg"} == {"gemm"}
 
 
 def _tools():

@@ -36,18 +36,30 @@ def test_report_files_agree():
 
 
 def test_docs_table_matches_committed_report():
-    """Every row of the docs' held-out table: count, median and p90 |error| as the report computed them."""
+    """Every row of the docs' held-out table: count, median and p90 |error| by phase as the report computed them,
+    for the curve model and for the flat (previous) model beside it."""
     report = json.loads(REPORT.read_text())
     table = [ln for ln in _docs_section().splitlines() if re.match(r"^\| (F16|Q8_0|Q4_0|Q4_K_M|all types) \|", ln)]
-    assert len(table) >= 8
+    assert len(table) == 15  # 4 types and the joint fit × decode, prefill, all
+
+    def summary(side: dict, phase: str) -> dict:
+        return side["phases"] if phase == "all" else side["phases"]["by_phase"][phase]
+
     for line in table:
         cells = [c.strip() for c in line.strip("|").split("|")]
-        gguf_type, regime, count, median, p90 = cells[:5]
+        gguf_type, phase, count, median, p90, flat_median, flat_p90 = cells
         side = report["all_types"] if gguf_type == "all types" else report["per_type"][gguf_type]
-        summary = side["holdout_after"] if regime == "all" else side["holdout_after"]["by_regime"][regime]
-        assert int(count) == summary["count"], line
-        assert _pct(median) == pytest.approx(summary["median_abs_error"], abs=5e-4), line
-        assert _pct(p90) == pytest.approx(summary["p90_abs_error"], abs=5e-4), line
+        got = summary(side, phase)
+        assert int(count) == got["count"], line
+        assert _pct(median) == pytest.approx(got["median_abs_error"], abs=5e-4), line
+        assert _pct(p90) == pytest.approx(got["p90_abs_error"], abs=5e-4), line
+        if gguf_type == "all types":
+            assert flat_median == flat_p90 == "–"
+            continue
+        flat = summary(report["flat"][gguf_type], phase)
+        assert flat["count"] == got["count"]  # the same held-out rows
+        assert _pct(flat_median) == pytest.approx(flat["median_abs_error"], abs=5e-4), line
+        assert _pct(flat_p90) == pytest.approx(flat["p90_abs_error"], abs=5e-4), line
 
 
 def test_docs_prose_numbers_match_committed_report():
@@ -67,8 +79,29 @@ def test_docs_prose_numbers_match_committed_report():
     assert quoted in text
     memory = [report["per_type"][t]["after"]["memory"] for t in fractions]
     assert f"{min(memory):.2f}–{max(memory):.2f} of the probed read bandwidth" in text
+    kv = [report["per_type"][t]["after"]["kv_memory"] for t in fractions]
+    assert f"the KV cache read at {min(kv):.2f}–{max(kv):.2f} of it" in text
+    m_half = [report["per_type"][t]["m_half_tokens"] for t in fractions]
+    assert f"M_half {min(m_half):.1f}–{max(m_half):.1f} tokens" in text
+    # a batch-2 step's matmuls at 2 ÷ (2 + M_half) of the large-M rate: the largest M_half gives the low end
+    assert f"run at {100 * 2 / (2 + max(m_half)):.0f}–{100 * 2 / (2 + min(m_half)):.0f} % of their large-M rate" in text
     bits = [raw["cases"][c]["files"]["Q4_K_M"]["body_bits_per_weight"] for c in
             ("llama2-h1024-L4", "llama2-h1536-L6", "llama3.2-1b-L4")]
     assert f"Q4_K_M {bits[0]:.3f}, {bits[1]:.3f} and {bits[2]:.3f} bits" in text
     train = sorted(report["per_type"][t]["train_rows"] for t in fractions)
     assert f"The fit sees {train[0]}–{train[-1]} rows" in text
+
+
+def test_readme_numbers_match_committed_report():
+    """README's llama.cpp bullet: held-out median decode / prefill per type, the curve model's then the flat one's."""
+    report = json.loads(REPORT.read_text())
+    text = " ".join((ROOT / "README.md").read_text().split())
+
+    def medians(side: dict) -> tuple[float, float]:
+        phases = side["phases"]["by_phase"]
+        return 100 * phases["decode"]["median_abs_error"], 100 * phases["prefill"]["median_abs_error"]
+
+    types = ("F16", "Q8_0", "Q4_0", "Q4_K_M")
+    curve = ", ".join("{} {:.1f} % / {:.1f} %".format(t, *medians(report["per_type"][t])) for t in types)
+    flat = ", ".join("{:.1f} / {:.1f}".format(*medians(report["flat"][t])) for t in types)
+    assert f"decode / prefill: {curve} (one flat compute fraction on the same split: {flat} %)" in text

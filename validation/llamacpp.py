@@ -2,7 +2,8 @@
 
     python validation/llamacpp.py measure --bin DIR --work DIR --raw validation/cpu/llamacpp.json
     python validation/llamacpp.py report --raw validation/cpu/llamacpp.json --probe validation/cpu/probe.toml \
-        --out-dir validation/cpu
+        --out-dir validation/cpu     (these are report's defaults: `python validation/llamacpp.py report` alone
+                                      regenerates the committed report from the committed record, 4–10 minutes)
 
 `measure` writes the raw record (every repetition's seconds, the command lines, the files' tensor types, the
 load average around each run); `report` re-predicts from it, so the analysis can be rerun without measuring.
@@ -31,18 +32,30 @@ def _summary_line(label: str, s: dict[str, Any]) -> str:
             f"{_pct(s['max_abs_error'])}   {_pct(s['median_signed_error'])}")
 
 
+def _phase_lines(label: str, cal: dict[str, Any]) -> list[str]:
+    lines = [_summary_line(f"{label}, all", cal["phases"])]
+    for name, summary in cal["phases"].get("by_phase", {}).items():
+        lines.append(_summary_line(f"{label}, {name}", summary))
+    return lines
+
+
 def _error_block(title: str, result: dict[str, Any]) -> list[str]:
     lines = [f"error |predicted − measured| ÷ measured on HELD-OUT rows, {title}",
+             "  decode = tg + batched-tg, prefill = pp + batched-pp; 'flat' is the previous model (one compute "
+             "fraction for every M, KV read at the weight read's fraction) fitted on the same rows",
              "  rows                   count   median     p90      max      median signed"]
     for t, cal in result["per_type"].items():
-        lines.append(f" {t}: fitted per type on {cal['train_rows']} rows {_fractions(cal['after'])}")
+        lines.append(f" {t}: fitted per type on {cal['train_rows']} rows {_fractions(cal)}")
         lines.append(_summary_line("before (defaults)", cal["holdout_before"]))
-        lines.append(_summary_line("after, all", cal["holdout_after"]))
+        if t in result.get("flat", {}):
+            flat = result["flat"][t]
+            lines.append(f"   flat model: {_fractions(flat)}")
+            lines += _phase_lines("flat", flat)
+        lines += _phase_lines("after", cal)
         for regime, s in cal["holdout_after"].get("by_regime", {}).items():
             lines.append(_summary_line(f"after, {regime}", s))
     joint = result["all_types"]
-    lines += [f" one Efficiency for every type {_fractions(joint['after'])}",
-              _summary_line("after, all", joint["holdout_after"])]
+    lines += [f" one Efficiency for every type {_fractions(joint)}", *_phase_lines("after", joint)]
     for regime, s in joint["holdout_after"].get("by_regime", {}).items():
         lines.append(_summary_line(f"after, {regime}", s))
     return lines
@@ -75,20 +88,27 @@ def report_text(record: dict[str, Any], result: dict[str, Any], median: dict[str
         for t, f in case["files"].items():
             cells.append(f"{t} {f['body_bits_per_weight']:.3f} (kokuban {8 * bytes_per_element(GGUF_TYPES[t]):.3f})")
         lines.append("      " + ", ".join(cells))
-    lines += ["", f"held out: the cases marked so, depth(s) {plan['held_out_depths']}, every batched-bench row", ""]
+    lines += ["", f"held out: every row of the cases marked so (batched-bench rows included) and depth(s) "
+              f"{plan['held_out_depths']} of the fitted cases; the fitted cases' other rows train, their batched-bench "
+              "rows included (until 2026-12-03 every batched-bench row was held out)",
+              "matmul path of a row (M = rows of activations per matmul): gemv for M = 1 (tg, batched-tg at batch 1: "
+              "ggml's vec_dot), gemm for M ≥ 2 (pp, batched-pp, batched-tg at batch 2–8: tinyBLAS or repacked "
+              "kernels), priced at compute·M ÷ (M + M_half)", ""]
     lines += _error_block("ALL ROWS", result)
     if result.get("skipped"):
         lines.append(f"  (no fit/held-out split for {', '.join(result['skipped'])})")
     lines += ["", "same per-type fit judged on the MEDIAN repetition instead of the fastest:"]
     for t, cal in median["per_type"].items():
-        lines.append(_summary_line(f"{t} after, all", cal["holdout_after"]))
-    lines += ["", "rows (s = whole test; spread = slowest ÷ fastest repetition − 1)",
-              "  id                                              held  measured   spread  predicted(fit)  error"]
+        lines += _phase_lines(f"{t} after", cal)
+    lines += ["", "rows (s = whole test; spread = slowest ÷ fastest repetition − 1; flat = the previous model)",
+              "  id                                              held path  measured   spread  predicted(fit)  error"
+              "    flat error"]
     for r in result["rows"]:
         err = (r["predicted_fit_s"] - r["best_s"]) / r["best_s"]
+        flat = (r["predicted_flat_s"] - r["best_s"]) / r["best_s"]
         spread = max(r["samples_s"]) / min(r["samples_s"]) - 1
-        lines.append(f"  {r['id']:<48} {'yes ' if r['held_out'] else 'no  '} {r['best_s']:9.4f} {_pct(spread)}"
-                     f"  {r['predicted_fit_s']:9.4f}  {100 * err:+6.1f} %")
+        lines.append(f"  {r['id']:<48} {'yes ' if r['held_out'] else 'no  '} {r['path']} {r['best_s']:9.4f} "
+                     f"{_pct(spread)}  {r['predicted_fit_s']:9.4f}  {100 * err:+6.1f} %  {100 * flat:+6.1f} %")
     return "\n".join(lines) + "\n"
 
 
@@ -127,9 +147,12 @@ def _counts(record: dict[str, Any]) -> str:
     return str(counts[0]) if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
 
 
-def _fractions(eff: dict[str, Any]) -> str:
-    return (f"(compute {eff['compute']:.3f}, memory {eff['memory']:.3f}, "
-            f"overhead {1e3 * eff['step_overhead_s']:.3f} ms/step)")
+def _fractions(cal: dict[str, Any]) -> str:
+    eff, m_half = cal["after"], cal.get("m_half_tokens")
+    kv = "" if eff.get("kv_memory") is None else f", KV read {eff['kv_memory']:.3f}"
+    curve = "" if m_half is None else f", GEMM M_half {m_half:.1f} tokens"
+    return (f"(compute {eff['compute']:.3f}, memory {eff['memory']:.3f}{kv}, "
+            f"overhead {1e3 * eff['step_overhead_s']:.3f} ms/step{curve})")
 
 
 def cmd_measure(args: argparse.Namespace) -> int:
@@ -166,18 +189,21 @@ def cmd_report(args: argparse.Namespace) -> int:
     record = json.loads(Path(args.raw).read_text())
     probe = read_probe_entry(args.probe)
     result = analyse(record, probe, statistic="best")
-    median = analyse(record, probe, statistic="median")
+    median = analyse(record, probe, statistic="median", flat=False)
     out = Path(args.out_dir)
     text = report_text(record, result, median, probe, args.probe)
     (out / "llamacpp.txt").write_text(text)
-    keys = ("after", "holdout_before", "holdout_after", "train_after", "train_rows", "holdout_rows")
+    keys = ("after", "m_half_tokens", "holdout_before", "holdout_after", "phases", "train_after", "train_rows",
+            "holdout_rows")
     summary = {"statistic": "best", "per_type": {t: {k: c[k] for k in keys} for t, c in result["per_type"].items()},
+               "flat": {t: {k: c[k] for k in keys} for t, c in result["flat"].items()},
                "all_types": {k: result["all_types"][k] for k in keys},
-               "median_statistic": {t: c["holdout_after"] for t, c in median["per_type"].items()}}
+               "median_statistic": {t: c["phases"] for t, c in median["per_type"].items()}}
     (out / "llamacpp-report.json").write_text(json.dumps(summary, indent=1) + "\n")
     with open(out / "llamacpp.csv", "w", newline="") as fh:
-        cols = ["id", "model", "gguf_type", "regime", "tokens", "depth", "batch", "held_out", "best_s", "median_s",
-                "samples_s", "predicted_default_s", "predicted_fit_s", "predicted_joint_s"]
+        cols = ["id", "model", "gguf_type", "regime", "tokens", "depth", "batch", "held_out", "path", "best_s",
+                "median_s", "samples_s", "predicted_default_s", "predicted_fit_s", "predicted_flat_s",
+                "predicted_joint_s"]
         w = csv.DictWriter(fh, fieldnames=cols)
         w.writeheader()
         for r in result["rows"]:
@@ -205,7 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--repeats", type=int, default=None, help="llama-bench repetitions per test (default: the plan's)")
     m.add_argument("--batched-runs", type=int, default=None, help="llama-batched-bench runs (default: the plan's)")
     r = sub.add_parser("report")
-    r.add_argument("--raw", required=True)
+    r.add_argument("--raw", default="validation/cpu/llamacpp.json",
+                   help="the raw record `measure` wrote (the committed one by default: no llama.cpp needed)")
     r.add_argument("--probe", default="validation/cpu/probe.toml")
     r.add_argument("--out-dir", default="validation/cpu")
     args = parser.parse_args(argv)

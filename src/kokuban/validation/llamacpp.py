@@ -21,6 +21,22 @@ The deployment (`llamacpp_deployment`): weights in the GGUF type (F16 → fp16),
 kernels multiply F16 weights in fp32 after conversion and the quantized ones as int8 dot products against
 activations quantized to Q8 (ggml-cpu.c type_traits_cpu); the fitted compute fraction of each type says
 what fraction of that one reference rate its kernels reach.
+
+What the CPU does with a matmul depends on M, the rows of activations in it (`step_tokens`: the batch of a
+generation step, every prompt token of a prefill), and kokuban prices the two paths apart (`step_efficiency`):
+- M = 1 (llama-bench `tg`, batched-bench generation at batch 1): ggml's GEMV, the `vec_dot` kernels of
+  `ggml_compute_forward_mul_mat` (or the repacked `gemv` of a repacked Q4_0/Q4_K tensor): llamafile's tinyBLAS
+  refuses it (`GEMM_SOURCE`). One pass over the weights per token: the roofline's weight read at the fitted
+  memory fraction, its FLOPs at the flat compute fraction.
+- M ≥ 2 (`pp`, batched-bench prompts, batched generation at batch 2–8): tinyBLAS (F16 against F16-converted
+  activations, Q8_0/Q4_0 against Q8_0 ones), the repacked 4-row `gemm` (plus a `gemv` per leftover row) for
+  repacked tensors, the chunked `vec_dot` loop for types tinyBLAS lacks (Q4_K, Q6_K). Which one a tensor takes
+  depends on the build's CPU features; kokuban does not tell them apart and fits one curve per GGUF type: the
+  kernel profile's GEMM fraction e·M ÷ (M + M_half) (`specs.kernels.gemm_fraction`, the form of the GPU kernel
+  tables), with e the fitted compute fraction and M_half fitted with it (`fit_m_half`). A small M pays nearly a
+  whole fixed cost 2·params·M_half ÷ (peak·e) per step: the step grows with the batch, as measured.
+The attention kernels read the KV cache at their own fitted fraction (`Efficiency.kv_memory`): ggml's CPU
+attention walks the cache row by row, far below the probed streaming read.
 """
 
 from __future__ import annotations
@@ -38,6 +54,7 @@ import numpy as np
 from kokuban.errors import KokubanError
 from kokuban.specs.deployment import Deployment
 from kokuban.specs.hardware import Efficiency
+from kokuban.specs.kernels import KernelCurves
 from kokuban.specs.model import ModelSpec
 
 #: llama-quantize's type names and kokuban's dtype for each (F16 is the unquantized file).
@@ -48,6 +65,13 @@ REFERENCE_COMPUTE = "fp32"
 #: K-quants need rows that are whole 256-weight super-blocks (QK_K, ggml-common.h line 89).
 QK_K = 256
 TOOLS = ("llama-bench", "llama-batched-bench", "llama-quantize")
+#: The fewest rows of activations ggml's CPU backend hands to a GEMM kernel rather than its GEMV (`GEMM_SOURCE`).
+GEMM_MIN_TOKENS = 2
+GEMM_SOURCE = ("ggml-org/llama.cpp ggml/src/ggml-cpu/llamafile/sgemm.cpp at 8643c9d9b11b984238032a467689557f0eaee1a4 "
+               "(read 2026-12-03), llamafile_sgemm: \"// only enable sgemm for prompt processing\" … "
+               "\"if (n < 2) return false;\" (n: the columns of B, the activations' rows); ggml-cpu.c then falls back "
+               "to the vec_dot loop. Repacked tensors (ggml/src/ggml-cpu/repack.cpp): \"If there are more than three "
+               "rows in src1, use gemm; otherwise, use gemv.\"")
 
 
 # ---- the models -----------------------------------------------------------------------------------
@@ -353,6 +377,30 @@ def predict_test(dep: Deployment, kind: str, *, tokens: int, depth: int = 0, bat
     raise KokubanError(f"'{kind}' is not a test kind; allowed: pp, tg", field="kind", value=kind)
 
 
+def step_tokens(kind: str, tokens: int, batch: int = 1) -> int:
+    """M, the rows of activations each matmul of a test's steps multiplies: `batch` for a generation step (one
+    token per sequence), batch·tokens for a prompt (every prompt of the batch in one step)."""
+    return int(batch) if kind == "tg" else int(batch) * int(tokens)
+
+
+def matmul_path(m: int) -> str:
+    """'gemv' for M < `GEMM_MIN_TOKENS` (ggml's vec_dot kernels), else 'gemm' (tinyBLAS or repacked: `GEMM_SOURCE`)."""
+    return "gemv" if m < GEMM_MIN_TOKENS else "gemm"
+
+
+def step_efficiency(eff: Efficiency, m_half_tokens: float | None, m: int) -> Efficiency:
+    """The fractions a step whose matmuls have `m` rows runs at.
+
+    GEMV path (M = 1), or `m_half_tokens` None (the flat model): `eff` without curves: every FLOP at the flat compute
+    fraction. GEMM path (M ≥ 2): `eff` with the kernel profile's curves set (`KernelCurves(m_half_tokens=…)`), so the
+    roofline prices the weight matmuls at `gemm_fraction(compute, M, M_half)`. On one CPU nothing else of the
+    curves applies: no collective runs, and fp32 (the reference rate) has dtype ratio 1. The LM head and attention
+    stay at the flat compute fraction, as the roofline's kernel profile keeps them."""
+    if m_half_tokens is None or matmul_path(m) == "gemv":
+        return replace(eff, kernels=None)
+    return replace(eff, kernels=KernelCurves(m_half_tokens=float(m_half_tokens)))
+
+
 # ---- the measurements as rows, and the calibration -----------------------------------------------------
 @dataclass(frozen=True)
 class Row:
@@ -406,38 +454,91 @@ def rows_from_batched(model: str, gguf_type: str, runs: Sequence[Sequence[Batche
     return out
 
 
-def predict_rows(rows: Sequence[Row], deployments: dict[tuple[str, str], Deployment]) -> np.ndarray:
-    """Predicted seconds of each row, with the deployment of its (model, gguf type)."""
-    return np.array([predict_test(deployments[(r.model, r.gguf_type)], r.kind, tokens=r.tokens, depth=r.depth,
-                                  batch=r.batch) for r in rows])
+#: What the per-type fit frees: compute (the GEMM curve's e, and the GEMV's and attention's flat fraction), the
+#: weight read, the KV-cache read of the attention kernels and the per-step overhead; M_half besides (`fit_m_half`).
+FIT_PARAMS = ("compute", "memory", "kv_memory", "step_overhead_s")
+#: The previous model, reported beside it: one flat compute fraction for every M, the KV cache read at the weight
+#: read's fraction.
+FLAT_PARAMS = ("compute", "memory", "step_overhead_s")
+#: M_half is searched as log10 in this range of tokens (1 token to 4,096).
+M_HALF_BOUNDS = (1.0, 4096.0)
 
 
-FIT_PARAMS = ("compute", "memory", "step_overhead_s")
+def _measured(rows: Sequence[Row], statistic: str) -> list[float]:
+    if statistic not in ("best", "median"):
+        raise KokubanError(f"'{statistic}' is not a statistic; allowed: best, median", field="statistic",
+                           value=statistic)
+    return [r.best_s if statistic == "best" else r.median_s for r in rows]
+
+
+def _row_predictor(rows: Sequence[Row], deployment_of: Callable[[Row, Efficiency], Deployment]
+                   ) -> Callable[[Efficiency, float | None], np.ndarray]:
+    """predict(eff, M_half): every row's seconds, each step at `step_efficiency` of its M."""
+    def predict(eff: Efficiency, m_half_tokens: float | None) -> np.ndarray:
+        cache: dict[tuple[str, str, str], Deployment] = {}
+        out = []
+        for r in rows:
+            m = step_tokens(r.kind, r.tokens, r.batch)
+            key = (r.model, r.gguf_type, matmul_path(m))  # the two paths' deployments differ only in curves
+            if key not in cache:
+                cache[key] = deployment_of(r, step_efficiency(eff, m_half_tokens, m))
+            out.append(predict_test(cache[key], r.kind, tokens=r.tokens, depth=r.depth, batch=r.batch))
+        return np.array(out)
+    return predict
+
+
+def fit_m_half(rows: Sequence[Row], held_out: Sequence[bool],
+               deployment_of: Callable[[Row, Efficiency], Deployment], *, params: Sequence[str] = FIT_PARAMS,
+               start: Efficiency | None = None, statistic: str = "best") -> float:
+    """M_half (tokens) of the GEMM curve, fitted jointly with `params` on the rows not held out.
+
+    loss = mean over training rows of ln(predicted ÷ measured)² (`calibrate.log_loss`), Nelder–Mead over the
+    fractions in logit space, the seconds and log10 M_half (bounded to `M_HALF_BOUNDS`), from four starts (the
+    starting fractions and calibrate's three alternatives, each with its own M_half: 16, 4, 64, 16 tokens).
+    Only M_half is kept: `calibrate_rows` refits the fractions at it and reports both sides."""
+    from scipy.optimize import minimize
+
+    from kokuban.validation.calibrate import FRACTIONS, _decode, _encode, log_loss
+
+    train = [r for r, h in zip(rows, held_out, strict=True) if not h]
+    measured = np.asarray(_measured(train, statistic))
+    predict = _row_predictor(train, deployment_of)
+    start = start or Efficiency()
+    lo, hi = np.log10(M_HALF_BOUNDS[0]), np.log10(M_HALF_BOUNDS[1])
+    n = len(params)
+
+    def loss(z: np.ndarray) -> float:
+        return log_loss(predict(_decode(z[:n], start, params), 10 ** float(np.clip(z[n], lo, hi))), measured)
+
+    starts = []
+    for (frac, secs), m_half in zip(((None, None), (0.9, 1e-4), (0.4, 1e-3), (0.7, 1e-2)), (16, 4, 64, 16),
+                                    strict=True):
+        eff = start if frac is None else start.updated(**{p: frac if p in FRACTIONS else secs for p in params})
+        starts.append(np.append(_encode(eff, params), np.log10(m_half)))
+    best = min((minimize(loss, z0, method="Nelder-Mead", options={"xatol": 1e-3, "fatol": 1e-6,
+                                                                   "maxiter": 400 * (n + 1)})
+                for z0 in starts), key=lambda res: res.fun)
+    return float(10 ** np.clip(best.x[n], lo, hi))
 
 
 def calibrate_rows(rows: Sequence[Row], held_out: Sequence[bool],
                    deployment_of: Callable[[Row, Efficiency], Deployment],
                    *, params: Sequence[str] = FIT_PARAMS, start: Efficiency | None = None,
-                   statistic: str = "best") -> Any:
+                   statistic: str = "best", m_half_tokens: float | None = None) -> Any:
     """Fit `params` on the rows not held out (`calibrate.calibrate`, log-error least squares), report both sides.
 
-    `deployment_of(row, efficiency)` builds the row's deployment; the regime labels are the rows' regimes.
+    `deployment_of(row, efficiency)` builds the row's deployment; each row's steps run at `step_efficiency` of
+    their M with this `m_half_tokens` (None: the flat model); the regime labels are the rows' regimes.
     `statistic`: 'best' (fastest repetition) or 'median' of each row's samples is what is compared.
     """
     from kokuban.validation.calibrate import calibrate
 
-    if statistic not in ("best", "median"):
-        raise KokubanError(f"'{statistic}' is not a statistic; allowed: best, median", field="statistic",
-                           value=statistic)
-    measured = [r.best_s if statistic == "best" else r.median_s for r in rows]
+    measured = _measured(rows, statistic)
     regimes = np.array([r.regime for r in rows])
+    predict_rows_at = _row_predictor(rows, deployment_of)
 
     def predict(eff: Efficiency) -> tuple[np.ndarray, np.ndarray]:
-        cache: dict[tuple[str, str], Deployment] = {}
-        for r in rows:
-            if (r.model, r.gguf_type) not in cache:
-                cache[(r.model, r.gguf_type)] = deployment_of(r, eff)
-        return predict_rows(rows, cache), regimes
+        return predict_rows_at(eff, m_half_tokens), regimes
 
     start = start or Efficiency()  # the shipped calibrated set: what the committed report starts from
     return calibrate("llama.cpp", [r.id for r in rows], measured, predict, params, start=start, held_out=held_out)
@@ -489,8 +590,8 @@ class Plan:
 
 #: The committed run (validation/cpu/llamacpp.*): Llama-2-7B's architecture (MHA, 32k vocabulary, untied) at three
 #: sizes and Llama-3.2-1B's (GQA 32/8 heads, 128k tied vocabulary) at 4 of its 16 layers. The fit sees the smallest
-#: and the largest Llama-2 shape at depths 0 and 512; the middle shape, the Llama-3.2 shape, depth 256 and every
-#: batched-bench row are held out.
+#: and the largest Llama-2 shape at depths 0 and 512 (and the smallest one's batched-bench rows); the middle shape
+#: (its batched-bench rows too), the Llama-3.2 shape and depth 256 are held out.
 DEFAULT_PLAN = Plan(cases=(
     Case("llama2-h1024-L4", "llama-2-7b", 4, 1024, held_out=False, batched=True),
     Case("llama2-h1536-L6", "llama-2-7b", 6, 1536, held_out=True, batched=True),
@@ -543,9 +644,11 @@ def passes(record: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def is_held_out(row: Row, plan: Plan) -> bool:
-    """A row is held out when its case is, when its depth is a held-out depth, or when it is a batched-bench row."""
+    """A row is held out when its case (model size) is, or when its depth is a held-out depth: the issue's split
+    (the held-out sizes and depths never reach the fit). The fitted sizes' batched-bench rows (prompts at depth
+    0, generation after the 64-token prompts) train; until 2026-12-03 every batched-bench row was held out."""
     held_cases = {c.name for c in plan.cases if c.held_out}
-    return row.model in held_cases or row.depth in plan.held_out_depths or row.regime.startswith("batched")
+    return row.model in held_cases or row.depth in plan.held_out_depths
 
 
 def _load() -> float | None:
@@ -613,12 +716,24 @@ def plan_from_dict(d: dict[str, Any]) -> Plan:
     return Plan(cases=tuple(Case(**c) for c in d["cases"]), **fields)
 
 
-def analyse(record: dict[str, Any], accelerator_entry: dict[str, Any], *, statistic: str = "best") -> dict[str, Any]:
-    """Calibrate on the fitted rows, judge on the held-out ones: per GGUF type (each its own compute, memory and
-    overhead) and once for all types together (one set of fractions, as kokuban's single Efficiency has).
+def phase(regime: str) -> str:
+    """'decode' for generation rows (tg, batched-tg), 'prefill' for prompt rows (pp, batched-pp)."""
+    return "decode" if regime.endswith("tg") else "prefill"
 
-    Returns {"per_type": {type: Calibration.as_dict()}, "all_types": Calibration.as_dict(), "rows": [...]} where each
-    row carries its measured and predicted seconds (defaults, per-type fit) and whether it was held out."""
+
+def analyse(record: dict[str, Any], accelerator_entry: dict[str, Any], *, statistic: str = "best",
+            flat: bool = True) -> dict[str, Any]:
+    """Calibrate on the fitted rows, judge on the held-out ones: per GGUF type (each its own compute, memory, KV-read
+    and overhead fractions and GEMM half-point M_half) and once for all types together (one set, as kokuban's single
+    Efficiency has). With `flat`, also the previous model per type (one flat compute fraction: `FLAT_PARAMS`, no
+    curve), fitted and judged on the same rows, to report beside it.
+
+    Returns {"per_type": {type: Calibration.as_dict() + m_half_tokens, phases}, "flat": {type: the same for the flat
+    model}, "all_types": ..., "rows": [...]} where each row carries its measured and predicted seconds (defaults,
+    per-type fit, flat per-type fit, joint fit), its matmul path and whether it was held out; `phases` are the
+    held-out summaries by phase (`phase`: decode, prefill) and overall."""
+    from kokuban.validation.accuracy import error_summary
+
     plan = plan_from_dict(record["plan"])
     rows = [row_from_dict(r) for r in record["rows"]]
     specs = {name: ModelSpec.from_config(c["config"], name=name) for name, c in record["cases"].items()}
@@ -626,26 +741,47 @@ def analyse(record: dict[str, Any], accelerator_entry: dict[str, Any], *, statis
     def deployment_of(row: Row, eff: Efficiency) -> Deployment:
         return llamacpp_deployment(specs[row.model], accelerator_entry, row.gguf_type, eff)
 
+    def fitted(sub: Sequence[Row], held_sub: np.ndarray, model: str) -> dict[str, Any]:
+        if model == "flat":
+            m_half, params = None, FLAT_PARAMS
+        else:
+            m_half = fit_m_half(sub, held_sub, deployment_of, statistic=statistic)
+            params = FIT_PARAMS
+        cal = calibrate_rows(sub, held_sub, deployment_of, params=params, statistic=statistic,
+                             m_half_tokens=m_half).as_dict()
+        held_rows = [pr for pr in cal["rows"] if pr["held_out"]]
+        phases = [phase(r.regime) for r, h in zip(sub, held_sub, strict=True) if h]
+        cal["phases"] = error_summary([pr["measured"] for pr in held_rows], [pr["predicted_after"] for pr in held_rows],
+                                      groups=phases)
+        return {**cal, "m_half_tokens": m_half}
+
     held = np.array([is_held_out(r, plan) for r in rows])
-    per_type, predicted, skipped = {}, {}, []
+    per_type, flat_fits, predicted, skipped = {}, {}, {}, []
     for gguf_type in plan.types:
         sel = [i for i, r in enumerate(rows) if r.gguf_type == gguf_type]
         if not sel or held[sel].all() or not held[sel].any():
             skipped.append(gguf_type)  # nothing to fit on, or nothing to judge on
             continue
-        cal = calibrate_rows([rows[i] for i in sel], held[sel], deployment_of, statistic=statistic)
-        per_type[gguf_type] = cal.as_dict()
-        for i, pr in zip(sel, cal.rows, strict=True):
-            predicted[i] = (pr["predicted_before"], pr["predicted_after"])
-    joint = calibrate_rows(rows, held, deployment_of, statistic=statistic).as_dict()
+        sub = [rows[i] for i in sel]
+        per_type[gguf_type] = fitted(sub, held[sel], "curve")
+        if flat:
+            flat_fits[gguf_type] = fitted(sub, held[sel], "flat")
+        for k, i in enumerate(sel):
+            pr = per_type[gguf_type]["rows"][k]
+            predicted[i] = (pr["predicted_before"], pr["predicted_after"],
+                            flat_fits[gguf_type]["rows"][k]["predicted_after"] if flat else float("nan"))
+    joint = fitted(rows, held, "curve")
     out_rows = []
     for i, r in enumerate(rows):
         if i not in predicted:
             continue
-        before, after = predicted[i]
-        out_rows.append({**row_dict(r), "held_out": bool(held[i]), "predicted_default_s": before,
-                         "predicted_fit_s": after, "predicted_joint_s": joint["rows"][i]["predicted_after"]})
-    return {"statistic": statistic, "per_type": per_type, "all_types": joint, "rows": out_rows, "skipped": skipped}
+        before, after, flat_after = predicted[i]
+        out_rows.append({**row_dict(r), "held_out": bool(held[i]),
+                         "path": matmul_path(step_tokens(r.kind, r.tokens, r.batch)), "predicted_default_s": before,
+                         "predicted_fit_s": after, "predicted_flat_s": flat_after,
+                         "predicted_joint_s": joint["rows"][i]["predicted_after"]})
+    return {"statistic": statistic, "per_type": per_type, "flat": flat_fits, "all_types": joint, "rows": out_rows,
+            "skipped": skipped}
 
 
 # ---- measuring on a shared machine: one test per run, kept only when nothing else ran -----------------------
