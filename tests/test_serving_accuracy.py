@@ -5,6 +5,7 @@ row, a user's `vllm bench serve --save-result` file is read (or refused in one l
 from __future__ import annotations
 
 import json
+import math
 import random
 from pathlib import Path
 
@@ -96,6 +97,31 @@ def test_fit_never_sees_a_held_out_row(monkeypatch):
     fit = fit_overheads([r for r in rows if r.id not in held])
     assert seen and not (set(seen) & held)
     assert set(fit.values) == {r.engine for r in rows if r.id not in held}
+
+
+def test_per_layer_term_is_fitted_only_across_layer_counts(monkeypatch):
+    def fake_replay(row, overrides=None, efficiency=None):
+        # log errors: TPOT by the fixed term (best at 2 ms), throughput by the per-layer term (best at 20 µs)
+        o = overrides or {}
+        return {"tpot_s": row.measured["tpot_s"] * math.exp(math.log(o["step_overhead_s"] / 2e-3)),
+                "output_tokens_per_s": row.measured["output_tokens_per_s"] * math.exp(1e4 * (o["per_layer_s"] - 20e-6))}
+
+    monkeypatch.setattr(serving, "replay", fake_replay)
+
+    def row(model):
+        return ServingRow(id=model, engine="trtllm", model=model, gpu="h100-sxm", gpus=1, input_tokens=100,
+                          output_tokens=10, load="concurrency", concurrency=2,
+                          measured={"tpot_s": 0.01, "output_tokens_per_s": 100.0})
+
+    # Llama-3.1-8B (32 layers) and -70B (80 layers): the grid's 20 µs; the fixed term the grid point nearest 2 ms
+    # in log: the grid is 0.5 ms × 12^(k/7), k = 4 gives 0.5 × 4.137 = 2.068 ms (log ratio 0.034, against 0.322
+    # for k = 3, 1.450 ms)
+    fit = fit_overheads([row("llama-3.1-8b"), row("llama-3.1-70b")])
+    assert fit.values["trtllm"]["per_layer_s"] == 20e-6 and "per_layer_s" in fit.pinned["trtllm"]
+    assert fit.values["trtllm"]["step_overhead_s"] == pytest.approx(2.068e-3, rel=1e-3)
+    # one layer count: a per-layer term cannot be told from the fixed one, so it is not fitted
+    one = fit_overheads([row("llama-3.1-8b"), row("llama-3.1-8b")])
+    assert "per_layer_s" not in one.pinned["trtllm"] and one.values["trtllm"]["per_layer_s"] == 0.0
 
 
 def test_summary_medians_by_hand():
