@@ -5,6 +5,7 @@ row, a user's `vllm bench serve --save-result` file is read (or refused in one l
 from __future__ import annotations
 
 import json
+import math
 import random
 from pathlib import Path
 
@@ -32,13 +33,16 @@ FIXTURE = Path(__file__).parent / "fixtures" / "vllm_bench_small.json"
 
 def test_every_row_is_sourced_positive_and_replayable():
     rows = load_serving_results()
-    assert len(rows) >= 50 and len({r.id for r in rows}) == len(rows)
+    assert len(rows) >= 165 and len({r.id for r in rows}) == len(rows)
+    # at least ten rows per engine scored (issue 12's aim for SGLang and TensorRT-LLM)
+    assert all(sum(r.engine == e for r in rows) >= 10 for e in ("vllm-v1", "sglang", "trtllm"))
     for r in rows:
         assert r.source["url"].startswith("https://") and r.source["read"] == "2026-12-03" and r.source["title"]
         assert r.quote and r.source.get("setup_quote")
         assert r.measured and set(r.measured) <= set(METRICS)
         assert all(np.isfinite(v) and v > 0 for v in r.measured.values())
-        assert r.gpus >= 1 and ((r.concurrency or 0) >= 1 or np.isfinite(r.rate_per_s))
+        # a load: clients, or a run of num_prompts requests (at a rate, or every one at t = 0 when none is stated)
+        assert r.gpus >= 1 and ((r.concurrency or 0) >= 1 or (r.load == "run" and (r.num_prompts or 0) >= 1))
         for lengths in (r.input_tokens, r.output_tokens):  # fixed tokens, or a spec (SGLang's uniform lengths)
             assert lengths > 0 if isinstance(lengths, int) else lengths.startswith("uniform:")
         load_profile(r.engine), load_model(r.model), load_accelerator(r.gpu)  # every name is known
@@ -69,8 +73,9 @@ def test_batch_load_is_the_whole_batch_without_a_front_end():
                      output_tokens=16, load="batch", concurrency=8, measured={"e2e_s": 1.0})
     base = replay(row, {"front_end_s": 0.0})["e2e_s"]
     assert replay(row, {"front_end_s": 5.0})["e2e_s"] == pytest.approx(base, rel=1e-12)
-    # 16 steps at least (one token each per request), each at least the profile's 2.068 ms fixed overhead
-    assert base >= 16 * 2.068e-3
+    # 16 steps at least (one token each per request), each at least the profile's fixed terms: 1.017 ms per step
+    # + 20 µs × Llama-3.2-1B's 16 layers = 1.337 ms
+    assert base >= 16 * (1.017e-3 + 16 * 20e-6)
 
 
 def test_split_is_deterministic_and_order_free():
@@ -96,6 +101,31 @@ def test_fit_never_sees_a_held_out_row(monkeypatch):
     fit = fit_overheads([r for r in rows if r.id not in held])
     assert seen and not (set(seen) & held)
     assert set(fit.values) == {r.engine for r in rows if r.id not in held}
+
+
+def test_per_layer_term_is_fitted_only_across_layer_counts(monkeypatch):
+    def fake_replay(row, overrides=None, efficiency=None):
+        # log errors: TPOT by the fixed term (best at 2 ms), throughput by the per-layer term (best at 20 µs)
+        o = overrides or {}
+        return {"tpot_s": row.measured["tpot_s"] * math.exp(math.log(o["step_overhead_s"] / 2e-3)),
+                "output_tokens_per_s": row.measured["output_tokens_per_s"] * math.exp(1e4 * (o["per_layer_s"] - 20e-6))}
+
+    monkeypatch.setattr(serving, "replay", fake_replay)
+
+    def row(model):
+        return ServingRow(id=model, engine="trtllm", model=model, gpu="h100-sxm", gpus=1, input_tokens=100,
+                          output_tokens=10, load="concurrency", concurrency=2,
+                          measured={"tpot_s": 0.01, "output_tokens_per_s": 100.0})
+
+    # Llama-3.1-8B (32 layers) and -70B (80 layers): the grid's 20 µs; the fixed term the grid point nearest 2 ms
+    # in log: the grid is 0.5 ms × 12^(k/7), k = 4 gives 0.5 × 4.137 = 2.068 ms (log ratio 0.034, against 0.322
+    # for k = 3, 1.450 ms)
+    fit = fit_overheads([row("llama-3.1-8b"), row("llama-3.1-70b")])
+    assert fit.values["trtllm"]["per_layer_s"] == 20e-6 and "per_layer_s" in fit.pinned["trtllm"]
+    assert fit.values["trtllm"]["step_overhead_s"] == pytest.approx(2.068e-3, rel=1e-3)
+    # one layer count: a per-layer term cannot be told from the fixed one, so it is not fitted
+    one = fit_overheads([row("llama-3.1-8b"), row("llama-3.1-8b")])
+    assert "per_layer_s" not in one.pinned["trtllm"] and one.values["trtllm"]["per_layer_s"] == 0.0
 
 
 def test_summary_medians_by_hand():

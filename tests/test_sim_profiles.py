@@ -62,7 +62,7 @@ def test_default_profile_is_todays_scheduler():
 
 def test_every_profile_default_has_a_source_and_every_overhead_says_how_it_was_got():
     scheduler = ("policy", "max_num_seqs", "max_num_batched_tokens", "block_size", "prefix_caching", "preemption")
-    overheads = ("step_overhead", "per_seq", "per_token", "front_end")
+    overheads = ("step_overhead", "per_seq", "per_token", "front_end", "per_layer")
     assert set(profiles()) >= {"kokuban", "vllm-v1", "vllm-v0", "vllm-v0-multistep", "sglang", "trtllm"}
     for p in profiles().values():
         sources = dict(p.sources)
@@ -89,7 +89,7 @@ def test_profile_defaults_fill_only_what_the_user_left_unset():
     assert (cfg.policy, cfg.max_num_seqs, cfg.block_size) == ("continuous", 64, 32)
     assert mine.deployment().efficiency.step_overhead_s == 1e-3  # the user's flag beats the profile
     v1 = SimulateRequest(**SMALL | {"gpu": "h100-sxm", "engine": "vllm-v1"})
-    assert v1.deployment().efficiency.step_overhead_s == 2.068e-3  # fitted by serving-accuracy --refit
+    assert v1.deployment().efficiency.step_overhead_s == 1.017e-3  # fitted by serving-accuracy --refit
     # with the profile's step model, the kernel-calibrated one (engines.toml: efficiency = "kernel")
     assert v1.deployment().efficiency.kernels == Efficiency.kernel_calibrated().kernels
     assert v0.deployment().efficiency.kernels is None  # the other profiles keep the shipped fractions
@@ -108,6 +108,24 @@ def test_overhead_step_model_adds_the_cpu_terms():
     run = over.decode_run_s(ctx)
     for row, s in zip(ctx, run, strict=True):  # the protocol: bit for bit equal to `seconds` row by row
         assert s == over.seconds(3, 3, *over.decode_terms(row))
+
+
+def test_per_layer_term_adds_a_fixed_time_per_step_that_grows_with_the_layers():
+    base = StepModel(dep8b(), 64, 512)
+    over = OverheadStepModel(base, Overheads(per_layer_s=50e-6), layers=32)
+    # Llama-3.1-8B's 32 layers × 50 µs = 1.6 ms on every step, whatever its tokens or sequences
+    for tokens, heads in ((1, 1), (48, 10), (64, 0)):
+        assert over.seconds(tokens, heads, 1e-4, 2e-4) == pytest.approx(
+            base.seconds(tokens, heads, 1e-4, 2e-4) + 1.6e-3, abs=1e-15)
+    # and through the engine: a single request's 9 decode steps after its prefill (10 output tokens) are each
+    # 32 × 50 µs longer, its prefill step too: E2E + 10 × 1.6 ms = 16 ms
+    wl = synthetic(1, 1.0, 100, 10, seed=0)
+    plain = simulate(dep8b(), wl)
+    slow = simulate(dep8b(), wl, SchedulerConfig(overheads=Overheads(per_layer_s=50e-6)))
+    assert float(slow.e2e_s[0] - plain.e2e_s[0]) == pytest.approx(16e-3, rel=1e-9)
+    with pytest.raises(KokubanError) as err:
+        Overheads(per_layer_s=-1e-6)
+    assert err.value.field == "per_layer_s"
 
 
 def test_front_end_and_streaming_as_a_client_sees_them():
@@ -180,3 +198,32 @@ def test_front_end_time_holds_a_concurrency_slot():
     plain = simulate(dep, wl, SchedulerConfig(max_concurrency=1))
     # each of the 6 requests holds its slot 20 ms longer: the run lasts 6 × 20 ms = 120 ms more
     assert run.duration_s - plain.duration_s == pytest.approx(6 * 0.02, rel=1e-9)
+
+
+def test_sglang_running_cap_follows_its_kv_pool():
+    from kokuban.sim.profiles import sglang_max_running_requests
+
+    # slots = min(max(⌊pool ÷ context × 512⌋, 2048), 4096) + 1; running = min(⌊pool ÷ 2⌋, slots)
+    # 1,150,000 tokens, 131,072 context: ⌊4,492.2⌋ = 4,492 → 4,096 → 4,097 slots; ⌊pool ÷ 2⌋ = 575,000
+    assert sglang_max_running_requests(1_150_000, 131_072) == 4097
+    # 100,000 tokens: ⌊390.6⌋ = 390 → 2,048 → 2,049 slots (the floor wins)
+    assert sglang_max_running_requests(100_000, 131_072) == 2049
+    # 3,000 tokens: half the pool, 1,500, is fewer than the 2,049 slots
+    assert sglang_max_running_requests(3_000, 131_072) == 1500
+    # 8,192-token context, 1,000,000 tokens: ⌊62,500⌋ → 4,096 → 4,097
+    assert sglang_max_running_requests(1_000_000, 8_192) == 4097
+
+
+def test_sglang_profile_runs_with_its_pool_sized_cap_unless_given():
+    base = SMALL | {"gpu": "h100-sxm", "engine": "sglang", "kv_blocks": 100_000}
+    ran = run_simulate(SimulateRequest(**base)).as_dict()["scheduler"]
+    # the profile's rule on a 100,000-token pool (1-token pages) and Llama-3.1-8B's 131,072-token context: 2,049
+    # (test above), not vLLM's 1,024 for an H100
+    assert ran["max_num_seqs"] == 2049 and "running_rule" not in ran
+    assert SimulateRequest(**base).scheduler_config().running_rule == "sglang"
+    mine = SimulateRequest(**base | {"max_num_seqs": 64})
+    assert mine.scheduler_config().running_rule is None
+    assert run_simulate(mine).as_dict()["scheduler"]["max_num_seqs"] == 64
+    with pytest.raises(KokubanError) as err:
+        SchedulerConfig(running_rule="nope").resolve(load_accelerator("h100-sxm"))
+    assert err.value.field == "max_num_seqs"

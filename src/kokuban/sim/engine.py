@@ -43,6 +43,7 @@ The pieces the engine is assembled from, each behind a small interface, so a var
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import replace
 
 import numpy as np
 
@@ -54,7 +55,7 @@ from kokuban.sim.decoderun import MAX_RUN_STEPS, MIN_RUN_STEPS, DecodeRun, plan_
 from kokuban.sim.kvcache import BlockPool, HostTier, capacity_blocks
 from kokuban.sim.metrics import SimResult
 from kokuban.sim.policies import make_policy
-from kokuban.sim.profiles import FrontEndClient, OverheadStepModel, client_view
+from kokuban.sim.profiles import FrontEndClient, OverheadStepModel, client_view, sglang_max_running_requests
 from kokuban.sim.record import RunRecord
 from kokuban.sim.scheduler import SchedulerConfig
 from kokuban.sim.steptime import StepModel, StepTimeModel
@@ -77,8 +78,9 @@ def simulate(dep: Deployment, workload: Workload, scheduler: SchedulerConfig | N
     `progress(finished, requests)` is called as requests finish (`kokuban.progress`).
     """
     cfg = (scheduler or SchedulerConfig()).resolve(dep.accelerator)
-    record = build_engine(dep, workload, cfg, kv_blocks=kv_blocks, step_model=step_model, client=client).run(progress)
-    return SimResult.build(client_view(record, cfg.overheads), dep, cfg)
+    engine = build_engine(dep, workload, cfg, kv_blocks=kv_blocks, step_model=step_model, client=client)
+    record = engine.run(progress)
+    return SimResult.build(client_view(record, cfg.overheads), dep, engine.cfg)  # its limits as the engine ran
 
 
 def build_engine(dep: Deployment, workload: Workload, cfg: SchedulerConfig, *, kv_blocks: int | None = None,
@@ -88,6 +90,9 @@ def build_engine(dep: Deployment, workload: Workload, cfg: SchedulerConfig, *, k
     kv_blocks = cfg.kv_blocks if kv_blocks is None else kv_blocks
     bs, S, B = cfg.block_size, int(cfg.max_num_seqs), int(cfg.max_num_batched_tokens)
     total_blocks = capacity_blocks(dep, bs, S) if kv_blocks is None else int(kv_blocks)
+    if cfg.running_rule == "sglang":  # SGLang sizes its running-request cap from the pool (`profiles`)
+        S = sglang_max_running_requests(total_blocks * bs, dep.model.max_context)
+        cfg = replace(cfg, max_num_seqs=S, running_rule=None)
     prompt, out = workload.prompt_tokens, workload.output_tokens
     need_blocks = -(-(prompt + out - 1) // bs)
     worst = int(np.argmax(need_blocks))
@@ -101,7 +106,7 @@ def build_engine(dep: Deployment, workload: Workload, cfg: SchedulerConfig, *, k
         )
     model = step_model or StepModel(dep, B, int((prompt + out).max()))
     if cfg.overheads is not None and cfg.overheads.steps_cost:  # an engine profile's CPU terms (`profiles`)
-        model = OverheadStepModel(model, cfg.overheads)
+        model = OverheadStepModel(model, cfg.overheads, dep.model.num_layers)
     if cfg.overheads is not None and cfg.overheads.front_end_s > 0:  # finishes reach the client later
         client = FrontEndClient(client or client_for(workload.arrival_s, cfg.max_concurrency),
                                 cfg.overheads.front_end_s)

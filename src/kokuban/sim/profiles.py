@@ -5,7 +5,11 @@ A profile is data, never a branch: its scheduler defaults fill the `SchedulerCon
 overheads (`Overheads`) reach a run through two seams:
 
     step time    `OverheadStepModel` wraps any `StepTimeModel`: a step of T scheduled tokens, h of them sampled,
-                 lasts  base(T, h, …) + per_seq_s·h + per_token_s·T          (CPU work the GPU waits for)
+                 through a model of L layers, lasts
+                        base(T, h, …) + per_seq_s·h + per_token_s·T + per_layer_s·L
+                 (CPU work the GPU waits for; per_layer_s: a fixed time per layer per step — kernel launches and
+                 latency-bound small kernels the roofline leaves out — so one engine's fixed cost can differ
+                 between a 32-layer and an 80-layer model)
     client       `FrontEndClient` wraps the run's client: a finish reaches the client front_end_s later, so a
                  concurrency-capped client (`vllm bench serve --max-concurrency`) sends its next request then
     metrics      `client_view(record, overheads)`: what a client sees of a run
@@ -17,6 +21,9 @@ overheads (`Overheads`) reach a run through two seams:
 Memory (`EngineProfile.memory_rule`, `memory_fraction`): how the engine sizes its KV pool, a
 `specs.deployment.MemoryRule` (formulas: `core.memory.memory_budget`) and its default fraction; SGLang's default
 mem_fraction_static depends on the GPU (`sglang_mem_fraction_static`, tiers in data/engines.toml).
+
+Running requests (`EngineProfile.max_num_seqs`): a number, or "sglang": SGLang sizes max_running_requests from its
+KV pool once the pool is known (`sglang_max_running_requests`; applied by the engine when it builds its pool).
 
 Scheduling is unchanged by the front-end term except through the client (the delay is on the client's side: the
 engine sees each request when it is sent; at high load a real front end also delays when the engine sees it).
@@ -54,9 +61,10 @@ class Overheads:
     per_token_s: float = 0.0
     front_end_s: float = 0.0
     stream_tokens: int = 1
+    per_layer_s: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("per_seq_s", "per_token_s", "front_end_s"):
+        for name in ("per_seq_s", "per_token_s", "front_end_s", "per_layer_s"):
             value = getattr(self, name)
             if not (np.isfinite(value) and value >= 0):
                 raise KokubanError(f"must be a finite number ≥ 0 s, got {value!r}", field=name, value=value)
@@ -67,7 +75,7 @@ class Overheads:
     @property
     def steps_cost(self) -> bool:
         """Whether the step-time seam has anything to add."""
-        return self.per_seq_s > 0 or self.per_token_s > 0
+        return self.per_seq_s > 0 or self.per_token_s > 0 or self.per_layer_s > 0
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -80,7 +88,7 @@ class EngineProfile:
     name: str
     description: str
     policy: str | None = None
-    max_num_seqs: int | None = None
+    max_num_seqs: int | str | None = None  # a number, or "sglang" (`sglang_max_running_requests`)
     max_num_batched_tokens: int | str | None = None
     block_size: int | None = None
     prefix_caching: bool | None = None
@@ -119,7 +127,7 @@ class EngineProfile:
 
 _SCHEDULER_KEYS = ("policy", "max_num_seqs", "max_num_batched_tokens", "block_size", "prefix_caching", "preemption",
                    "step_overhead_s")
-_OVERHEAD_KEYS = ("per_seq_s", "per_token_s", "front_end_s", "stream_tokens")
+_OVERHEAD_KEYS = ("per_seq_s", "per_token_s", "front_end_s", "stream_tokens", "per_layer_s")
 MIB = 2**20
 
 
@@ -149,6 +157,19 @@ def sglang_mem_fraction_static(memory_bytes: float, chunk_tokens: int | None = N
     return round((mib - reserved) / mib, 3)
 
 
+def sglang_max_running_requests(pool_tokens: int, context_len: int) -> int:
+    """SGLang's default max_running_requests for a KV pool of `pool_tokens` tokens (max_total_num_tokens, one
+    scheduler's) and a model context of `context_len` tokens (python/sglang/srt/model_executor/model_runner.py
+    `init_memory_pool` and managers/tp_worker.py, sgl-project/sglang at commit 0045f98e):
+
+        request slots   = min(max(⌊pool_tokens ÷ context_len × 512⌋, 2048), 4096) + 1     (ReqToTokenPool size)
+        running at most = min(⌊pool_tokens ÷ 2⌋, request slots)
+
+    The KV pool itself still bounds what runs: a request is admitted only while its tokens fit."""
+    slots = min(max(int(pool_tokens / context_len * 512), 2048), 4096) + 1
+    return max(1, min(int(pool_tokens) // 2, slots))
+
+
 @cache
 def profiles() -> dict[str, EngineProfile]:
     """Every bundled profile by name (data/engines.toml)."""
@@ -176,15 +197,16 @@ def load_profile(name: str) -> EngineProfile:
 
 
 class OverheadStepModel:
-    """A `StepTimeModel` with the engine's CPU terms added to every step of `base`:
-    seconds = base.seconds(T, h, …) + per_seq_s·h + per_token_s·T (h sampled sequences, T scheduled tokens)."""
+    """A `StepTimeModel` with the engine's CPU terms added to every step of `base`: seconds = base.seconds(T, h, …)
+    + per_seq_s·h + per_token_s·T + per_layer_s·L (h sampled sequences, T scheduled tokens, L = `layers`)."""
 
-    def __init__(self, base: StepTimeModel, overheads: Overheads) -> None:
+    def __init__(self, base: StepTimeModel, overheads: Overheads, layers: int = 0) -> None:
         self.base, self.per_seq_s, self.per_token_s = base, float(overheads.per_seq_s), float(overheads.per_token_s)
+        self.fixed_s = float(overheads.per_layer_s) * int(layers)
 
     def extra_s(self, tokens: int, heads: int) -> float:
-        """per_seq_s·heads + per_token_s·tokens."""
-        return self.per_seq_s * heads + self.per_token_s * tokens
+        """per_seq_s·heads + per_token_s·tokens + per_layer_s·layers."""
+        return self.per_seq_s * heads + self.per_token_s * tokens + self.fixed_s
 
     def decode_terms(self, ctx: np.ndarray) -> tuple[float, float]:
         return self.base.decode_terms(ctx)

@@ -23,6 +23,7 @@ from kokuban.specs.hardware import Accelerator
 
 __all__ = ["POLICIES", "SchedulerConfig", "vllm_defaults"]  # POLICIES: the names `policy` takes (sim.policies)
 GIB = 2**30
+RUNNING_RULES = ("sglang",)  # `SchedulerConfig.running_rule`: max_num_seqs sized from the KV pool (`sim.profiles`)
 
 
 def vllm_defaults(accelerator: Accelerator) -> tuple[int, int]:
@@ -46,6 +47,9 @@ class SchedulerConfig:
     engine: str | None = None  # the engine profile's name (`sim.profiles`)
     overheads: Overheads | None = None  # the profile's CPU and client-side terms (`sim.profiles.Overheads`)
     kv_blocks: int | None = None  # KV blocks of one scheduler, e.g. read from an engine's log (default: computed)
+    # how max_num_seqs follows from the KV pool when it is not given: "sglang" (`profiles.sglang_max_running_requests`,
+    # applied by `sim.engine.build_engine` once the pool is sized); None: max_num_seqs as resolved
+    running_rule: str | None = None
     # a host (CPU) KV tier of this many bytes per scheduler (`kvcache.HostTier`), reached over each GPU's host link
     # at offload_bytes_per_s (default: PCIe 5.0 x16, `specs.hardware.PCIE5_X16_BYTES_PER_S`)
     cpu_offload_bytes: float | None = None
@@ -55,13 +59,16 @@ class SchedulerConfig:
     def for_engine(cls, profile: EngineProfile, max_model_len: int, **given: Any) -> SchedulerConfig:
         """The scheduler `profile`'s engine runs for a model of `max_model_len` tokens: each field of `given`
         that is not None wins, else the profile's default, else kokuban's own (continuous batching, 16-token
-        blocks, prefix caching on; the limits left to `resolve`, vLLM's rule). One policy for `simulate` and the
-        serving replay."""
-        defaults = {"policy": profile.policy or "continuous", "max_num_seqs": profile.max_num_seqs,
+        blocks, prefix caching on; the limits left to `resolve`, vLLM's rule; a profile whose max_num_seqs is a
+        rule, "sglang", sets `running_rule` instead, unless max_num_seqs is given). One policy for `simulate` and
+        the serving replay."""
+        rule = profile.max_num_seqs if isinstance(profile.max_num_seqs, str) else None
+        defaults = {"policy": profile.policy or "continuous", "max_num_seqs": None if rule else profile.max_num_seqs,
                     "max_num_batched_tokens": profile.batched_tokens(max_model_len),
                     "block_size": profile.block_size or BLOCK_SIZE,
                     "prefix_caching": True if profile.prefix_caching is None else profile.prefix_caching,
-                    "engine": None if profile.name == DEFAULT_ENGINE else profile.name, "overheads": profile.overheads}
+                    "engine": None if profile.name == DEFAULT_ENGINE else profile.name, "overheads": profile.overheads,
+                    "running_rule": None if given.get("max_num_seqs") is not None else rule}
         return cls(**(defaults | {k: v for k, v in given.items() if v is not None}))
 
     def resolve(self, accelerator: Accelerator) -> SchedulerConfig:
@@ -80,6 +87,9 @@ class SchedulerConfig:
             require_positive("max_concurrency", cfg.max_concurrency, integer=True)
         if cfg.kv_blocks is not None:
             require_positive("kv_blocks", cfg.kv_blocks, integer=True)
+        if cfg.running_rule not in (None, *RUNNING_RULES):
+            raise KokubanError(f"'{cfg.running_rule}' is not a known rule for max_num_seqs; allowed: "
+                               f"{', '.join(RUNNING_RULES)}", field="max_num_seqs", value=cfg.running_rule)
         for name in ("cpu_offload_bytes", "offload_bytes_per_s"):
             if getattr(cfg, name) is not None:
                 require_positive(name, getattr(cfg, name))
@@ -93,4 +103,4 @@ class SchedulerConfig:
         return {k: v for k, v in asdict(self).items() if v is not None or k not in _OPTIONAL}
 
 
-_OPTIONAL = ("engine", "overheads", "kv_blocks", "cpu_offload_bytes", "offload_bytes_per_s")
+_OPTIONAL = ("engine", "overheads", "kv_blocks", "running_rule", "cpu_offload_bytes", "offload_bytes_per_s")

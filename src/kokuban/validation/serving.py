@@ -20,10 +20,14 @@ Per-row error = predicted / measured − 1 (`accuracy.relative_error`).
 Fit (`fit_overheads`, `kokuban serving-accuracy --refit`): per engine, on the training rows only (the split is
 `calibrate.holdout_mask` on the row id: crc32 of "seed:id", `HOLDOUT_FRACTION` held out); a term group is fitted
 only from at least `MIN_FIT_ROWS` rows:
-    step_overhead_s, per_seq_s   grid search (`STEP_GRID_S`, `PER_SEQ_GRID_S`; one coordinate pass) for the
-                     least mean squared log error on the engine's TPOT, ITL, throughput and offline (batch) E2E
-                     rows, replayed with front_end_s = 0 and no CPU terms to start; per_seq_s only when some row runs
-                     several sequences; a best value at the grid's top is not pinned (the profile's stays)
+    step_overhead_s, per_layer_s, per_seq_s
+                     grid search (`STEP_GRID_S`, `PER_LAYER_GRID_S`, `PER_SEQ_GRID_S`; one coordinate pass, in
+                     that order) for the least mean squared log error on the engine's TPOT, ITL, throughput and
+                     offline (batch) E2E rows, replayed with front_end_s = 0 and no CPU terms to start; per_layer_s
+                     only when the rows span models of at least two layer counts (else it cannot be told from the
+                     fixed term), per_seq_s only when some row runs several sequences; a best value at the grid's
+                     top is not pinned (the profile's stays); a pinned per_layer_s trades with the fixed term, so
+                     the pass runs once more
     front_end_s, per_token_s     from the concurrency-1 TTFT rows (mean or p95: nothing queues there):
                      nonnegative least squares of measured − predicted TTFT (both terms 0) on 1 and the prompt
                      length; one prompt length: front_end_s alone, the median gap. A per-token term found here
@@ -62,6 +66,7 @@ HOLDOUT_FRACTION = 1 / 3
 SPLIT_SEED = 0
 STEP_GRID_S = tuple(float(x) for x in np.round(np.geomspace(0.5e-3, 6e-3, 8), 6))
 PER_SEQ_GRID_S = (0.0, 4e-6, 8e-6, 12e-6, 18e-6, 27e-6)
+PER_LAYER_GRID_S = (0.0, 10e-6, 20e-6, 35e-6, 50e-6, 75e-6, 100e-6)
 MIN_FIT_ROWS = 2  # a term is fitted only from at least this many training rows, else the profile's value stays
 
 
@@ -295,10 +300,13 @@ def _step_loss(rows: Sequence[ServingRow], overrides: Mapping[str, float], effic
 
 def _fit_step_terms(rows: Sequence[ServingRow], got: dict[str, float], pins: list[str],
                     efficiency: Efficiency | None) -> None:
-    """One coordinate pass of grid search over step_overhead_s, then per_seq_s (when some row batches), in
-    place in `got` (see the module docstring)."""
+    """One coordinate pass of grid search over step_overhead_s, per_layer_s (when the rows' models have at least
+    two layer counts) and per_seq_s (when some row batches), in place in `got` (see the module docstring)."""
+    from kokuban.specs.catalog import load_model
+
     seq_grid = PER_SEQ_GRID_S if any((r.concurrency or 0) > 1 for r in rows) else ()
-    for name, grid in (("step_overhead_s", STEP_GRID_S), ("per_seq_s", seq_grid)):
+    layer_grid = PER_LAYER_GRID_S if len({load_model(r.model).num_layers for r in rows}) >= 2 else ()
+    for name, grid in (("step_overhead_s", STEP_GRID_S), ("per_layer_s", layer_grid), ("per_seq_s", seq_grid)):
         if grid:
             losses = [_step_loss(rows, got | {name: v}, efficiency) for v in grid]
             best = int(np.argmin(losses))
@@ -345,7 +353,7 @@ def fit_overheads(train: Sequence[ServingRow], efficiency: Efficiency | None = N
         # start from no CPU terms (what the profile ships must not steer its own refit); an unpinned term
         # keeps the profile's value
         got = {"step_overhead_s": float(prof.step_overhead_s or 0.0), "per_seq_s": 0.0, "per_token_s": 0.0,
-               "front_end_s": float(over.front_end_s)}
+               "per_layer_s": 0.0, "front_end_s": float(over.front_end_s)}
         pins: list[str] = []
         step_rows = [r for r in rows if set(STEP_METRICS) & set(r.measured) or r.load == "batch"]
         ttft_rows = [r for r in rows if r.concurrency == 1 and isinstance(r.input_tokens, int)
@@ -353,6 +361,8 @@ def fit_overheads(train: Sequence[ServingRow], efficiency: Efficiency | None = N
         fit_steps = len(step_rows) >= MIN_FIT_ROWS
         if fit_steps:
             _fit_step_terms(step_rows, got, pins, efficiency)
+            if "per_layer_s" in pins:  # the per-layer term trades with the fixed one: once more with it
+                _fit_step_terms(step_rows, got, pins, efficiency)
         if len(ttft_rows) >= MIN_FIT_ROWS:
             _fit_ttft_line(ttft_rows, got, pins, efficiency)
             if fit_steps and got["per_token_s"] > 0:  # the per-token term also lengthens every decode step
