@@ -35,7 +35,8 @@ from those files; what it printed:
     dtype), what kokuban's expert GEMMs at the constants below leave out: α per MoE layer, β per routed pair
       h100-sxm fp8 40.0 µs, 19.6 ns | bf16 37.7, 18.7 | h200 fp8 41.6, 15.9 | bf16 40.1, 14.4
       | b200 fp8 37.2, 14.8 | bf16 34.4, 12.8   (without them kokuban's MoE layer is 2.3–5.3× too fast at the
-      median row; with them the rms log error falls from 1.4–2.2 to 0.28–0.49)
+      median row; with them the rms log error falls from 1.4–2.2 to 0.28–0.49; b200 nvfp4, not in the medians, 49.9 µs,
+      21.4 ns)
 
 The constants are the medians across the three GPUs (rounded); int8 (SmoothQuant W8A8) has no Hopper table and
 is ASSUMED to follow fp8. The GEMM's absolute bf16 fraction is not taken from the tables: `Efficiency.compute`
