@@ -31,8 +31,8 @@ from those files; what it printed:
     NCCL all-to-all, N = 2, 4, 8: h100-sxm 9.8 µs, f 0.57 | h200 9.3 µs, 0.58 | b200 12.7 µs, 0.44
     NCCL all-reduce, N = 2, 4, 8: h100-sxm 5.7 µs + 1.66 µs per peer, f 0.65 | h200 5.6 + 1.77, 0.66
       | b200 8.8 + 2.61, 0.55   (8 GPUs: ~18 µs for a small message, where the custom one-shot kernel takes 3)
-    MoE layer (moe/trtllm/1.3.0rc20/moe_perf.parquet, cutlass kernel, balanced routing, 11,178 rows per GPU and
-    dtype), what kokuban's expert GEMMs at the constants below leave out: α per MoE layer, β per routed pair
+    MoE layer (moe/trtllm/1.3.0rc20/moe_perf.parquet, cutlass kernel, balanced routing, 11,178 fp8 and 12,852 bf16
+    rows per GPU), what kokuban's expert GEMMs at the constants below leave out: α per MoE layer, β per routed pair
       h100-sxm fp8 40.0 µs, 19.6 ns | bf16 37.7, 18.7 | h200 fp8 41.6, 15.9 | bf16 40.1, 14.4
       | b200 fp8 37.2, 14.8 | bf16 34.4, 12.8   (without them kokuban's MoE layer is 2.3–5.3× too fast at the
       median row; with them the rms log error falls from 1.4–2.2 to 0.28–0.49; b200 nvfp4, not in the medians, 49.9 µs,
