@@ -26,8 +26,8 @@ def _row(row_id: str):
     return next(r for r in load_published() if r.id == row_id)
 
 
-def test_dataset_has_43_rows():
-    assert len(load_published()) == 43
+def test_dataset_has_48_rows():
+    assert len(load_published()) == 48
 
 
 def test_error_summary_by_hand():
@@ -106,7 +106,7 @@ def test_per_node_row_that_does_not_fit_scales():
 def test_accuracy_cli_json(capsys):
     assert main(["accuracy", "--json"]) == 0
     data = result_of(capsys.readouterr().out)
-    assert len(data["rows"]) == 43
+    assert len(data["rows"]) == 48
     errs = np.array([r["error"] for r in data["rows"]])
     assert data["summary"]["median_abs_error"] == pytest.approx(np.median(errs))
     assert set(data["summary"]["by_regime"]) <= {"compute", "weights", "kv", "comm", "overhead"}
@@ -115,15 +115,15 @@ def test_accuracy_cli_json(capsys):
 def test_documented_accuracy_figures_hold():
     """docs/validation.md and the README quote these summaries; prose must not drift from the code.
 
-    Shipped defaults: "all 43 rows 20.3 % median (p90 69.1 %), signed +13.7 %"; textbook fractions (the table of
-    `kokuban accuracy --compute-eff 0.6 --memory-eff 0.8 --link-eff 0.75 --step-overhead 0`): all 43 rows
-    35.2 % median, 122.5 % p90, 171.4 % max, +32.6 % signed."""
+    Shipped defaults: "all 48 rows 20.5 % median (p90 72.4 %), signed +15.3 %"; textbook fractions (the table of
+    `kokuban accuracy --compute-eff 0.6 --memory-eff 0.8 --link-eff 0.75 --step-overhead 0`): all 48 rows
+    34.1 % median, 132.4 % p90, 272.5 % max, +31.9 % signed."""
     from kokuban.usecases.validation import AccuracyRequest, run_accuracy
 
     def quoted(s):
         return tuple(round(100 * s[k], 1) for k in ("median_abs_error", "p90_abs_error", "median_signed_error"))
 
     shipped = run_accuracy(AccuracyRequest()).summary
-    assert shipped["count"] == 43 and quoted(shipped) == (20.3, 69.1, 13.7)
+    assert shipped["count"] == 48 and quoted(shipped) == (20.5, 72.4, 15.3)
     textbook = run_accuracy(AccuracyRequest(compute_eff=0.6, memory_eff=0.8, link_eff=0.75, step_overhead=0)).summary
-    assert quoted(textbook) == (35.2, 122.5, 32.6) and round(100 * textbook["max_abs_error"], 1) == 171.4
+    assert quoted(textbook) == (34.1, 132.4, 31.9) and round(100 * textbook["max_abs_error"], 1) == 272.5
