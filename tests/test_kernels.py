@@ -23,6 +23,7 @@ from kokuban.specs.kernels import (
     alltoall_time_s,
     collective_link,
     gemm_fraction,
+    moe_dispatch_time_s,
 )
 from kokuban.validation.accuracy import WORST_ROWS, accuracy
 
@@ -90,6 +91,27 @@ def test_gemm_fraction_in_the_step_by_dtype():
     fp8 = Deployment.make(model, h100, 1, weights_dtype="fp8", efficiency=KERNEL)
     assert float(linear_compute_fractions(fp8, 70.0)[0]) == pytest.approx(0.74 * 0.71 * 0.5)
     assert linear_compute_fractions(Deployment.make(model, h100, 1), 70.0) == (0.74, 0.74)
+
+
+def test_moe_dispatch_time_by_hand():
+    """48 MoE layers, 1,000 pairs: 48·(39 µs + 15.3 ns·1,000) = 48·54.3 µs = 2.6064 ms; no pairs: 48·39 µs."""
+    assert float(moe_dispatch_time_s(1000, 48, 39e-6, 15.3e-9)) == pytest.approx(2.6064e-3)
+    assert float(moe_dispatch_time_s(0, 48, 39e-6, 15.3e-9)) == pytest.approx(1.872e-3)
+
+
+def test_moe_layers_pay_the_dispatch_time_in_the_step():
+    """Qwen3-30B-A3B (48 MoE layers, top-8) decoding 100 requests on one B200 under the kernel profile: the step's
+    overhead is 2.15 ms + 48·(39 µs + 15.3 ns·100·8) = 2.15 + 2.45952 = 4.60952 ms. As EP8 (8 data-parallel ranks)
+    a GPU's experts receive 800/8 = 100 pairs: 2.15 + 48·(39 µs + 1.53 µs) = 4.09544 ms. A dense model and the
+    default profile pay only the step overhead."""
+    model, b200 = load_model("qwen3-30b-a3b"), load_accelerator("b200")
+    tp1 = Deployment.make(model, b200, 1, efficiency=KERNEL)
+    assert float(decode_step(tp1, 100, 1000).overhead_s) == pytest.approx(4.60952e-3)
+    ep8 = Deployment.make(model, b200, 8, layout="ep", efficiency=KERNEL)
+    assert float(decode_step(ep8, 100, 1000).overhead_s) == pytest.approx(4.09544e-3)
+    dense = Deployment.make(load_model("llama-3.1-8b"), b200, 1, efficiency=KERNEL)
+    assert float(decode_step(dense, 100, 1000).overhead_s) == pytest.approx(2.15e-3)
+    assert float(decode_step(Deployment.make(model, b200, 1), 100, 1000).overhead_s) == pytest.approx(2.7e-3)
 
 
 def test_non_nvlink_links_keep_the_flat_model():

@@ -6,7 +6,7 @@
 
 Calibration data, not a lookup kokuban depends on: aiconfigurator-core 0.12.0 (PyPI, NVIDIA, licence
 Apache-2.0, "SPDX-License-Identifier: Apache-2.0" in every collection_meta.yaml) ships per-kernel latency
-tables measured on each GPU. This script reads four of them and fits the few parameters of the stated forms in
+tables measured on each GPU. This script reads five of them and fits the few parameters of the stated forms in
 `kokuban.specs.kernels` (the constants there are what it printed; rerun it to check them):
 
 - GEMM (`<gpu>/gemm/trtllm/1.3.0rc20/gemm_perf.parquet`; m, n, k, latency in ms):
@@ -20,6 +20,14 @@ tables measured on each GPU. This script reads four of them and fits the few par
 - All-to-all (`<gpu>/comm/nccl/2.29.2/nccl_perf.parquet`, op alltoall, half): t = α + (N−1)/N·S ÷ (f·B).
 - NCCL all-reduce (same file, op all_reduce, half; what an engine on plain torch.distributed, such as gpt-fast,
   calls): t = α₀ + α₁·(N−1) + 2(N−1)/N·S ÷ (f·B)   (its small-message latency grows with the ranks).
+- MoE layer (`<gpu>/moe/trtllm/1.3.0rc20/moe_perf.parquet`, kernel moe_torch_flow_cutlass, balanced routing,
+  fp8 and bf16, nvfp4 printed as a check; num_tokens T, hidden H, inter_size I, topk k, num_experts E,
+  moe_tp_size, moe_ep_size; latency in ms): what kokuban's expert GEMMs (the GEMM form above at kokuban's
+  kernel-profile constants: compute 0.74 × the dtype ratio, M_half 70, memory 0.89) leave out, fitted as
+      t = α + β·P + max(2·P·3·H·I' ÷ (peak·e·M/(M + M_half)), touched·3·H·I'·w ÷ (HBM·μ))
+  P = T·k ÷ ep the (token, expert) pairs one rank's experts receive, I' = I ÷ moe_tp, touched = E'·(1 − (1 −
+  1/E')^P) of the E' = E ÷ ep local experts, M = P ÷ touched; α (routing, permute and finalize launches) and
+  β (moving each pair's activations in and out) by log-least-squares, the rest held fixed.
 
 Peaks and link bandwidths are kokuban's catalog values (data/accelerators.toml), so the fractions are of the
 figures kokuban divides by.
@@ -96,6 +104,29 @@ def fit_nccl_allreduce(frame: pd.DataFrame, link: float) -> tuple[float, float, 
     return float(np.exp(z[0])), float(np.exp(z[1])), float(1 / (1 + np.exp(-z[2])))
 
 
+def fit_moe(frame: pd.DataFrame, dtype: str, peak: float, hbm: float, w: float) -> tuple[float, float]:
+    """(α s, β s per pair) of the MoE-layer form in the module docstring, kokuban's GEMM terms held fixed."""
+    from kokuban.specs.hardware import KERNEL_PROFILE_FRACTIONS
+    from kokuban.specs.kernels import KernelCurves
+
+    ep = frame.moe_ep_size.to_numpy(np.float64)
+    pairs = frame.num_tokens.to_numpy(np.float64) * frame.topk.to_numpy(np.float64) / ep
+    local = frame.num_experts.to_numpy(np.float64) / ep
+    width = 3 * frame.hidden_size.to_numpy(np.float64) * frame.inter_size.to_numpy(np.float64) / frame.moe_tp_size
+    touched = local * (1 - (1 - 1 / local) ** pairs)
+    m = pairs / np.maximum(touched, 1.0)
+    e = KERNEL_PROFILE_FRACTIONS["compute"] * KernelCurves().dtype_ratio(dtype)
+    gemm = np.maximum(2 * pairs * width / (peak * e * m / (m + KernelCurves().m_half_tokens)),
+                      touched * width * w / (hbm * KERNEL_PROFILE_FRACTIONS["memory"]))
+    t = frame.latency.to_numpy(np.float64) * 1e-3
+
+    def resid(z: np.ndarray) -> np.ndarray:
+        return np.log((np.exp(z[0]) + np.exp(z[1]) * pairs + gemm) / t)
+
+    z = least_squares(resid, [np.log(30e-6), np.log(1e-8)]).x
+    return float(np.exp(z[0])), float(np.exp(z[1]))
+
+
 def main(root: str) -> None:
     base = Path(root)
     for gpu_dir, gpu_id in GPUS.items():
@@ -120,6 +151,14 @@ def main(root: str) -> None:
         a0, a1, fr = fit_nccl_allreduce(nccl[(nccl.op_name == "all_reduce") & (nccl.nccl_dtype == "half")],
                                         acc.interconnect_bytes_per_s)
         print(f"{gpu_id} NCCL all-reduce: {a0 * 1e6:.1f} us + {a1 * 1e6:.2f} us per peer, link fraction {fr:.2f}")
+        moe = pd.read_parquet(base / gpu_dir / "moe/trtllm/1.3.0rc20/moe_perf.parquet")
+        moe = moe[(moe.kernel_source == "moe_torch_flow_cutlass") & (moe.distribution == "balanced")]
+        for name, (dtype, w) in GEMM_DTYPES.items():
+            rows = moe[moe.moe_dtype == name]
+            if not rows.empty:
+                a, beta = fit_moe(rows, dtype, acc.flops(dtype), acc.memory_bandwidth_bytes_per_s, w)
+                note = " (a check: the shipped medians are of fp8 and bf16)" if dtype == "fp4" else ""
+                print(f"{gpu_id} MoE layer {dtype}: alpha {a * 1e6:.1f} us, beta {beta * 1e9:.1f} ns per pair{note}")
 
 
 if __name__ == "__main__":

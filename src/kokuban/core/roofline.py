@@ -235,6 +235,20 @@ def linear_compute_fractions(dep: Deployment, tokens: Any) -> tuple[Any, Any]:
     return dense, gemm_fraction(peak, tokens * m.top_k / touched, k.m_half_tokens)
 
 
+def moe_overhead_s(dep: Deployment, tokens: Any) -> Any:
+    """Seconds the MoE layers add to a pass over `tokens` beside their expert GEMMs: under the kernel profile
+    `kernels.moe_dispatch_time_s` at P = tokens·top-k ÷ data-parallel ranks (the pairs one GPU's experts receive:
+    all of them under TP, 1/N under EP); 0 for a dense model or the default profile (whose fitted scalars absorb
+    it)."""
+    m, k = dep.model, dep.efficiency.kernels
+    if k is None or not m.is_moe:
+        return 0.0
+    from kokuban.specs.kernels import moe_dispatch_time_s
+
+    pairs = np.asarray(tokens, dtype=np.float64) * m.top_k / dep.parallel.data_parallel_ranks
+    return moe_dispatch_time_s(pairs, m.moe_layers, k.moe_layer_s, k.moe_pair_s)
+
+
 def attention_dtype(dep: Deployment) -> str:
     """Attention (QK^T, AV) runs in 16-bit whatever the weights are (FlashAttention/FlashMLA in bf16),
     except when the whole deployment computes in fp32 or fp16, then in that dtype."""
@@ -278,6 +292,7 @@ def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_pe
       (the linear-attention recurrences are the attention kernel of their layers: O(d_k·d_v) per head per token)
     weights = weight bytes read(tokens) ÷ N ÷ (HBM bandwidth·memory eff), slower when dequantised (`weight_read_s`)
     kv      = [kv bytes ÷ kv read ways + state bytes ÷ state read ways] ÷ (HBM bandwidth·kv_memory eff)
+    overhead = step overhead + the MoE layers' routing/permute time under the kernel profile (`moe_overhead_s`)
     Under EP each GPU reads the whole always-read part for its own requests, so that part is divided
     by the dense shards only; routed experts and everything under TP are divided by N.
     """
@@ -318,7 +333,7 @@ def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_pe
         weights_s=weights_s,
         kv_s=kv_s,
         comm_s=comm_s,
-        overhead_s=np.full_like(weights_s, eff.step_overhead_s),
+        overhead_s=np.full_like(weights_s, eff.step_overhead_s) + moe_overhead_s(dep, tokens),
         comm_overlapped=dep.overlap_comm,
         attn_flops=attn_flops,
         overlap=eff.overlap,

@@ -117,9 +117,9 @@ class Efficiency:
     """Achievable fractions of peak and fixed latencies: the defaults are CALIBRATED.
 
     They were fitted (`kokuban calibrate --source published`, log-error least squares) on two thirds of the
-    43 published serving measurements in `data/published_results.toml` and judged on the held-out third:
-    median |error| 24.9 % → 15.2 %, p90 62 % → 49 % (all 43 rows: see the README). Before calibration they
-    were the textbook fractions (compute 0.6, memory 0.8, interconnect 0.75, overhead 0).
+    43 published serving measurements then in `data/published_results.toml` and judged on the held-out third;
+    on today's 48 rows and split: median |error| 28.1 % → 16.5 %, p90 120 % → 56 % (all rows: see the README).
+    Before calibration they were the textbook fractions (compute 0.6, memory 0.8, interconnect 0.75, overhead 0).
 
     - compute 0.74: fraction of dense peak FLOP/s reached (cuBLAS GEMMs reach ~70-80 % of H100 peak;
       whole-model prefill shows 40-60 % MFU).

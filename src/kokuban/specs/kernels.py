@@ -7,6 +7,7 @@ profile by curves with few parameters and a stated form, each a small pure funct
     all-reduce        t = min(α₁ + (N−1)·S ÷ (f·B),  α₂ + 2(N−1)/N·S ÷ (f·B))  one-shot | two-shot (`allreduce_time_s`)
     all-to-all        t = α + [on-node bytes ÷ (f·B)] + [off-node bytes ÷ (f_net·B_net)]          (`alltoall_time_s`)
     NCCL all-reduce   t = α₀ + α₁·(N−1) + 2(N−1)/N·S ÷ (f·B)   for an engine without a custom kernel (`plain_nccl`)
+    MoE layer extra   t = L_moe·(α_moe + β_moe·P)   beside the expert GEMMs, added to the step (`moe_dispatch_time_s`)
 
 M is the token count of the GEMM (a decode batch, a prefill chunk, or the tokens one routed expert receives),
 S a message in bytes, B the accelerator's per-direction NVLink bandwidth. A group larger than the accelerators
@@ -30,6 +31,12 @@ from those files; what it printed:
     NCCL all-to-all, N = 2, 4, 8: h100-sxm 9.8 µs, f 0.57 | h200 9.3 µs, 0.58 | b200 12.7 µs, 0.44
     NCCL all-reduce, N = 2, 4, 8: h100-sxm 5.7 µs + 1.66 µs per peer, f 0.65 | h200 5.6 + 1.77, 0.66
       | b200 8.8 + 2.61, 0.55   (8 GPUs: ~18 µs for a small message, where the custom one-shot kernel takes 3)
+    MoE layer (moe/trtllm/1.3.0rc20/moe_perf.parquet, cutlass kernel, balanced routing, 11,178 fp8 and 12,852 bf16
+    rows per GPU), what kokuban's expert GEMMs at the constants below leave out: α per MoE layer, β per routed pair
+      h100-sxm fp8 40.0 µs, 19.6 ns | bf16 37.7, 18.7 | h200 fp8 41.6, 15.9 | bf16 40.1, 14.4
+      | b200 fp8 37.2, 14.8 | bf16 34.4, 12.8   (without them kokuban's MoE layer is 2.3–5.3× too fast at the
+      median row; with them the rms log error falls from 1.4–2.2 to 0.28–0.49; b200 nvfp4, not in the medians, 49.9 µs,
+      21.4 ns)
 
 The constants are the medians across the three GPUs (rounded); int8 (SmoothQuant W8A8) has no Hopper table and
 is ASSUMED to follow fp8. The GEMM's absolute bf16 fraction is not taken from the tables: `Efficiency.compute`
@@ -72,6 +79,8 @@ class KernelCurves:
     nccl_allreduce_s: float = 5.7e-6
     nccl_allreduce_per_peer_s: float = 1.77e-6
     nccl_allreduce_fraction: float = 0.65
+    moe_layer_s: float = 39e-6
+    moe_pair_s: float = 15.3e-9
     plain_nccl: bool = False  # the engine all-reduces with NCCL (torch.distributed), not a custom kernel
 
     def __post_init__(self) -> None:
@@ -116,6 +125,18 @@ def gemm_fraction(peak_fraction: float, tokens: Any, m_half_tokens: float) -> np
     Vectorised over `tokens`; M < 1 is treated as 1 (a GEMM has at least one row)."""
     m = np.maximum(np.asarray(tokens, dtype=np.float64), 1.0)
     return peak_fraction / (1.0 + m_half_tokens / m)  # = e·M/(M + M_half), never above e in floating point
+
+
+def moe_dispatch_time_s(pairs: Any, moe_layers: int, layer_s: float, pair_s: float) -> np.ndarray:
+    """Seconds a step's MoE layers spend beside their expert GEMMs: L_moe·(α + β·P).
+
+    P is the (token, expert) pairs one GPU's experts receive in one MoE layer (tokens·top-k, ÷ the EP ranks when
+    the experts are spread by expert parallelism); α is each layer's fixed cost (router top-k, the permute that
+    groups tokens by expert, the finalize that scatters and weights them back: kernel launches that do not shrink
+    with the batch), β the cost of moving one pair's activations in and out of the grouped GEMM. Assumes
+    balanced routing and that these kernels run one after the other with the GEMMs (added, not overlapped), as
+    in the measured tables (module docstring). Vectorised over `pairs`."""
+    return moe_layers * (layer_s + pair_s * np.asarray(pairs, dtype=np.float64))
 
 
 def allreduce_time_s(message_bytes: Any, n: int, link_bytes_per_s: float, one_shot_s: float, two_shot_s: float,

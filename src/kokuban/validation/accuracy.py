@@ -8,7 +8,8 @@ How each published row is predicted from the core (pure functions below, one rul
   whose TP group holds the weights and one request; `num_gpus ÷ tp` independent replicas. A row
   whose model does not fit on its `num_gpus` (a per-node figure of a larger deployment) is
   predicted on the smallest power-of-two count that fits one request, scaled by num_gpus ÷ that
-  count (so `replicas` may be a fraction).
+  count (so `replicas` may be a fraction). The KV pool is sized by the row's engine's own memory rule
+  (`row_memory`: TensorRT-LLM and vLLM as their profiles in data/engines.toml; others kokuban's).
 - `tokens_per_s_per_user` = 1 ÷ decode step at the row's batch (1 if not stated) and the mean
   context of the generation, input + output/2. Prefill is left out (engines quote decode speed).
 - `output_tokens_per_s`: replicas × batch·output ÷ (prefill of the batch + the output−1 decode steps)
@@ -245,6 +246,25 @@ def row_efficiency(row: PublishedResult, efficiency: Efficiency) -> Efficiency:
     return replace(efficiency, kernels=replace(efficiency.kernels, plain_nccl=True))
 
 
+# engine family → its data/engines.toml profile. SGLang's one row is a tuned PD-disaggregated decode node whose memory
+# settings its source does not give; the profile's default fraction would be a guess about it, so it keeps kokuban's.
+ENGINE_PROFILES = {"TensorRT-LLM": "trtllm", "vLLM": "vllm-v1"}
+
+
+def row_memory(row: PublishedResult, memory_bytes: float, gpus: int) -> dict[str, Any]:
+    """How the row's engine sizes its KV pool, as `Deployment.make` keywords: for an engine family of
+    `ENGINE_PROFILES` its profile's memory rule and default fraction (`sim.profiles.EngineProfile`: TensorRT-LLM
+    0.9 of the memory free after weights and activations, vLLM 0.9 of HBM less the profiled peak and non-torch
+    bytes); for another engine none (kokuban's default, 0.9 of HBM less weights and activations)."""
+    name = ENGINE_PROFILES.get(engine_family(row.engine))
+    if name is None:
+        return {}
+    from kokuban.sim.profiles import load_profile
+
+    prof = load_profile(name)
+    return {"memory_rule": prof.memory_rule, "memory_utilization": prof.fraction(memory_bytes, None, gpus) or 0.9}
+
+
 def replica_layout(row: PublishedResult, efficiency: Efficiency | None = None):
     """(Deployment of one replica, number of replicas) for the row (see the module docstring)."""
     from kokuban.core.memory import GPU_COUNTS, max_batch
@@ -255,7 +275,7 @@ def replica_layout(row: PublishedResult, efficiency: Efficiency | None = None):
 
     def make(n: int, layout: str) -> Deployment:
         return Deployment.make(model, acc, n, layout=layout, weights_dtype=row.weights_dtype, kv_dtype=row.kv_dtype,
-                               efficiency=efficiency)
+                               efficiency=efficiency, **row_memory(row, acc.memory_bytes, n))
 
     inp, out = assumed_lengths(row)
     if row.expert_parallel:
