@@ -27,6 +27,24 @@ def test_decode_only_step_is_the_cores_mixed_decode(h100):
     assert got == pytest.approx(float(decode_step_mixed(h100, ctx).step_time_s), rel=1e-12)
 
 
+def test_moe_step_pays_the_dispatch_time_of_its_own_token_count():
+    # Under the kernel profile an MoE layer adds L_moe·(α + β·P) with P = tokens·top-k pairs: the simulator's
+    # table must follow the step's token count (it once froze the term at its first entry, T = 0). The core's
+    # mixed decode of 64 and of 4 requests is the reference; their overheads differ by L_moe·β·60·top-k.
+    dep = Deployment.make(load_model("qwen3-30b-a3b"), load_accelerator("h100-sxm"),
+                          efficiency=Efficiency.kernel_calibrated())
+    model = StepModel(dep, 256, 3000)
+    empty = np.zeros(0, np.int64)
+    for n in (4, 64):
+        ctx = np.full(n, 2000)
+        want = decode_step_mixed(dep, ctx)
+        assert model.step_time_s(n, ctx, empty, empty) == pytest.approx(float(want.step_time_s), rel=1e-12)
+    m, k = dep.model, dep.efficiency.kernels
+    gap = model.overhead_l[64] - model.overhead_l[4]
+    assert gap == pytest.approx(m.moe_layers * k.moe_pair_s * 60 * m.top_k, rel=1e-9)
+    assert gap > 0
+
+
 def test_prefill_chunk_is_the_cores_prefill_with_cached_tokens(h100):
     model = StepModel(h100, 8192, 5000)
     empty = np.zeros(0, np.int64)

@@ -3,7 +3,8 @@
 A continuous-batching step runs, in one forward pass, T tokens in total: one token for each decoding
 request and a chunk [c0, c1) of the prompt of each prefilling request. Its terms are the core's:
 
-    token terms (weights read, linear FLOPs, communication, overhead)  = roofline.decode_step(dep, T, 0)
+    token terms (weights read, linear FLOPs, communication, overhead — the fixed step cost, and under the kernel
+    profile the MoE layers' dispatch time, which grows with T)        = roofline.decode_step(dep, T, 0)
                                           less the LM head of every token
     LM heads                              one per sampled position: each decode, each chunk that
                                           completes its prompt
@@ -78,7 +79,8 @@ class StepModel:
         self.body_compute_s = np.asarray(base.linear_compute_s - t * self.lm_head_s, dtype=np.float64)
         self.weights_s = np.asarray(base.weights_s, dtype=np.float64)
         self.comm_s = np.asarray(base.comm_s, dtype=np.float64)
-        self.overhead_s = float(np.asarray(base.overhead_s).ravel()[0])
+        # per token count: the fixed step overhead, plus the MoE layers' dispatch time under the kernel profile
+        self.overhead_s = np.broadcast_to(np.asarray(base.overhead_s, dtype=np.float64), t.shape)
         c = np.arange(max_context + 1, dtype=np.float64)
         one = decode_step(dep, 1.0, c)
         self.decode_attn_s = np.asarray(one.attn_compute_s, dtype=np.float64)
@@ -91,7 +93,7 @@ class StepModel:
         self.max_tokens, self.max_context = int(max_tokens), int(max_context)
         # the token terms as lists: scalar lookups without NumPy's per-call cost
         self.body_l, self.weights_l = self.body_compute_s.tolist(), self.weights_s.tolist()
-        self.comm_l = self.comm_s.tolist()
+        self.comm_l, self.overhead_l = self.comm_s.tolist(), self.overhead_s.tolist()
         self.prefill_attn_l, self.prefill_kv_l = self.prefill_attn_s.tolist(), self.prefill_kv_s.tolist()
 
     def decode_terms(self, ctx: np.ndarray) -> tuple[float, float]:
@@ -132,8 +134,8 @@ class StepModel:
         lin, w = self.body_l[tokens] + heads * self.lm_head_s, self.weights_l[tokens]
         roof = max(lin, w) + max(attn_s, kv_s) + (1.0 - self.kernel_overlap) * (min(lin, w) + min(attn_s, kv_s))
         if self.comm_overlapped:
-            return max(roof, self.comm_l[tokens]) + self.overhead_s
-        return roof + self.comm_l[tokens] + self.overhead_s
+            return max(roof, self.comm_l[tokens]) + self.overhead_l[tokens]
+        return roof + self.comm_l[tokens] + self.overhead_l[tokens]
 
     def run_seconds(self, tokens: int, attn_s: np.ndarray, kv_s: np.ndarray) -> np.ndarray:
         """Seconds of several decode steps of `tokens` requests each (every token sampled), with attention
@@ -146,7 +148,8 @@ class StepModel:
         return Step(
             tokens=float(tokens), batch=float(heads), flops=np.nan, weight_bytes=np.nan, kv_bytes=np.nan,
             comm_bytes=np.nan, experts_touched=np.nan, compute_s=linear + attn_s, attn_compute_s=attn_s,
-            weights_s=self.weights_l[tokens], kv_s=kv_s, comm_s=self.comm_l[tokens], overhead_s=self.overhead_s,
+            weights_s=self.weights_l[tokens], kv_s=kv_s, comm_s=self.comm_l[tokens],
+            overhead_s=self.overhead_l[tokens],
             comm_overlapped=self.comm_overlapped, overlap=self.kernel_overlap,
         )
 
