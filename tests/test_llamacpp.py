@@ -41,12 +41,14 @@ def test_predict_tg_and_pp_by_hand():
     # attention: context c pairs × 2 layers × 2·4·(16 + 16) = 256 FLOP → 512·c FLOP = 0.512·c µs vs KV 0.256·c µs
     tg = 4 * 160.896e-6 + 0.512e-6 * (1 + 2 + 3 + 4)
     assert lc.predict_test(dep, "tg", tokens=4) == pytest.approx(tg, rel=1e-9)
-    # pp8 @ d0: linear 8·2·74,048 + 2·6,400 (one LM head) = 1,197,568 FLOP = 1.197568 ms (> weights 85 µs);
-    # attention: causal pairs 8·9/2 = 36 per layer × 2 layers × 256 FLOP = 18,432 FLOP = 18.432 µs (> KV 2.048 µs)
-    assert lc.predict_test(dep, "pp", tokens=8) == pytest.approx(1.197568e-3 + 18.432e-6, rel=1e-9)
+    # pp8 @ d0: linear 8·2·74,048 + 2·6,400 (one LM head) = 1,197,568 FLOP, less the last layer's feed-forward
+    # block for the 7 rows that are not the output: 7·2·(3·64·128 = 24,576) = 344,064 FLOP → 853,504 FLOP =
+    # 0.853504 ms (> weights 85 µs); attention: causal pairs 8·9/2 = 36 per layer × 2 layers × 256 FLOP = 18,432
+    # FLOP = 18.432 µs (> KV 2.048 µs)
+    assert lc.predict_test(dep, "pp", tokens=8) == pytest.approx(0.853504e-3 + 18.432e-6, rel=1e-9)
     assert weights_s < 160.896e-6
     # pp8 @ d4: 8 new tokens after 4 cached: pairs Σ_{t=5..12} t = 68 per layer → 2·68·256 = 34,816 FLOP
-    assert lc.predict_test(dep, "pp", tokens=8, depth=4) == pytest.approx(1.197568e-3 + 34.816e-6, rel=1e-9)
+    assert lc.predict_test(dep, "pp", tokens=8, depth=4) == pytest.approx(0.853504e-3 + 34.816e-6, rel=1e-9)
     with pytest.raises(KokubanError):
         lc.predict_test(dep, "pg", tokens=8)
 
@@ -124,14 +126,32 @@ def test_matmul_path_and_gemm_curve_by_hand():
 
     # tg4 at batch 1 is the GEMV path: the flat prediction of test_predict_tg_and_pp_by_hand, unchanged by M_half
     assert lc.predict_test(dep("tg", 4), "tg", tokens=4) == pytest.approx(4 * 160.896e-6 + 0.512e-6 * 10, rel=1e-9)
-    # pp8 (M = 8): the body's 8·148,096 = 1,184,768 FLOP at 8 ÷ (8 + 32) = 0.2 of 1e9 FLOP/s = 5.92384 ms; the LM
-    # head (one position, 12,800 FLOP) and attention (18,432 FLOP) stay at the flat fraction 1: 12.8 + 18.432 µs
-    assert lc.predict_test(dep("pp", 8), "pp", tokens=8) == pytest.approx(5.92384e-3 + 12.8e-6 + 18.432e-6, rel=1e-9)
+    # pp8 (M = 8): the body's 8·148,096 = 1,184,768 FLOP less the last feed-forward block's 7 non-output rows
+    # (344,064 FLOP, as above) = 840,704 FLOP at 8 ÷ (8 + 32) = 0.2 of 1e9 FLOP/s = 4.20352 ms; the LM head (one
+    # position, 12,800 FLOP) and attention (18,432 FLOP) stay at the flat fraction 1: 12.8 + 18.432 µs
+    assert lc.predict_test(dep("pp", 8), "pp", tokens=8) == pytest.approx(4.20352e-3 + 12.8e-6 + 18.432e-6, rel=1e-9)
     # one generation step at batch 2, context 1 (M = 2): body 2·148,096 = 296,192 FLOP at 2 ÷ 34 → 5.035264 ms; two
     # LM-head rows 25.6 µs; attention 2 sequences × 512 FLOP per context token = 1.024 µs (> its KV read 0.512 µs);
     # the weight read (85.5 µs) hides under the compute
     assert lc.predict_test(dep("tg", 1, 2), "tg", tokens=1, batch=2) == pytest.approx(5.035264e-3 + 25.6e-6 + 1.024e-6,
                                                                                      rel=1e-9)
+
+
+def test_last_layer_ffn_runs_on_output_rows_only():
+    """llama.cpp drops the rows that are not outputs before the last layer's feed-forward block (OUTPUT_ROWS_SOURCE):
+    a prompt keeps one row per sequence, a generation step keeps all of them."""
+    spec = ModelSpec.from_config(TINY)
+    assert lc.ffn_params_per_layer(spec) == 3 * 64 * 128 == 24_576
+    assert lc.skipped_ffn_flops(spec, 4, 4) == 0.0  # a generation step of 4 sequences: every row is an output
+    # batched prompts: 2 sequences × 4 tokens = 8 rows, 2 outputs → 6 rows skipped × 2 × 24,576 = 294,912 FLOP
+    assert lc.skipped_ffn_flops(spec, lc.step_tokens("pp", 4, 2), 2) == 294_912
+    dep = lc.llamacpp_deployment(spec, ENTRY, "Q8_0", EXACT)
+    # linear: 8·2·74,048 + 2 LM-head rows·12,800 = 1,210,368 − 294,912 = 915,456 FLOP = 0.915456 ms (> weights
+    # 85 µs); attention: 2 prompts × 4·5/2 = 10 pairs × 2 layers × 256 FLOP = 10,240 FLOP = 10.24 µs (> KV 2.048 µs)
+    assert lc.predict_test(dep, "pp", tokens=4, batch=2) == pytest.approx(0.915456e-3 + 10.24e-6, rel=1e-9)
+    # the Llama-3.2-1B shape of the committed run: 3·2048·8192 = 50,331,648 weights a layer, of 4 layers' body
+    cfg, _ = lc.llama_config("llama-3.2-1b", num_layers=4)
+    assert lc.ffn_params_per_layer(ModelSpec.from_config(cfg)) == 50_331_648
 
 
 def test_split_holds_out_sizes_and_depths_not_batched_rows():
@@ -146,9 +166,11 @@ def test_split_holds_out_sizes_and_depths_not_batched_rows():
 def test_fit_recovers_known_fractions_on_held_out_rows():
     """Rows 'measured' as kokuban's own prediction at known fractions and a known GEMM half-point: the fit on the
     fitted rows must reproduce them and the held-out ones (the wiring of split, fit and re-prediction; not a claim
-    about llama.cpp)."""
+    about llama.cpp). Two fitted sizes, as the committed plan has: with one, M_half's fixed cost per step
+    (2·params·M_half ÷ (peak·e)) and the per-step overhead trade against each other along a valley of equal loss."""
     truth, m_half = Efficiency(compute=0.2, memory=0.6, kv_memory=0.3, step_overhead_s=1e-4), 8.0
-    plan = lc.Plan(cases=(lc.Case("a", "llama-2-7b", 2, 256), lc.Case("b", "llama-2-7b", 3, 384, held_out=True)),
+    plan = lc.Plan(cases=(lc.Case("a", "llama-2-7b", 2, 256), lc.Case("c", "llama-2-7b", 4, 512),
+                          lc.Case("b", "llama-2-7b", 3, 384, held_out=True)),
                    types=("Q4_0",), depths=(0, 64, 128), held_out_depths=(64,))
     record = {"plan": json.loads(json.dumps(lc.asdict(plan))), "cases": {}, "rows": []}
     for case in plan.cases:
@@ -164,13 +186,16 @@ def test_fit_recovers_known_fractions_on_held_out_rows():
                                                          regime, n, depth, b, (t, t * 1.1))))
     result = lc.analyse(record, FAST, flat=False)
     cal = result["per_type"]["Q4_0"]
-    assert cal["holdout_rows"] == 20 and cal["train_rows"] == 10  # case b (15 rows) + case a at depth 64 (5 rows)
+    # held out: case b (3 depths × 5 tests = 15 rows) + cases a and c at depth 64 (5 rows each); trained: a and c at
+    # depths 0 and 128 (2 × 2 × 5 = 20 rows)
+    assert cal["holdout_rows"] == 25 and cal["train_rows"] == 20
     assert cal["holdout_after"]["median_abs_error"] < 0.01  # Nelder–Mead stops at xatol 1e-3 (logit space)
     # M_half is seen only through the GEMM rows' M = 4, 8, 32, 128 (some of them weight-read-bound): within 10 %
     assert cal["m_half_tokens"] == pytest.approx(m_half, rel=0.1)
+    assert cal["after"]["step_overhead_s"] == pytest.approx(1e-4, rel=0.1)  # no longer traded against M_half
     assert cal["after"]["compute"] == pytest.approx(0.2, rel=0.05)
     assert cal["after"]["memory"] == pytest.approx(0.6, rel=0.05)
-    assert set(cal["phases"]["by_phase"]) == {"decode", "prefill"} and cal["phases"]["count"] == 20
+    assert set(cal["phases"]["by_phase"]) == {"decode", "prefill"} and cal["phases"]["count"] == 25
     assert all(np.isfinite(r["predicted_fit_s"]) for r in result["rows"])
     assert {r["path"] for r in result["rows"] if r["regime"] == "tg"} == {"gemv"}
     assert {r["path"] for r in result["rows"] if r["regime"] != "tg"} == {"gemm"}

@@ -105,3 +105,26 @@ def test_readme_numbers_match_committed_report():
     curve = ", ".join("{} {:.1f} % / {:.1f} %".format(t, *medians(report["per_type"][t])) for t in types)
     flat = ", ".join("{:.1f} / {:.1f}".format(*medians(report["flat"][t])) for t in types)
     assert f"decode / prefill: {curve} (one flat compute fraction on the same split: {flat} %)" in text
+
+
+def test_lm_head_bytes_are_the_committed_files():
+    """The vocabulary matrix kokuban charges per step is the one the GGUF file stores: `output` when untied, the tied
+    `token_embd` otherwise, in the file's own type (gguf_bytes of the committed record), for every case and type."""
+    from kokuban.core.bytes import lm_head_bytes
+    from kokuban.specs.model import ModelSpec
+    from kokuban.validation.llamacpp import GGUF_TYPES, llamacpp_deployment
+
+    raw = json.loads((CPU / "llamacpp.json").read_text())
+    entry = {"id": "cpu", "name": "cpu", "memory_bytes": 8e9, "memory_bandwidth_bytes_per_s": 1e9, "flops_fp32": 1e9,
+             "flops_bf16": 1e9}
+    tied = raw["cases"]["llama3.2-1b-L4"]["files"]
+    # 128,256 × 2,048 = 262,668,288 weights: F16 2 B, Q8_0 34/32 B, Q6_K 210/256 B each (the Q4 files)
+    assert [tied[t]["parts"]["token_embd"]["bytes"] for t in GGUF_TYPES] == [525_336_576, 279_085_056, 215_470_080,
+                                                                             215_470_080]
+    for name, case in raw["cases"].items():
+        spec = ModelSpec.from_config(case["config"], name=name)
+        for gguf_type, f in case["files"].items():
+            head = "token_embd" if spec.tied_embeddings else "output"
+            assert f["parts"][head]["weights"] == spec.params_lm_head
+            dep = llamacpp_deployment(spec, entry, gguf_type)
+            assert lm_head_bytes(dep) == pytest.approx(f["parts"][head]["bytes"], rel=1e-12), (name, gguf_type)

@@ -37,6 +37,18 @@ generation step, every prompt token of a prefill), and kokuban prices the two pa
   whole fixed cost 2·params·M_half ÷ (peak·e) per step: the step grows with the batch, as measured.
 The attention kernels read the KV cache at their own fitted fraction (`Efficiency.kv_memory`): ggml's CPU
 attention walks the cache row by row, far below the probed streaming read.
+
+A prompt step computes less than the roofline's `prefill` charges (`pruned_step`): llama.cpp's graph keeps only
+the rows whose output the batch requests after the last layer's attention (`ggml_get_rows(…, inp_out_ids)`), so
+that layer's feed-forward block and the LM head run on one row per sequence (`OUTPUT_ROWS_SOURCE`): llama-bench's
+prompt requests the last token only, batched-bench one token per sequence. The roofline already charges the LM
+head for one row per sequence; the last layer's feed-forward FLOPs for the other M − B rows are taken out. In a
+4-layer Llama-3.2-1B shape (MLP 8,192 wide) that block is 50.3 M of the 243.3 M body weights a prompt token is
+multiplied through (21 %), in the 4-layer Llama-2 shape 8.7 M of 51.4 M (17 %), in the 8-layer one 8 %.
+The vocabulary matrix itself is charged as the GGUF file stores it: the LM head (token_embd when the embeddings
+are tied) in the file's output type (`dtypes.embedding_bytes_per_element`: F16, Q8_0, Q6_K for the Q4 types —
+the record's `tensor_types` list the same), read once per step, multiplied for one row per sequence; the input
+embedding is a row lookup and is neither read whole nor multiplied.
 """
 
 from __future__ import annotations
@@ -72,6 +84,19 @@ GEMM_SOURCE = ("ggml-org/llama.cpp ggml/src/ggml-cpu/llamafile/sgemm.cpp at 8643
                "\"if (n < 2) return false;\" (n: the columns of B, the activations' rows); ggml-cpu.c then falls back "
                "to the vec_dot loop. Repacked tensors (ggml/src/ggml-cpu/repack.cpp): \"If there are more than three "
                "rows in src1, use gemm; otherwise, use gemv.\"")
+
+#: Where llama.cpp drops the rows that are not outputs, and which rows llama-bench and batched-bench request.
+OUTPUT_ROWS_SOURCE = (
+    "ggml-org/llama.cpp, read 2026-12-03 (whitespace compressed): src/models/llama.cpp at "
+    "069be0ae22f391c64e26e8da4c7da0143ede8cf3, after the layer's attention (its output projection included) and "
+    "before its feed-forward block: \"if (il == n_layer - 1 && inp_out_ids) { cur = ggml_get_rows(ctx0, cur, "
+    "inp_out_ids); inpSA = ggml_get_rows(ctx0, inpSA, inp_out_ids); }\"; tools/llama-bench/llama-bench.cpp at "
+    "050fc7f32de16858ac667d775b43a51ed8976e6f, test_prompt: \"llama_decode(ctx, llama_batch_get_one(tokens.data(), "
+    "n_tokens))\" (no output flags set); src/llama-batch.cpp at 21e9bbe200715706b8788579f2248b4c0a9a84ab, when a "
+    "batch has none: \"// return the output only for the last token\"; tools/batched-bench/batched-bench.cpp at "
+    "2fb62f8f50fdc264199edab5a0d3175dc0229466, its prompts: \"common_batch_add(batch, get_token_rand(), i, { j }, "
+    "i == pp - 1);\". These are the stored versions read, not the benchmarked build 0c1e570; the record holds no "
+    "graph dump that would confirm it for that build.")
 
 
 # ---- the models -----------------------------------------------------------------------------------
@@ -365,16 +390,46 @@ def llamacpp_deployment(spec: ModelSpec, accelerator_entry: dict[str, Any], gguf
 def predict_test(dep: Deployment, kind: str, *, tokens: int, depth: int = 0, batch: int = 1) -> float:
     """Predicted seconds of one whole test (see the module docstring).
 
-    kind 'pp': prefill(dep, batch, depth + tokens, cached=depth); kind 'tg': Σ_{i=1..tokens} decode_step(dep,
+    kind 'pp': prefill(dep, batch, depth + tokens, cached=depth), less the last layer's feed-forward FLOPs of the
+    rows that are not outputs (`pruned_step`, one output per sequence); kind 'tg': Σ_{i=1..tokens} decode_step(dep,
     batch, depth + i) — each generated token attends to the cache so far plus itself.
     """
     from kokuban.core.roofline import decode_step, prefill
 
     if kind == "pp":
-        return float(prefill(dep, batch, depth + tokens, depth).step_time_s)
+        step = prefill(dep, batch, depth + tokens, depth)
+        return float(pruned_step(dep, step, step_tokens(kind, tokens, batch), batch).step_time_s)
     if kind == "tg":
         return float(np.sum(decode_step(dep, batch, depth + np.arange(1, tokens + 1)).step_time_s))
     raise KokubanError(f"'{kind}' is not a test kind; allowed: pp, tg", field="kind", value=kind)
+
+
+def ffn_params_per_layer(spec: ModelSpec) -> int:
+    """Weights of one layer's feed-forward block in the llama architecture: gate, up and down, 3·d·mlp_width."""
+    return 3 * spec.hidden_size * spec.mlp_width
+
+
+def skipped_ffn_flops(spec: ModelSpec, m: int, outputs: int) -> float:
+    """FLOPs of the last layer's feed-forward block llama.cpp does not compute in a step of `m` rows of which
+    `outputs` are requested (`OUTPUT_ROWS_SOURCE`): 2·(M − outputs)·3·d·mlp_width; 0 when every row is an output
+    (a generation step)."""
+    return 2.0 * max(int(m) - int(outputs), 0) * ffn_params_per_layer(spec)
+
+
+def pruned_step(dep: Deployment, step: Any, m: int, outputs: int) -> Any:
+    """`step` (a roofline Step of `m` rows) without `skipped_ffn_flops`: its FLOPs less those, its compute less their
+    seconds at the rate its dense matmuls run, flops(compute dtype)·N·fraction with the fraction
+    `roofline.linear_compute_fractions` gives at M (the GEMM curve, or the flat compute fraction). The weight read
+    is unchanged: the block's weights are still read once, for the output rows, whose few FLOPs stay priced with
+    the step's. Assumes a dense model (the llama architecture `write_gguf` writes)."""
+    from kokuban.core.roofline import linear_compute_fractions
+
+    skipped = skipped_ffn_flops(dep.model, m, outputs)
+    if skipped == 0.0:
+        return step
+    dense_fraction, _ = linear_compute_fractions(dep, m)
+    seconds = skipped / (dep.accelerator.flops(dep.compute_dtype) * dep.num_gpus * dense_fraction)
+    return replace(step, flops=step.flops - skipped, compute_s=step.compute_s - seconds)
 
 
 def step_tokens(kind: str, tokens: int, batch: int = 1) -> int:
