@@ -44,7 +44,7 @@ from kokuban.errors import KokubanError
 from kokuban.sim.clients import Client
 from kokuban.sim.record import RunRecord
 from kokuban.sim.steptime import StepTimeModel
-from kokuban.specs.deployment import MemoryRule
+from kokuban.specs.deployment import MEMORY_UTILIZATION, MemoryRule
 from kokuban.specs.hardware import Efficiency
 
 BUNDLED = "engines.toml"
@@ -112,11 +112,17 @@ class EngineProfile:
         eff = PROFILES[self.efficiency or "default"]()
         return eff if self.step_overhead_s is None else eff.updated(step_overhead_s=self.step_overhead_s)
 
-    def fraction(self, memory_bytes: float, chunk_tokens: int, parallel_size: int) -> float | None:
+    def fraction(self, memory_bytes: float, chunk_tokens: int | None, parallel_size: int) -> float | None:
         """The engine's default memory fraction on a GPU of `memory_bytes` (None: kokuban's default)."""
         if self.memory_fraction == "sglang":
             return sglang_mem_fraction_static(memory_bytes, chunk_tokens, parallel_size)
         return self.memory_fraction  # type: ignore[return-value]
+
+    def utilization(self, memory_bytes: float, chunk_tokens: int | None, parallel_size: int) -> float:
+        """The fraction the engine sizes its memory at by default: `fraction`, else kokuban's
+        (`specs.deployment.MEMORY_UTILIZATION`)."""
+        value = self.fraction(memory_bytes, chunk_tokens, parallel_size)
+        return MEMORY_UTILIZATION if value is None else value
 
     def batched_tokens(self, max_model_len: int) -> int | None:
         """The profile's token budget; "max_model_len" is vLLM V0's max(max_model_len, 2048)."""

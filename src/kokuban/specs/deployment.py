@@ -17,6 +17,8 @@ from kokuban.specs.model import ModelSpec
 
 #: How an engine sizes its KV pool (`MemoryRule.kind`; the formulas are `core.memory.memory_budget`'s).
 MEMORY_RULES = ("utilization", "static", "free_fraction")
+#: kokuban's default fraction of HBM an engine may use (vLLM's gpu_memory_utilization default).
+MEMORY_UTILIZATION = 0.9
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,7 @@ class Deployment:
     kv_dtype: str = "bf16"
     compute_dtype: str = "bf16"
     efficiency: Efficiency = field(default_factory=Efficiency)
-    memory_utilization: float = 0.9
+    memory_utilization: float = MEMORY_UTILIZATION
     prefill_chunk_tokens: int = 8192
     price_per_hour_usd: float = 0.0
     overlap_comm: bool = False
@@ -74,7 +76,7 @@ class Deployment:
         kv_dtype: str | None = None,
         compute_dtype: str | None = None,
         efficiency: Efficiency | None = None,
-        memory_utilization: float = 0.9,
+        memory_utilization: float = MEMORY_UTILIZATION,
         prefill_chunk_tokens: int = 8192,
         price_per_hour_usd: float | None = None,
         overlap_comm: bool = False,

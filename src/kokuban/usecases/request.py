@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, InstanceOf, ValidationError
 
 from kokuban.errors import KokubanError, short_numbers
-from kokuban.specs.deployment import MemoryRule
+from kokuban.specs.deployment import MEMORY_UTILIZATION, MemoryRule
 from kokuban.specs.hardware import FIXED_TIME_MAX_S, FRACTION_MIN, Accelerator, Efficiency
 from kokuban.specs.model import ModelSpec
 from kokuban.usecases.defaults import AUTO_GPUS_BATCH, DEFAULT_CONTEXT
@@ -169,7 +169,7 @@ class DeploymentRequest(EfficiencyRequest):
         return self.gpu if isinstance(self.gpu, Accelerator) else load_accelerator(self.gpu, self.gpu_file)
 
     def deployment(self, context: int | None = None, *, efficiency: Efficiency | None = None,
-                   memory_utilization: float = 0.9, memory_rule: MemoryRule | None = None):
+                   memory_utilization: float = MEMORY_UTILIZATION, memory_rule: MemoryRule | None = None):
         """The `Deployment` this request names; `context` sizes the automatic GPU count (`gpus=None`);
         `memory_utilization` is the fraction of each accelerator's memory the engine may use, by `memory_rule`
         (default: `MemoryRule()`)."""
@@ -197,14 +197,14 @@ class DeploymentRequest(EfficiencyRequest):
     def engine_deployment(self, profile: EngineProfile, fraction: float | None, context: int | None = None, *,
                           efficiency: Efficiency | None = None, chunk_tokens: int | None = None):
         """`DeploymentRequest.deployment` sized by the engine `profile`'s memory rule at `fraction` (None: the
-        profile's default for the accelerator and GPU count, `EngineProfile.fraction`, else 0.9), its step model
+        profile's default for the accelerator and GPU count, `EngineProfile.utilization`), its step model
         (`EngineProfile.base_efficiency`: efficiency profile and step overhead) the base that `efficiency` (else
         the request's efficiency fields) overrides. One policy for `simulate`, `capacity` and `estimate --engine`;
         `chunk_tokens` is the token budget when given."""
         if efficiency is None:
             efficiency = profile.base_efficiency()
         if fraction is None:
-            fraction = profile.fraction(self.accelerator().memory_bytes, chunk_tokens, self.gpus or 1) or 0.9
+            fraction = profile.utilization(self.accelerator().memory_bytes, chunk_tokens, self.gpus or 1)
         return DeploymentRequest.deployment(self, context, efficiency=efficiency, memory_utilization=fraction,
                                             memory_rule=profile.memory_rule)
 

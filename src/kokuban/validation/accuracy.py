@@ -262,7 +262,7 @@ def row_memory(row: PublishedResult, memory_bytes: float, gpus: int) -> dict[str
     from kokuban.sim.profiles import load_profile
 
     prof = load_profile(name)
-    return {"memory_rule": prof.memory_rule, "memory_utilization": prof.fraction(memory_bytes, None, gpus) or 0.9}
+    return {"memory_rule": prof.memory_rule, "memory_utilization": prof.utilization(memory_bytes, None, gpus)}
 
 
 def replica_layout(row: PublishedResult, efficiency: Efficiency | None = None):

@@ -57,7 +57,9 @@ def param_value(eff: Efficiency, name: str) -> float:
     return eff.kv_memory_fraction if name == "kv_memory" else float(getattr(eff, name))
 
 
-def _encode(eff: Efficiency, params: Sequence[str]) -> np.ndarray:
+def encode_params(eff: Efficiency, params: Sequence[str]) -> np.ndarray:
+    """`params` of `eff` as the optimiser's free variables: a fraction f as logit(f) (clipped to 1e-4…1 − 1e-4),
+    seconds as log10 (clipped to MIN_SECONDS…MAX_SECONDS). `decode_params` is its inverse."""
     z = []
     for p in params:
         v = param_value(eff, p)
@@ -69,7 +71,9 @@ def _encode(eff: Efficiency, params: Sequence[str]) -> np.ndarray:
     return np.asarray(z, dtype=np.float64)
 
 
-def _decode(z: np.ndarray, base: Efficiency, params: Sequence[str]) -> Efficiency:
+def decode_params(z: np.ndarray, base: Efficiency, params: Sequence[str]) -> Efficiency:
+    """`base` with `params` set from the free variables `z` (`encode_params`'s inverse; seconds at the floor
+    MIN_SECONDS read as 0)."""
     changes = {}
     for p, v in zip(params, z, strict=True):
         if p in FRACTIONS:
@@ -99,12 +103,12 @@ def fit_efficiency(predict: Callable[[Efficiency], np.ndarray], measured: Sequen
     m = np.asarray(measured, dtype=np.float64)
 
     def loss(z: np.ndarray) -> float:
-        return log_loss(predict(_decode(z, start, params)), m)
+        return log_loss(predict(decode_params(z, start, params)), m)
 
-    starts = [_encode(start, params)]
+    starts = [encode_params(start, params)]
     for frac, secs in ((0.9, 1e-4), (0.4, 1e-3), (0.7, 1e-2)):
         alt = start.updated(**{p: (frac if p in FRACTIONS else secs) for p in params})
-        starts.append(_encode(alt, params))
+        starts.append(encode_params(alt, params))
     best = None
     maxiter = 400 * len(params)
     budget = maxiter * len(starts)
@@ -120,7 +124,7 @@ def fit_efficiency(predict: Callable[[Efficiency], np.ndarray], measured: Sequen
         tick(progress, (i + 1) * maxiter, budget)
         if best is None or res.fun < best.fun:
             best = res
-    return _decode(best.x, start, params), float(best.fun)
+    return decode_params(best.x, start, params), float(best.fun)
 
 
 @dataclass(frozen=True)

@@ -553,7 +553,7 @@ def fit_m_half(rows: Sequence[Row], held_out: Sequence[bool],
     Only M_half is kept: `calibrate_rows` refits the fractions at it and reports both sides."""
     from scipy.optimize import minimize
 
-    from kokuban.validation.calibrate import FRACTIONS, _decode, _encode, log_loss
+    from kokuban.validation.calibrate import FRACTIONS, decode_params, encode_params, log_loss
 
     train = [r for r, h in zip(rows, held_out, strict=True) if not h]
     measured = np.asarray(_measured(train, statistic))
@@ -563,13 +563,13 @@ def fit_m_half(rows: Sequence[Row], held_out: Sequence[bool],
     n = len(params)
 
     def loss(z: np.ndarray) -> float:
-        return log_loss(predict(_decode(z[:n], start, params), 10 ** float(np.clip(z[n], lo, hi))), measured)
+        return log_loss(predict(decode_params(z[:n], start, params), 10 ** float(np.clip(z[n], lo, hi))), measured)
 
     starts = []
     for (frac, secs), m_half in zip(((None, None), (0.9, 1e-4), (0.4, 1e-3), (0.7, 1e-2)), (16, 4, 64, 16),
                                     strict=True):
         eff = start if frac is None else start.updated(**{p: frac if p in FRACTIONS else secs for p in params})
-        starts.append(np.append(_encode(eff, params), np.log10(m_half)))
+        starts.append(np.append(encode_params(eff, params), np.log10(m_half)))
     best = min((minimize(loss, z0, method="Nelder-Mead", options={"xatol": 1e-3, "fatol": 1e-6,
                                                                    "maxiter": 400 * (n + 1)})
                 for z0 in starts), key=lambda res: res.fun)
