@@ -114,6 +114,18 @@ def test_moe_layers_pay_the_dispatch_time_in_the_step():
     assert float(decode_step(Deployment.make(model, b200, 1), 100, 1000).overhead_s) == pytest.approx(2.7e-3)
 
 
+def test_fp4_moe_layers_pay_the_fp4_tables_constants():
+    """Qwen3-30B-A3B in nvfp4 on one B200 computes in fp4, so its 48 MoE layers pay the B200 nvfp4 table's
+    α 49.9 µs and β 21.4 ns: decoding 100 requests (800 pairs) the overhead is 2.15 ms + 48·(49.9 µs + 21.4 ns·800)
+    = 2.15 + 48·67.02 µs = 2.15 + 3.21696 = 5.36696 ms; in fp8 the median constants, as before (4.60952 ms)."""
+    model, b200 = load_model("qwen3-30b-a3b"), load_accelerator("b200")
+    fp4 = Deployment.make(model, b200, 1, weights_dtype="nvfp4", efficiency=KERNEL)
+    assert fp4.compute_dtype == "fp4" and KERNEL.kernels.moe_constants("fp4") == (49.9e-6, 21.4e-9)
+    assert float(decode_step(fp4, 100, 1000).overhead_s) == pytest.approx(5.36696e-3)
+    fp8 = Deployment.make(model, b200, 1, weights_dtype="fp8", efficiency=KERNEL)
+    assert float(decode_step(fp8, 100, 1000).overhead_s) == pytest.approx(4.60952e-3)
+
+
 def test_non_nvlink_links_keep_the_flat_model():
     """MI300X (Infinity Fabric): the curves do not apply; TP8 of Llama 3.1 70B at 64 tokens costs what the default
     profile's 8 µs + 2·7/8·1,048,576 B ÷ (0.27·link) does, per all-reduce."""

@@ -21,9 +21,9 @@ tables measured on each GPU. This script reads five of them and fits the few par
 - NCCL all-reduce (same file, op all_reduce, half; what an engine on plain torch.distributed, such as gpt-fast,
   calls): t = α₀ + α₁·(N−1) + 2(N−1)/N·S ÷ (f·B)   (its small-message latency grows with the ranks).
 - MoE layer (`<gpu>/moe/trtllm/1.3.0rc20/moe_perf.parquet`, kernel moe_torch_flow_cutlass, balanced routing,
-  fp8 and bf16, nvfp4 printed as a check; num_tokens T, hidden H, inter_size I, topk k, num_experts E,
-  moe_tp_size, moe_ep_size; latency in ms): what kokuban's expert GEMMs (the GEMM form above at kokuban's
-  kernel-profile constants: compute 0.74 × the dtype ratio, M_half 70, memory 0.89) leave out, fitted as
+  fp8 and bf16 (the shipped medians), nvfp4 on B200 (shipped for fp4); num_tokens T, hidden H, inter_size I,
+  topk k, num_experts E, moe_tp_size, moe_ep_size; latency in ms): what kokuban's expert GEMMs (the GEMM form above
+  at kokuban's kernel-profile constants: compute 0.74 × the dtype ratio, M_half 70, memory 0.89) leave out, fitted as
       t = α + β·P + max(2·P·3·H·I' ÷ (peak·e·M/(M + M_half)), touched·3·H·I'·w ÷ (HBM·μ))
   P = T·k ÷ ep the (token, expert) pairs one rank's experts receive, I' = I ÷ moe_tp, touched = E'·(1 − (1 −
   1/E')^P) of the E' = E ÷ ep local experts, M = P ÷ touched; α (routing, permute and finalize launches) and
@@ -157,7 +157,7 @@ def main(root: str) -> None:
             rows = moe[moe.moe_dtype == name]
             if not rows.empty:
                 a, beta = fit_moe(rows, dtype, acc.flops(dtype), acc.memory_bandwidth_bytes_per_s, w)
-                note = " (a check: the shipped medians are of fp8 and bf16)" if dtype == "fp4" else ""
+                note = " (shipped for fp4: KernelCurves.moe_layer_fp4_s, moe_pair_fp4_s)" if dtype == "fp4" else ""
                 print(f"{gpu_id} MoE layer {dtype}: alpha {a * 1e6:.1f} us, beta {beta * 1e9:.1f} ns per pair{note}")
 
 

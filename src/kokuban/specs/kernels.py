@@ -35,8 +35,8 @@ from those files; what it printed:
     rows per GPU), what kokuban's expert GEMMs at the constants below leave out: α per MoE layer, β per routed pair
       h100-sxm fp8 40.0 µs, 19.6 ns | bf16 37.7, 18.7 | h200 fp8 41.6, 15.9 | bf16 40.1, 14.4
       | b200 fp8 37.2, 14.8 | bf16 34.4, 12.8   (without them kokuban's MoE layer is 2.3–5.3× too fast at the
-      median row; with them the rms log error falls from 1.4–2.2 to 0.28–0.49; b200 nvfp4, not in the medians, 49.9 µs,
-      21.4 ns)
+      median row; with them the rms log error falls from 1.4–2.2 to 0.28–0.49) | b200 nvfp4 49.9 µs, 21.4 ns (the only
+      fp4 table: not in the medians, used as it is for an fp4 compute dtype, `KernelCurves.moe_constants`)
 
 The constants are the medians across the three GPUs (rounded); int8 (SmoothQuant W8A8) has no Hopper table and
 is ASSUMED to follow fp8. The GEMM's absolute bf16 fraction is not taken from the tables: `Efficiency.compute`
@@ -81,6 +81,8 @@ class KernelCurves:
     nccl_allreduce_fraction: float = 0.65
     moe_layer_s: float = 39e-6
     moe_pair_s: float = 15.3e-9
+    moe_layer_fp4_s: float = 49.9e-6
+    moe_pair_fp4_s: float = 21.4e-9
     plain_nccl: bool = False  # the engine all-reduces with NCCL (torch.distributed), not a custom kernel
 
     def __post_init__(self) -> None:
@@ -103,6 +105,15 @@ class KernelCurves:
     def dtype_ratio(self, dtype: str) -> float:
         """The GEMM fraction of `dtype` relative to bf16's: fp8/int8/fp4 from the tables, 1 for 16/32-bit."""
         return {"fp8": self.fp8_ratio, "fp4": self.fp4_ratio, "int8": self.int8_ratio}.get(dtype, 1.0)
+
+    def moe_constants(self, dtype: str) -> tuple[float, float]:
+        """(α per MoE layer, β per routed pair) of `moe_dispatch_time_s` for a compute dtype: for fp4 the B200 nvfp4
+        table's own fit (49.9 µs and 21.4 ns, against 37.2 µs and 14.8 ns for fp8 on the same GPU; the only fp4 table,
+        so assumed for every fp4 accelerator), else the median of the fp8 and bf16 tables of the three GPUs (module
+        docstring). Which of the layer's kernels make fp4 slower the table does not say."""
+        if dtype == "fp4":
+            return self.moe_layer_fp4_s, self.moe_pair_fp4_s
+        return self.moe_layer_s, self.moe_pair_s
 
     def as_dict(self) -> dict[str, float]:
         return {f.name: v if isinstance(v := getattr(self, f.name), bool) else float(v) for f in fields(self)}

@@ -19,6 +19,8 @@ How each published row is predicted from the core (pure functions below, one rul
   batches in flight (`is_inflight_batching`: TensorRT-LLM, vLLM, SGLang over a whole run) are the steady state
   of fused prefill+decode steps instead: replicas × batch ÷ `generation.inflight_step`.
 - per_gpu rows: the prediction ÷ num_gpus.
+- Two-batch overlap (`overlaps_communication`: the engine string names it): communication hidden under compute,
+  max(roofline, comm) + overhead per step.
 - Kernel profile: an engine that all-reduces with plain NCCL (`row_efficiency`: gpt-fast) pays NCCL's
   all-reduce, not the custom one-shot kernel.
 - Regime: the bound of the phase that takes longest (prefill → its bound, usually 'compute';
@@ -223,6 +225,16 @@ def is_decode_only(row: PublishedResult) -> bool:
     return "PD disaggregation" in row.engine
 
 
+TWO_BATCH_OVERLAP = "two-batch overlap"  # named in the engine string of a row that ran two micro-batches
+
+
+def overlaps_communication(row: PublishedResult) -> bool:
+    """The row's engine runs two micro-batches that hide each other's communication (SGLang's and DeepSeek's
+    two-batch overlap, `TWO_BATCH_OVERLAP` named in the engine string): its deployment has `overlap_comm`, a step
+    of max(roofline, comm) + overhead (`roofline.Step.step_time_s`)."""
+    return TWO_BATCH_OVERLAP in row.engine.lower()
+
+
 INFLIGHT_ENGINES = ("TensorRT-LLM", "vLLM", "SGLang")  # engine families that batch in flight, prefill fused into decode
 STATIC_BATCH_TOOLS = ("benchmark_latency",)  # vLLM's latency benchmark runs one static batch, prefill then decode
 
@@ -275,7 +287,8 @@ def replica_layout(row: PublishedResult, efficiency: Efficiency | None = None):
 
     def make(n: int, layout: str) -> Deployment:
         return Deployment.make(model, acc, n, layout=layout, weights_dtype=row.weights_dtype, kv_dtype=row.kv_dtype,
-                               efficiency=efficiency, **row_memory(row, acc.memory_bytes, n))
+                               efficiency=efficiency, overlap_comm=overlaps_communication(row),
+                               **row_memory(row, acc.memory_bytes, n))
 
     inp, out = assumed_lengths(row)
     if row.expert_parallel:
