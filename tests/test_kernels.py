@@ -82,6 +82,32 @@ def test_a_tp8_group_inside_the_node_uses_the_nvlink_curve():
     assert float(comm_time_s(dep, 64)[0]) == pytest.approx(4.1047e-3, rel=1e-4)
 
 
+def test_default_profile_tp16_across_two_nodes_waits_on_the_nic():
+    """Default profile (interconnect 0.27, 8 µs per collective), Llama 3.1 70B TP16 on H200 (8 per node, 50 GB/s NIC),
+    64 tokens: ring bytes per GPU 2·15/16·1,048,576 = 1,966,080; at 0.27·50 GB/s = 13.5 GB/s: 145.64 µs + 8 µs =
+    153.64 µs per all-reduce, × 160 = 24.582 ms. TP8 inside the node: 2·7/8·1,048,576 = 1,835,008 B at 0.27·450 GB/s
+    = 121.5 GB/s: 15.103 µs + 8 µs = 23.103 µs × 160 = 3.6965 ms."""
+    model, h200 = load_model("llama-3.1-70b"), load_accelerator("h200")
+    across = Deployment.make(model, h200, 16)
+    assert float(comm_time_s(across, 64)[0]) == pytest.approx(160 * (8e-6 + 1_966_080 / 13.5e9))
+    assert float(comm_time_s(across, 64)[0]) == pytest.approx(24.582e-3, rel=1e-4)
+    assert float(comm_time_s(across, 64)[1]) == pytest.approx(160 * 1_966_080)
+    inside = Deployment.make(model, h200, 8)
+    assert float(comm_time_s(inside, 64)[0]) == pytest.approx(3.6965e-3, rel=1e-4)
+
+
+def test_default_profile_ep16_sends_the_other_nodes_share_over_the_nic():
+    """Default profile, DeepSeek-V3 (hidden 7168, top-8, 58 MoE layers) EP16 on H100 (8 per node), 1,024 tokens:
+    each GPU sends 15/16·(1,024/16)·8·7168·2 = 6,881,280 B per all-to-all; 8 of its 15 peers are on the other node:
+    3,670,016 B over the NIC at 0.27·50 GB/s = 13.5 GB/s (271.85 µs), 3,211,264 B over NVLink at 0.27·450 GB/s
+    (26.43 µs), + 8 µs = 306.28 µs, × 2·58 = 35.529 ms."""
+    dep = Deployment.make(load_model("deepseek-v3"), load_accelerator("h100-sxm"), 16, layout="ep")
+    expected = 116 * (8e-6 + 3_211_264 / 121.5e9 + 3_670_016 / 13.5e9)
+    assert float(comm_time_s(dep, 1024)[0]) == pytest.approx(expected)
+    assert float(comm_time_s(dep, 1024)[0]) == pytest.approx(35.529e-3, rel=1e-4)
+    assert float(comm_time_s(dep, 1024)[1]) == pytest.approx(116 * 6_881_280)
+
+
 def test_gemm_fraction_in_the_step_by_dtype():
     """bf16 on one H100 at 70 tokens: 0.74·70/140 = 0.37; fp8 weights (fp8 tensor cores) at 70: 0.74·0.71·0.5 =
     0.2627; the default profile: 0.74 whatever the tokens."""
@@ -183,15 +209,16 @@ def test_allreduce_time_increases_with_bytes(s, ds, n, link, f):
 @SETTINGS
 @given(gpu=st.sampled_from(["h100-sxm", "h200", "b200", "a100-80gb"]),
        model=st.sampled_from(["llama-3.1-70b", "qwen3-235b-a22b", "llama-3.1-8b"]),
-       layout=st.sampled_from(["tp", "ep"]), tokens=st.floats(1.0, 1e5))
-def test_crossing_a_node_is_never_faster(gpu, model, layout, tokens):
-    """The same 16-GPU group, once inside one 16-GPU domain, once across two 8-GPU nodes."""
+       layout=st.sampled_from(["tp", "ep"]), tokens=st.floats(1.0, 1e5),
+       efficiency=st.sampled_from([KERNEL, Efficiency()]))
+def test_crossing_a_node_is_never_faster(gpu, model, layout, tokens, efficiency):
+    """The same 16-GPU group, once inside one 16-GPU domain, once across two 8-GPU nodes, in either profile."""
     m = load_model(model)
     if layout == "ep" and not m.is_moe:
         layout = "tp"
     acc = load_accelerator(gpu)
-    inside = Deployment.make(m, replace(acc, gpus_per_node=16), 16, layout=layout, efficiency=KERNEL)
-    across = Deployment.make(m, replace(acc, gpus_per_node=8), 16, layout=layout, efficiency=KERNEL)
+    inside = Deployment.make(m, replace(acc, gpus_per_node=16), 16, layout=layout, efficiency=efficiency)
+    across = Deployment.make(m, replace(acc, gpus_per_node=8), 16, layout=layout, efficiency=efficiency)
     assert collective_link(16, 8, acc.interconnect_bytes_per_s, acc.scaleout_bytes_per_s, 1e-5, 0.7, 0.8).crosses_node
     t_in, t_out = float(comm_time_s(inside, tokens)[0]), float(comm_time_s(across, tokens)[0])
     assert np.isfinite(t_out) and t_out >= t_in > 0

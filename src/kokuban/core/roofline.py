@@ -159,23 +159,34 @@ def comm_time_s(dep: Deployment, tokens: Any) -> tuple[np.ndarray, np.ndarray]:
     EP, N > 1: per MoE layer a dispatch and a combine all-to-all; each GPU sends its tokens/N tokens to
       top_k experts, (N−1)/N of them remote: time = 2·moe_layers·(latency + (N−1)/N · (tokens/N)·k·d·2
       / (link·eff)). Attention and dense layers are data-parallel and exchange nothing.
+    link is the scale-up link (NVLink) at the `interconnect` fraction. A group larger than the accelerator's node
+      (`gpus_per_node`) waits on the scale-out NIC at the same fraction (`specs.kernels.collective_link`): a
+      ring all-reduce moves every GPU's bytes at the pace of its slowest hop, the NIC; an all-to-all sends the
+      (N − g)/(N − 1) of its remote bytes bound for other nodes over the NIC and the rest over NVLink, the two
+      added (`specs.kernels.alltoall_time_s`).
     A coarse model without hidden size or on one GPU: 0.
     """
-    m, n, eff = dep.model, dep.num_gpus, dep.efficiency
+    from kokuban.specs.kernels import alltoall_time_s, collective_link
+
+    m, n, eff, acc = dep.model, dep.num_gpus, dep.efficiency, dep.accelerator
     t = np.asarray(tokens, dtype=np.float64)
     if n == 1 or m.hidden_size == 0:
         return np.zeros_like(t), np.zeros_like(t)
-    if eff.kernels is not None and eff.kernels.covers(dep.accelerator):
+    if eff.kernels is not None and eff.kernels.covers(acc):
         return kernel_comm_time_s(dep, t)
-    link = dep.accelerator.interconnect_bytes_per_s * eff.interconnect
-    if link <= 0:
-        raise KokubanError(f"accelerator '{dep.accelerator.id}' has no interconnect bandwidth; cannot run on {n} GPUs")
+    if acc.interconnect_bytes_per_s * eff.interconnect <= 0:
+        raise KokubanError(f"accelerator '{acc.id}' has no interconnect bandwidth; cannot run on {n} GPUs")
+    link = collective_link(n, acc.gpus_per_node, acc.interconnect_bytes_per_s, acc.scaleout_bytes_per_s, 0.0,
+                           eff.interconnect, eff.interconnect)
     count, kind = dep.parallel.collectives(m.num_layers, m.moe_layers)
     if kind == "all-reduce":
         per_gpu = 2 * (n - 1) / n * t * m.hidden_size * ACTIVATION_BYTES
-    else:
-        per_gpu = (n - 1) / n * (t / n) * m.top_k * m.hidden_size * ACTIVATION_BYTES
-    return count * (eff.collective_latency_s + per_gpu / link), count * per_gpu
+        return count * (eff.collective_latency_s + per_gpu / (link.bytes_per_s * eff.interconnect)), count * per_gpu
+    per_gpu = (n - 1) / n * (t / n) * m.top_k * m.hidden_size * ACTIVATION_BYTES
+    off = per_gpu * (n - acc.gpus_per_node) / (n - 1) if link.crosses_node else np.zeros_like(per_gpu)
+    one = alltoall_time_s(per_gpu - off, off, eff.collective_latency_s, acc.interconnect_bytes_per_s,
+                          eff.interconnect, acc.scaleout_bytes_per_s, eff.interconnect)
+    return count * one, count * per_gpu
 
 
 def kernel_comm_time_s(dep: Deployment, tokens: Any) -> tuple[np.ndarray, np.ndarray]:
