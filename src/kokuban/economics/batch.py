@@ -39,7 +39,8 @@ PER_REQUEST = ("compute", "kv", "comm_bytes")
 
 # ---- one table for every decode point ------------------------------------------------------------
 #: A sweep is priced this many points at a time: the dozens of temporaries of one block stay in the CPU's cache,
-#: where those of a million points would each make a round trip to memory (about twice as fast; the same numbers).
+#: where those of a million points would each make a round trip to memory (element-wise arithmetic, so the same
+#: numbers).
 BLOCK_POINTS = 32768
 
 
@@ -50,10 +51,11 @@ def decode_columns(dep: Deployment, batch: Any, context: Any, tables: bool = Tru
     compute and memory overlap); `usd_per_m_output_<part>` is the core's overlap-aware split, which
     sums to `usd_per_m_output`. Tokens/s: per user 1 ÷ step, in total B ÷ step, per GPU B ÷ step ÷ N.
 
-    More than `BLOCK_POINTS` points are priced block by block. When they are whole numbers and the
-    batches and contexts span at most half as many values as there are points, each block's step is looked up
-    in `roofline.decode_table` (the core's terms once per batch and per context) instead of `decode_step`,
-    equal to it up to rounding; `tables=False` always calls `roofline.decode_step`.
+    More than `BLOCK_POINTS` points are priced block by block. When the batches are whole numbers 1 … top
+    with top at most half the number of points, a block of whole batches takes its step from
+    `roofline.decode_table` (the token terms once per batch, looked up; attention and KV from `decode_step` at
+    batch 1) instead of `roofline.decode_step`: equal to it up to rounding (a few ulp). `tables=False` always
+    calls `roofline.decode_step`.
     """
     b, ctx = np.broadcast_arrays(np.asarray(batch, dtype=np.float64), np.asarray(context, dtype=np.float64))
     if b.size <= BLOCK_POINTS:
@@ -84,8 +86,8 @@ def _priced_by_block(dep: Deployment, b: np.ndarray, ctx: np.ndarray,
 
 
 def _sweep_table(dep: Deployment, b: np.ndarray, ctx: np.ndarray) -> roofline.DecodeTable | None:
-    """The core's decode table for a sweep, when it is worth building: batches ≥ 1 and contexts ≥ 0 whose
-    largest values add up to at most half the points (blocks that are not whole numbers fall back on their own)."""
+    """The core's decode table for a sweep, when it is worth building: batches ≥ 1, the largest at most half
+    the number of points (a block whose batches are not whole numbers calls `decode_step` instead)."""
     top = b.max()
     if not (b.min() >= 1 and top <= b.size / 2):  # also False for NaN
         return None
