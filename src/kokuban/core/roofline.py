@@ -42,6 +42,34 @@ from kokuban.specs.deployment import Deployment
 ACTIVATION_BYTES = 2.0  # activations travel between GPUs in bf16
 
 BOUNDS = ("compute", "weights", "kv", "comm", "overhead")
+_LABELS = np.array(BOUNDS)  # the labels as one string array, indexed by their positions
+
+
+def bound_names(index: Any) -> Any:
+    """The labels of `Step.bound_index` positions: a string array (a str for a single position)."""
+    index = np.asarray(index)
+    return _LABELS.take(index) if index.ndim else BOUNDS[int(index)]
+
+
+def _cached(method: Any) -> property:
+    """A read-only property computed once per instance (kept in its __dict__): functools.cached_property without
+    the per-call lock Python 3.11 takes, which costs a scalar step more than the arithmetic it saves."""
+    name = method.__name__
+
+    def get(self: Any) -> Any:
+        cache = self.__dict__
+        if name not in cache:
+            cache[name] = method(self)
+        return cache[name]
+
+    return property(get, doc=method.__doc__)
+
+
+def _pick(cond: Any, label: str, otherwise: Any) -> np.ndarray:
+    """np.where(cond, label, otherwise) on positions in `BOUNDS` (int8): otherwise + cond·(label − otherwise),
+    branch-free (np.where on a mixed mask costs as much as the step's arithmetic)."""
+    other = np.asarray(BOUNDS.index(otherwise) if isinstance(otherwise, str) else otherwise, dtype=np.int8)
+    return other + np.asarray(cond, dtype=np.int8) * (np.int8(BOUNDS.index(label)) - other)
 
 
 @dataclass(frozen=True)
@@ -73,7 +101,9 @@ class Step:
     def memory_s(self) -> Any:
         return self.weights_s + self.kv_s
 
-    @property
+    # The derived times are computed once (a sweep's step is read by the price, the split and the bound): a Step
+    # is frozen, and `dataclasses.replace` builds a new one without the cache.
+    @_cached
     def linear_compute_s(self) -> Any:
         """Compute of the weight matrix multiplies (compute_s − attention)."""
         return self.compute_s - self.attn_compute_s
@@ -84,24 +114,26 @@ class Step:
         overlap = 1 (the default) is the roofline: the shorter time hides entirely under the longer.
         Kernels that cannot stream operands and multiply at once (small-batch GEMMs on CPUs) have
         overlap < 1; 0 means the two times add."""
+        if self.overlap == 1.0:  # the term (1 − 1)·min is 0: max alone, the same number, one pass fewer
+            return np.maximum(compute_s, memory_s)
         return np.maximum(compute_s, memory_s) + (1.0 - self.overlap) * np.minimum(compute_s, memory_s)
 
-    @property
+    @_cached
     def linear_s(self) -> Any:
         """The weight-multiply kernels: kernel_s(linear compute, weight read)."""
         return self.kernel_s(self.linear_compute_s, self.weights_s)
 
-    @property
+    @_cached
     def attention_s(self) -> Any:
         """The attention kernels: kernel_s(attention compute, KV read)."""
         return self.kernel_s(self.attn_compute_s, self.kv_s)
 
-    @property
+    @_cached
     def roof_s(self) -> Any:
         """The roofline part of the step: linear_s + attention_s (the two kinds run one after the other)."""
         return self.linear_s + self.attention_s
 
-    @property
+    @_cached
     def step_time_s(self) -> Any:
         """roof + comm + overhead; with overlapped communication (two micro-batches ping-ponging, as
         DeepSeek's dual-batch overlap does) max(roof, comm) + overhead."""
@@ -109,21 +141,28 @@ class Step:
             return np.maximum(self.roof_s, self.comm_s) + self.overhead_s
         return self.roof_s + self.comm_s + self.overhead_s
 
+    @_cached
+    def bound_index(self) -> Any:
+        """Which resource sets the step, as its position in `BOUNDS` (int8; `bound` names it): of the roofline
+        time, the seconds spent compute-bound (each kind whose compute is the larger of its two times),
+        weight-bound and KV-bound are compared and the largest names the step ('compute', 'weights', 'kv');
+        'comm' if communication exceeds the roofline part, 'overhead' if the fixed cost exceeds both."""
+        lin_c = np.asarray(self.linear_compute_s >= self.weights_s)
+        attn_c = np.asarray(self.attn_compute_s >= self.kv_s)
+        # x·[cond] is where(cond, x, 0) for the finite times a step has, without where's branch per element
+        compute = self.linear_compute_s * lin_c + self.attn_compute_s * attn_c
+        weights = self.weights_s * ~lin_c
+        kv = self.kv_s * ~attn_c
+        code = _pick((compute >= weights) & (compute >= kv), "compute", _pick(weights >= kv, "weights", "kv"))
+        roof = self.roof_s
+        code = _pick(self.comm_s > roof, "comm", code)
+        return _pick(np.asarray(self.overhead_s) > np.maximum(roof, self.comm_s), "overhead", code)
+
     @property
     def bound(self) -> Any:
-        """Which resource sets the step: of the roofline time, the seconds spent compute-bound (each kind
-        whose compute is the larger of its two times), weight-bound and KV-bound are compared and the
-        largest names the step ('compute', 'weights', 'kv'); 'comm' if communication exceeds the
-        roofline part, 'overhead' if the fixed cost exceeds both."""
-        lin_c, attn_c = self.linear_compute_s >= self.weights_s, self.attn_compute_s >= self.kv_s
-        compute = np.where(lin_c, self.linear_compute_s, 0.0) + np.where(attn_c, self.attn_compute_s, 0.0)
-        weights = np.where(lin_c, 0.0, self.weights_s)
-        kv = np.where(attn_c, 0.0, self.kv_s)
-        label = np.where((compute >= weights) & (compute >= kv), "compute", np.where(weights >= kv, "weights", "kv"))
-        roof = self.roof_s
-        label = np.where(self.comm_s > roof, "comm", label)
-        label = np.where(np.asarray(self.overhead_s) > np.maximum(roof, self.comm_s), "overhead", label)
-        return label if label.ndim else str(label)
+        """Which resource sets the step (`bound_index` named): 'compute', 'weights', 'kv', 'comm' or 'overhead';
+        a string array when the step's terms are arrays."""
+        return bound_names(self.bound_index)
 
     def as_dict(self) -> dict[str, Any]:
         """Scalar step as plain floats (for JSON)."""
@@ -365,6 +404,61 @@ def decode_step(dep: Deployment, batch: Any, context: Any) -> Step:
     kv = b * attention_kv_bytes_per_request(dep, context)
     state = b * 2 * state_bytes_per_request(dep)
     return _step(dep, b, b, attended, dep.model.attn_flops_per_ctx_token_per_layer_decode, kv, state)
+
+
+def _whole(values: np.ndarray, lo: int, hi: int) -> np.ndarray | None:
+    """`values` as intp indices when every one is a whole number in [lo, hi]; None otherwise."""
+    if not (values.min() >= lo and values.max() <= hi):  # also False for NaN
+        return None
+    index = values.astype(np.intp)
+    return index if np.array_equal(index, values) else None
+
+
+@dataclass(frozen=True)
+class DecodeTable:
+    """`decode_step`'s token terms tabulated for every whole batch 1 … max (`decode_table`; row 0 unused)."""
+
+    dep: Deployment
+    linear_compute_s: np.ndarray
+    weights_s: np.ndarray
+    comm_s: np.ndarray
+    overhead_s: np.ndarray
+
+    def step(self, batch: np.ndarray, context: np.ndarray) -> Step | None:
+        """The decode step at each (batch, context) point (arrays of one shape): the token terms looked up, the
+        attention and KV read `decode_step(dep, 1, context)` × batch; None when a batch is not a whole number in
+        1 … max. Only the times are filled (all a price, its split and the bound read); flops, attn_flops,
+        weight_bytes, kv_bytes, comm_bytes and experts_touched are NaN."""
+        ib = _whole(batch, 1, self.weights_s.size - 1)
+        if ib is None:
+            return None
+        one = decode_step(self.dep, 1.0, context)
+        attn_s = batch * one.attn_compute_s
+        return Step(
+            tokens=batch, batch=batch, flops=np.nan, weight_bytes=np.nan, kv_bytes=np.nan, comm_bytes=np.nan,
+            experts_touched=np.nan, compute_s=self.linear_compute_s[ib] + attn_s, attn_compute_s=attn_s,
+            weights_s=self.weights_s[ib], kv_s=batch * one.kv_s, comm_s=self.comm_s[ib],
+            overhead_s=self.overhead_s[ib], comm_overlapped=self.dep.overlap_comm, overlap=self.dep.efficiency.overlap,
+        )
+
+
+def decode_table(dep: Deployment, max_batch: int) -> DecodeTable:
+    """`decode_step` split into what depends on the batch alone, evaluated once per batch 1 … `max_batch`, and
+    what depends on the context.
+
+    A decode step of B requests at context c is its token terms at B — `decode_step(dep, B, 0)`: multiply
+    compute, weight read (MoE touching), communication, overhead, none of which depends on the context — plus B
+    times one request's attention compute and KV read at c — `decode_step(dep, 1, c)` — since decode_step's
+    attended pairs and KV bytes are B × a function of c. `DecodeTable.step` looks the first up for many points
+    (the MoE touching's power and the kernel curves once per batch, not per point) and adds the second: equal to
+    `decode_step` up to rounding (B·(a·x) against (B·a)·x: a few ulp)."""
+    token = decode_step(dep, np.arange(1, max_batch + 1, dtype=np.float64), 0.0)
+
+    def by_batch(x: Any) -> np.ndarray:
+        return np.concatenate(([np.nan], np.broadcast_to(np.asarray(x, dtype=np.float64), (max_batch,))))
+
+    return DecodeTable(dep=dep, linear_compute_s=by_batch(token.linear_compute_s), weights_s=by_batch(token.weights_s),
+                       comm_s=by_batch(token.comm_s), overhead_s=by_batch(token.overhead_s))
 
 
 def decode_step_mixed(dep: Deployment, contexts: Sequence[int]) -> Step:

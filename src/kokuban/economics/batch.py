@@ -38,34 +38,90 @@ PER_REQUEST = ("compute", "kv", "comm_bytes")
 
 
 # ---- one table for every decode point ------------------------------------------------------------
-def decode_columns(dep: Deployment, batch: Any, context: Any) -> dict[str, np.ndarray]:
+#: A sweep is priced this many points at a time: the dozens of temporaries of one block stay in the CPU's cache,
+#: where those of a million points would each make a round trip to memory (element-wise arithmetic, so the same
+#: numbers).
+BLOCK_POINTS = 32768
+
+
+def decode_columns(dep: Deployment, batch: Any, context: Any, tables: bool = True) -> dict[str, np.ndarray]:
     """The columns of a decode point (arrays broadcast): the core's step, per token, priced.
 
     `*_s_per_token` is that term's time on the busiest GPU divided by the batch (the raw term, before
     compute and memory overlap); `usd_per_m_output_<part>` is the core's overlap-aware split, which
     sums to `usd_per_m_output`. Tokens/s: per user 1 ÷ step, in total B ÷ step, per GPU B ÷ step ÷ N.
+
+    More than `BLOCK_POINTS` points are priced block by block. When the batches are whole numbers 1 … top
+    with top at most half the number of points, a block of whole batches takes its step from
+    `roofline.decode_table` (the token terms once per batch, looked up; attention and KV from `decode_step` at
+    batch 1) instead of `roofline.decode_step`: equal to it up to rounding (a few ulp). `tables=False` always
+    calls `roofline.decode_step`.
     """
     b, ctx = np.broadcast_arrays(np.asarray(batch, dtype=np.float64), np.asarray(context, dtype=np.float64))
-    step = roofline.decode_step(dep, b, ctx)
+    if b.size <= BLOCK_POINTS:
+        cols = _priced(dep, b, roofline.decode_step(dep, b, ctx))
+    else:
+        cols = _priced_by_block(dep, b, ctx, _sweep_table(dep, b, ctx) if tables else None)
+    cols["bound"] = np.asarray(roofline.bound_names(cols["bound"]))  # positions named once, for every point
+    return {"batch": b, "context": ctx} | cols
+
+
+def _priced_by_block(dep: Deployment, b: np.ndarray, ctx: np.ndarray,
+                     table: roofline.DecodeTable | None) -> dict[str, np.ndarray]:
+    """`_priced` of many points, `BLOCK_POINTS` at a time, each block's step from `table` when it can."""
+    flat_b, flat_ctx = b.ravel(), ctx.ravel()
+    cols: dict[str, np.ndarray] = {}
+    for start in range(0, b.size, BLOCK_POINTS):
+        part = slice(start, start + BLOCK_POINTS)
+        bp, cp = flat_b[part], flat_ctx[part]
+        step = None if table is None else table.step(bp, cp)
+        step = roofline.decode_step(dep, bp, cp) if step is None else step
+        if cols:
+            _priced(dep, bp, step, {name: col[part] for name, col in cols.items()})
+            continue
+        for name, value in _priced(dep, bp, step).items():  # the first block sets each column's type
+            cols[name] = np.empty(b.size, dtype=value.dtype)
+            cols[name][part] = value
+    return {name: value.reshape(b.shape) for name, value in cols.items()}
+
+
+def _sweep_table(dep: Deployment, b: np.ndarray, ctx: np.ndarray) -> roofline.DecodeTable | None:
+    """The core's decode table for a sweep, when it is worth building: batches ≥ 1, the largest at most half
+    the number of points (a block whose batches are not whole numbers calls `decode_step` instead)."""
+    top = b.max()
+    if not (b.min() >= 1 and top <= b.size / 2):  # also False for NaN
+        return None
+    return roofline.decode_table(dep, int(top))
+
+
+def _priced(dep: Deployment, b: np.ndarray, step: roofline.Step,
+            out: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """`decode_columns` but batch and context, of the points of batch `b` whose step is `step`: its times per
+    token, tokens/s and prices. Written into `out`'s arrays (one block of a sweep's columns) when given."""
+    cols: dict[str, np.ndarray] = {}
+
+    def core(name: str, value: np.ndarray) -> None:  # a column the core computed: kept, or copied into its place
+        if out is None:
+            cols[name] = value
+        else:
+            np.copyto(out[name], value)
+
+    def into(name: str) -> np.ndarray | None:  # where a column computed here goes (None: a new array)
+        return None if out is None else out[name]
+
     t = np.asarray(step.step_time_s, dtype=np.float64)
-    cols = {
-        "batch": b,
-        "context": ctx,
-        "bound": np.asarray(step.bound),
-        "step_time_s": t,
-        "compute_s_per_token": step.compute_s / b,
-        "weights_s_per_token": step.weights_s / b,
-        "kv_s_per_token": step.kv_s / b,
-        "comm_s_per_token": step.comm_s / b,
-        "overhead_s_per_token": step.overhead_s / b,
-        "tokens_per_s_per_user": 1.0 / t,
-        "tokens_per_s": b / t,
-        "tokens_per_s_per_gpu": b / t / dep.num_gpus,
-        "usd_per_m_output": np.asarray(cost.usd_per_m_output(dep, step), dtype=np.float64),
-    }
+    core("bound", step.bound_index)  # positions in roofline.BOUNDS: `decode_columns` names them
+    core("step_time_s", t)
+    for term, seconds in (("compute", step.compute_s), ("weights", step.weights_s), ("kv", step.kv_s),
+                          ("comm", step.comm_s), ("overhead", step.overhead_s)):
+        cols[f"{term}_s_per_token"] = np.divide(seconds, b, out=into(f"{term}_s_per_token"))
+    cols["tokens_per_s_per_user"] = np.divide(1.0, t, out=into("tokens_per_s_per_user"))
+    cols["tokens_per_s"] = np.divide(b, t, out=into("tokens_per_s"))
+    cols["tokens_per_s_per_gpu"] = np.divide(cols["tokens_per_s"], dep.num_gpus, out=into("tokens_per_s_per_gpu"))
+    core("usd_per_m_output", np.asarray(cost.usd_per_m_output(dep, step), dtype=np.float64))
     for part, value in cost.decode_split_usd_per_m(dep, step).items():
-        cols[f"usd_per_m_output_{part}"] = np.asarray(value, dtype=np.float64)
-    return cols
+        core(f"usd_per_m_output_{part}", np.asarray(value, dtype=np.float64))
+    return cols if out is None else out
 
 
 def decode_frame(dep: Deployment, batch: Any, context: Any) -> pd.DataFrame:
