@@ -53,6 +53,54 @@ def test_predict_tg_and_pp_by_hand():
         lc.predict_test(dep, "pg", tokens=8)
 
 
+def test_flash_attention_pairs_and_prediction_by_hand():
+    """ggml's CPU flash attention (FLASH_ATTENTION_SOURCE): row by row below 64 queries per sequence (the causal pairs),
+    64 × 64 tiles from 64 on (a key tile computed whole unless all of it is masked, a partial query tile padded)."""
+    assert [lc.flash_attention_path(q) for q in (1, 32, 63, 64, 128)] == ["rows", "rows", "rows", "tiled", "tiled"]
+    # rows: Q·D + Q(Q+1)/2 — 32·512 + 32·33/2 = 16,384 + 528; one query after 99 cached: 99 + 1
+    assert lc.flash_attention_pairs(32, 512) == 16_912 and lc.flash_attention_pairs(1, 99) == 100
+    # tiled, 128 queries at depth 0: query tile 0 (positions 1–64) sees key tile 0, tile 1 (65–128) key tiles 0–1:
+    # 3 tiles × 64·64 = 12,288 (the causal count is 128·129/2 = 8,256)
+    assert lc.flash_attention_pairs(128, 0) == 3 * 4096
+    # at depth 512: ⌈(512 + 64)/64⌉ = 9 and ⌈(512 + 128)/64⌉ = 10 key tiles → 19 × 4,096
+    assert lc.flash_attention_pairs(128, 512) == 19 * 4096
+    # 100 queries: the second query tile has 36 rows, computed as 64, against ⌈100/64⌉ = 2 key tiles → 3 tiles
+    assert lc.flash_attention_pairs(100, 0) == 3 * 4096
+    assert lc.flash_attention_pairs(64, 0, batch=2) == 2 * 4096  # two sequences of 64, one tile each
+    spec = ModelSpec.from_config(TINY)
+    # 2 layers × 4·4 heads·16 = 256 FLOP per pair per layer → pp8: 36 pairs × 2 × 256 = 18,432 FLOP
+    assert lc.flash_attention_flops(spec, 8, 0) == 18_432
+    attention = lc.FlashAttention(rows_flops_s=1e8, tiled_flops_s=1e9)
+    dep = lc.llamacpp_deployment(spec, ENTRY, "Q8_0", EXACT)
+    # pp8 @ d0 (test_predict_tg_and_pp_by_hand): linear 0.853504 ms; attention 18,432 FLOP at 1e8 = 184.32 µs in place
+    # of 18.432 µs at the compute fraction (still above the KV read, 2.048 µs)
+    assert lc.predict_test(dep, "pp", tokens=8, attention=attention) == pytest.approx(0.853504e-3 + 184.32e-6,
+                                                                                       rel=1e-9)
+    # generation steps keep the roofline's attention (bound by the KV read): tg4 @ d0 as without the kernel's rates
+    assert lc.predict_test(dep, "tg", tokens=4, attention=attention) == pytest.approx(4 * 160.896e-6 + 0.512e-6 * 10,
+                                                                                       rel=1e-9)
+    # pp128 runs the tiled path: 12,288 pairs × 512 FLOP = 6,291,456 FLOP at 1e9 = 6.291456 ms
+    step_s = lc.predict_test(dep, "pp", tokens=128, attention=attention)
+    assert step_s - lc.predict_test(dep, "pp", tokens=128) == pytest.approx(6.291456e-3 - 128 * 129 / 2 * 512 / 1e9,
+                                                                            rel=1e-9)
+
+
+def test_flash_attention_fit_needs_depth_pairs_on_both_paths():
+    spec = {"a": ModelSpec.from_config(TINY)}
+    rows = [lc.Row(f"a/F16/pp{n}@{d}", "a", "F16", "pp", n, d, 1, (t,)) for n, d, t in
+            ((32, 0, 1.0), (32, 64, 1.5), (128, 0, 2.0), (128, 64, 2.0))]
+    # tiled pair: no time added by depth → not a positive rate → no fit
+    assert lc.fit_flash_attention(rows, [False] * 4, spec) is None
+    # row pair alone (the pp128 rows held out): no tiled rate → no fit
+    assert lc.fit_flash_attention(rows, [False, False, True, True], spec) is None
+    rows[3] = replace(rows[3], samples_s=(2.5,))
+    fa = lc.fit_flash_attention(rows, [False] * 4, spec)
+    # pp32: 0.5 s for 32·64 = 2,048 more pairs × 2 layers × 256 FLOP = 1,048,576 FLOP; pp128: 0.5 s for
+    # ⌈128/64⌉ + ⌈192/64⌉ = 5 key tiles at depth 64 against 1 + 2 = 3 at depth 0: 2 more tiles × 4,096 pairs × 512 FLOP
+    assert fa.rows_flops_s == pytest.approx(1_048_576 / 0.5, rel=1e-12)
+    assert fa.tiled_flops_s == pytest.approx(2 * 4096 * 512 / 0.5, rel=1e-12) and fa.pairs_fitted == 2
+
+
 def test_deployment_types():
     spec = ModelSpec.from_config(TINY)
     assert lc.llamacpp_deployment(spec, ENTRY, "F16").weights_dtype == "fp16"
@@ -169,6 +217,10 @@ def test_fit_recovers_known_fractions_on_held_out_rows():
     about llama.cpp). Two fitted sizes, as the committed plan has: with one, M_half's fixed cost per step
     (2·params·M_half ÷ (peak·e)) and the per-step overhead trade against each other along a valley of equal loss."""
     truth, m_half = Efficiency(compute=0.2, memory=0.6, kv_memory=0.3, step_overhead_s=1e-4), 8.0
+    # attention slow enough that a prompt's attention compute exceeds its KV read at every depth (case a, pp32 @ d0:
+    # 528 pairs × 2 layers × 4·2 heads·128 = 1.08 MFLOP at 2e9 = 0.54 ms > 64 kB of KV at 3e8 B/s = 0.22 ms), so what
+    # depth adds to a prompt is attention alone and the fit must find these two rates exactly
+    attention = lc.FlashAttention(rows_flops_s=2e9, tiled_flops_s=5e9)
     plan = lc.Plan(cases=(lc.Case("a", "llama-2-7b", 2, 256), lc.Case("c", "llama-2-7b", 4, 512),
                           lc.Case("b", "llama-2-7b", 3, 384, held_out=True)),
                    types=("Q4_0",), depths=(0, 64, 128), held_out_depths=(64,))
@@ -180,7 +232,7 @@ def test_fit_recovers_known_fractions_on_held_out_rows():
             for kind, n, b in (("pp", 32, 1), ("pp", 128, 1), ("tg", 16, 1), ("tg", 8, 4), ("tg", 8, 8)):
                 eff = lc.step_efficiency(truth, m_half, lc.step_tokens(kind, n, b))
                 dep = lc.llamacpp_deployment(ModelSpec.from_config(cfg), FAST, "Q4_0", eff)
-                t = lc.predict_test(dep, kind, tokens=n, depth=depth, batch=b)
+                t = lc.predict_test(dep, kind, tokens=n, depth=depth, batch=b, attention=attention)
                 regime = kind if b == 1 else f"batched-{kind}"
                 record["rows"].append(lc.row_dict(lc.Row(f"{case.name}/{regime}{n}-b{b}@{depth}", case.name, "Q4_0",
                                                          regime, n, depth, b, (t, t * 1.1))))
@@ -189,6 +241,9 @@ def test_fit_recovers_known_fractions_on_held_out_rows():
     # held out: case b (3 depths × 5 tests = 15 rows) + cases a and c at depth 64 (5 rows each); trained: a and c at
     # depths 0 and 128 (2 × 2 × 5 = 20 rows)
     assert cal["holdout_rows"] == 25 and cal["train_rows"] == 20
+    # pairs: pp32 and pp128 at depth 128 against depth 0 in the two fitted cases (depth 64 is held out)
+    assert result["flash_attention"] == pytest.approx({"rows_flops_s": 2e9, "tiled_flops_s": 5e9, "pairs_fitted": 4},
+                                                      rel=1e-9)
     assert cal["holdout_after"]["median_abs_error"] < 0.01  # Nelder–Mead stops at xatol 1e-3 (logit space)
     # M_half is seen only through the GEMM rows' M = 4, 8, 32, 128 (some of them weight-read-bound): within 10 %
     assert cal["m_half_tokens"] == pytest.approx(m_half, rel=0.1)

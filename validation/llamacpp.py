@@ -41,8 +41,9 @@ def _phase_lines(label: str, cal: dict[str, Any]) -> list[str]:
 
 def _error_block(title: str, result: dict[str, Any]) -> list[str]:
     lines = [f"error |predicted − measured| ÷ measured on HELD-OUT rows, {title}",
-             "  decode = tg + batched-tg, prefill = pp + batched-pp; 'flat' is the previous model (one compute "
-             "fraction for every M, KV read at the weight read's fraction) fitted on the same rows",
+             "  decode = tg + batched-tg, prefill = pp + batched-pp; 'flat' is an earlier model (one compute "
+             "fraction for every M, KV read at the weight read's fraction, the roofline's attention) fitted on the "
+             "same rows",
              "  rows                   count   median     p90      max      median signed"]
     for t, cal in result["per_type"].items():
         lines.append(f" {t}: fitted per type on {cal['train_rows']} rows {_fractions(cal)}")
@@ -94,6 +95,13 @@ def report_text(record: dict[str, Any], result: dict[str, Any], median: dict[str
               "matmul path of a row (M = rows of activations per matmul): gemv for M = 1 (tg, batched-tg at batch 1: "
               "ggml's vec_dot), gemm for M ≥ 2 (pp, batched-pp, batched-tg at batch 2–8: tinyBLAS or repacked "
               "kernels), priced at compute·M ÷ (M + M_half)", ""]
+    fa = result.get("flash_attention")
+    lines.append("attention: ggml's CPU flash-attention kernel (-fa auto → on), "
+                 + ("not fitted (no depth pairs): the roofline's attention" if fa is None else
+                    f"{fa['rows_flops_s'] / 1e9:.1f} GFLOP/s row by row (fewer than 64 queries per sequence), "
+                    f"{fa['tiled_flops_s'] / 1e9:.1f} GFLOP/s in 64 × 64 tiles, the medians of what depth adds to "
+                    f"the training prompts ({fa['pairs_fitted']} depth-D/depth-0 pairs, every type pooled)"))
+    lines.append("")
     lines += _error_block("ALL ROWS", result)
     if result.get("skipped"):
         lines.append(f"  (no fit/held-out split for {', '.join(result['skipped'])})")
@@ -198,6 +206,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     summary = {"statistic": "best", "per_type": {t: {k: c[k] for k in keys} for t, c in result["per_type"].items()},
                "flat": {t: {k: c[k] for k in keys} for t, c in result["flat"].items()},
                "all_types": {k: result["all_types"][k] for k in keys},
+               "flash_attention": result["flash_attention"],
                "median_statistic": {t: c["phases"] for t, c in median["per_type"].items()}}
     (out / "llamacpp-report.json").write_text(json.dumps(summary, indent=1) + "\n")
     with open(out / "llamacpp.csv", "w", newline="") as fh:

@@ -35,8 +35,21 @@ generation step, every prompt token of a prefill), and kokuban prices the two pa
   kernel profile's GEMM fraction e·M ÷ (M + M_half) (`specs.kernels.gemm_fraction`, the form of the GPU kernel
   tables), with e the fitted compute fraction and M_half fitted with it (`fit_m_half`). A small M pays nearly a
   whole fixed cost 2·params·M_half ÷ (peak·e) per step: the step grows with the batch, as measured.
-The attention kernels read the KV cache at their own fitted fraction (`Efficiency.kv_memory`): ggml's CPU
-attention walks the cache row by row, far below the probed streaming read.
+Attention runs ggml's CPU flash-attention kernel (llama.cpp's default `-fa auto` turns it on for a CPU-only model;
+`FLASH_ATTENTION_SOURCE`), not a GEMM: kokuban prices its FLOPs at its own rate, not at the matmul compute fraction
+(`flash_attention_s`). Two paths, by the rows of queries of a sequence in the step (`flash_attention_path`): fewer
+than 64 (every generation step, llama-bench's pp32) run row by row, a dot product and a vector multiply-add per
+unmasked key (masked keys skipped), so the pairs computed are the causal ones; 64 or more run 64 × 64 tiles of
+queries × keys (two small GEMMs, a softmax, and the K/V tiles converted F16 → F32 per tile), a tile skipped only
+when every entry is masked (`flash_attention_pairs`). The kernel is the same for every GGUF type (the KV cache is
+F16 in all of them), so its two rates (FLOP/s) are fitted once, across types, from what depth adds to a prompt on
+the training rows: the same case, type and prompt at depth D and at depth 0 differ only in attention
+(`fit_flash_attention`). The KV read stays the roofline's, at its own fitted fraction (`Efficiency.kv_memory`),
+and the attention kernel takes the longer of the two. A generation step keeps the roofline's attention: its one
+query per head uses each cached K/V row once (about 1 FLOP per byte of F16 cache), so the KV read at `kv_memory`
+bounds it, where a prompt's queries reuse every K/V row they load (64 of them per tile on the tiled path); on the
+training rows pricing generation steps at the row rate too had the higher training loss in F16 and Q4_0 and in the
+joint fit, and the same in Q8_0 and Q4_K_M.
 
 A prompt step computes less than the roofline's `prefill` charges (`pruned_step`): llama.cpp's graph keeps only
 the rows whose output the batch requests after the last layer's attention (`ggml_get_rows(…, inp_out_ids)`), so
@@ -97,6 +110,76 @@ OUTPUT_ROWS_SOURCE = (
     "2fb62f8f50fdc264199edab5a0d3175dc0229466, its prompts: \"common_batch_add(batch, get_token_rand(), i, { j }, "
     "i == pp - 1);\". These are the stored versions read, not the benchmarked build 0c1e570; the record holds no "
     "graph dump that would confirm it for that build.")
+
+
+#: ggml's CPU flash attention: the query and key tiles of its tiled path (GGML_FA_TILE_Q = GGML_FA_TILE_KV = 64).
+FLASH_ATTENTION_TILE = 64
+FLASH_ATTENTION_SOURCE = (
+    "llama.cpp 0c1e570 as vendored by llama-cpp-python 0.3.36's sdist (read 2026-12-03; whitespace compressed): "
+    "src/llama-context.cpp, llama_context_default_params: \"/*.flash_attn_type =*/ LLAMA_FLASH_ATTN_TYPE_AUTO\", "
+    "and AUTO resolves to on when the fused op sits on the layer's device (resolve_fused_ops; one CPU here); "
+    "tools/llama-bench/llama-bench.cpp: \"/* flash_attn */ { LLAMA_FLASH_ATTN_TYPE_AUTO }\"; "
+    "ggml/src/ggml-cpu/common.h: \"#define GGML_FA_TILE_Q 64\" \"#define GGML_FA_TILE_KV 64\"; "
+    "ggml/src/ggml-cpu/ops.cpp, ggml_compute_forward_flash_attn_ext_f16: \"bool use_tiled = !use_ref && (q->type == "
+    "GGML_TYPE_F32 && kv_is_f32_or_f16 && k->type == v->type && neq1 >= Q_TILE_SZ);\"; its row path "
+    "(ggml_compute_forward_flash_attn_ext_f16_one_chunk): \"if (mv == -INFINITY) { continue; }\" then "
+    "\"kq_vec_dot(DK, &s, 0, k_data, 0, Q_q, 0, 1);\" and \"ggml_vec_mad_f16(DV, VKQ16, (const ggml_fp16_t *) "
+    "v_data, vs);\"; its tiled path (ggml_compute_forward_flash_attn_ext_tiled): \"// skip the tile entirely if all "
+    "the masks are -inf\", \"simd_gemm(KQ, (const float *)Q_q, K_f32, Q_TILE_SZ, DK, KV_TILE_SZ);\" and "
+    "\"simd_gemm(VKQ32, KQ, V32, Q_TILE_SZ, KV_TILE_SZ, DV);\" (a partial query tile is zero-padded to 64 rows).")
+
+
+@dataclass(frozen=True)
+class FlashAttention:
+    """The CPU flash-attention kernel's rates, FLOP/s of the model's attention FLOPs (4·heads·head_dim per query-key
+    pair per layer): `rows_flops_s` on its row-by-row path, `tiled_flops_s` on its tiled path
+    (`FLASH_ATTENTION_SOURCE`)."""
+
+    rows_flops_s: float
+    tiled_flops_s: float
+    pairs_fitted: int = 0  # the (depth D, depth 0) row pairs the rates come from
+
+
+def flash_attention_path(queries: int) -> str:
+    """'rows' when a sequence brings fewer than `FLASH_ATTENTION_TILE` queries to the step (every generation step),
+    else 'tiled' (`FLASH_ATTENTION_SOURCE`: use_tiled needs neq1 >= Q_TILE_SZ)."""
+    return "rows" if queries < FLASH_ATTENTION_TILE else "tiled"
+
+
+def flash_attention_pairs(queries: int, depth: int, batch: int = 1) -> float:
+    """Query-key pairs the CPU flash-attention kernel computes per layer and head for `batch` sequences, each bringing
+    `queries` new tokens after `depth` cached ones.
+
+    Row path (Q = queries < 64): masked keys are skipped, so the causal pairs Σ_{i=1..Q} (D + i) = Q·D + Q(Q+1)/2.
+    Tiled path (Q ≥ 64): query tiles of T = 64 rows (the last zero-padded to 64) against key tiles of 64, a key tile
+    skipped only when all its entries are masked: Σ over query tiles starting at q of T·T·⌈(D + min(q + T, Q)) ÷ T⌉.
+    Assumes each sequence's keys are its own (a batch's other sequences are masked out, whole tiles at a time)."""
+    q, d, t = int(queries), int(depth), FLASH_ATTENTION_TILE
+    if flash_attention_path(q) == "rows":
+        return float(batch) * (q * d + q * (q + 1) / 2)
+    tiles = sum(-(-(d + min(q0 + t, q)) // t) for q0 in range(0, q, t))
+    return float(batch) * t * t * tiles
+
+
+def flash_attention_flops(spec: ModelSpec, queries: int, depth: int, batch: int = 1) -> float:
+    """FLOPs the kernel computes in a step: `flash_attention_pairs` × layers × the model's attention FLOPs per pair per
+    layer (`attn_flops_per_ctx_token_per_layer_prefill`, 4·heads·head_dim for QKᵀ and AV). Assumes every layer is
+    global (the llama architecture `write_gguf` writes)."""
+    return (flash_attention_pairs(queries, depth, batch) * spec.num_layers
+            * spec.attn_flops_per_ctx_token_per_layer_prefill)
+
+
+def flash_attention_s(spec: ModelSpec, attention: FlashAttention, queries: int, depth: int, batch: int = 1) -> float:
+    """Seconds of the kernel: `flash_attention_flops` ÷ the rate of its path (`flash_attention_path`)."""
+    rate = attention.rows_flops_s if flash_attention_path(queries) == "rows" else attention.tiled_flops_s
+    return flash_attention_flops(spec, queries, depth, batch) / rate
+
+
+def with_attention_s(step: Any, seconds: Any, flops: Any) -> Any:
+    """`step` with its attention compute replaced: `seconds` and `flops` in place of the roofline's attention compute
+    and FLOPs (the linear compute unchanged; the attention kernel is still max(compute, KV read))."""
+    return replace(step, compute_s=step.compute_s - step.attn_compute_s + seconds, attn_compute_s=seconds,
+                   flops=step.flops - step.attn_flops + flops, attn_flops=flops)
 
 
 # ---- the models -----------------------------------------------------------------------------------
@@ -387,18 +470,27 @@ def llamacpp_deployment(spec: ModelSpec, accelerator_entry: dict[str, Any], gguf
                            compute_dtype=REFERENCE_COMPUTE, efficiency=efficiency)
 
 
-def predict_test(dep: Deployment, kind: str, *, tokens: int, depth: int = 0, batch: int = 1) -> float:
+def predict_test(dep: Deployment, kind: str, *, tokens: int, depth: int = 0, batch: int = 1,
+                 attention: FlashAttention | None = None) -> float:
     """Predicted seconds of one whole test (see the module docstring).
 
     kind 'pp': prefill(dep, batch, depth + tokens, cached=depth), less the last layer's feed-forward FLOPs of the
     rows that are not outputs (`pruned_step`, one output per sequence); kind 'tg': Σ_{i=1..tokens} decode_step(dep,
-    batch, depth + i) — each generated token attends to the cache so far plus itself.
+    batch, depth + i) — each generated token attends to the cache so far plus itself. With `attention`, a prompt's
+    attention compute is the flash-attention kernel's (`flash_attention_s` of its `tokens` queries per sequence after
+    `depth`) in place of the roofline's FLOPs at the compute fraction; a generation step keeps the roofline's
+    attention, bound by its KV read (module docstring).
     """
     from kokuban.core.roofline import decode_step, prefill
 
+    spec = dep.model
     if kind == "pp":
         step = prefill(dep, batch, depth + tokens, depth)
-        return float(pruned_step(dep, step, step_tokens(kind, tokens, batch), batch).step_time_s)
+        step = pruned_step(dep, step, step_tokens(kind, tokens, batch), batch)
+        if attention is not None:
+            step = with_attention_s(step, flash_attention_s(spec, attention, tokens, depth, batch),
+                                    flash_attention_flops(spec, tokens, depth, batch))
+        return float(step.step_time_s)
     if kind == "tg":
         return float(np.sum(decode_step(dep, batch, depth + np.arange(1, tokens + 1)).step_time_s))
     raise KokubanError(f"'{kind}' is not a test kind; allowed: pp, tg", field="kind", value=kind)
@@ -526,9 +618,10 @@ def _measured(rows: Sequence[Row], statistic: str) -> list[float]:
     return [r.best_s if statistic == "best" else r.median_s for r in rows]
 
 
-def _row_predictor(rows: Sequence[Row], deployment_of: Callable[[Row, Efficiency], Deployment]
-                   ) -> Callable[[Efficiency, float | None], np.ndarray]:
-    """predict(eff, M_half): every row's seconds, each step at `step_efficiency` of its M."""
+def _row_predictor(rows: Sequence[Row], deployment_of: Callable[[Row, Efficiency], Deployment],
+                   attention: FlashAttention | None = None) -> Callable[[Efficiency, float | None], np.ndarray]:
+    """predict(eff, M_half): every row's seconds, each step at `step_efficiency` of its M (and with `attention`,
+    the flash-attention kernel's rates: `predict_test`)."""
     def predict(eff: Efficiency, m_half_tokens: float | None) -> np.ndarray:
         cache: dict[tuple[str, str, str], Deployment] = {}
         out = []
@@ -537,14 +630,16 @@ def _row_predictor(rows: Sequence[Row], deployment_of: Callable[[Row, Efficiency
             key = (r.model, r.gguf_type, matmul_path(m))  # the two paths' deployments differ only in curves
             if key not in cache:
                 cache[key] = deployment_of(r, step_efficiency(eff, m_half_tokens, m))
-            out.append(predict_test(cache[key], r.kind, tokens=r.tokens, depth=r.depth, batch=r.batch))
+            out.append(predict_test(cache[key], r.kind, tokens=r.tokens, depth=r.depth, batch=r.batch,
+                                    attention=attention))
         return np.array(out)
     return predict
 
 
 def fit_m_half(rows: Sequence[Row], held_out: Sequence[bool],
                deployment_of: Callable[[Row, Efficiency], Deployment], *, params: Sequence[str] = FIT_PARAMS,
-               start: Efficiency | None = None, statistic: str = "best") -> float:
+               start: Efficiency | None = None, statistic: str = "best",
+               attention: FlashAttention | None = None) -> float:
     """M_half (tokens) of the GEMM curve, fitted jointly with `params` on the rows not held out.
 
     loss = mean over training rows of ln(predicted ÷ measured)² (`calibrate.log_loss`), Nelder–Mead over the
@@ -557,7 +652,7 @@ def fit_m_half(rows: Sequence[Row], held_out: Sequence[bool],
 
     train = [r for r, h in zip(rows, held_out, strict=True) if not h]
     measured = np.asarray(_measured(train, statistic))
-    predict = _row_predictor(train, deployment_of)
+    predict = _row_predictor(train, deployment_of, attention)
     start = start or Efficiency()
     lo, hi = np.log10(M_HALF_BOUNDS[0]), np.log10(M_HALF_BOUNDS[1])
     n = len(params)
@@ -576,21 +671,53 @@ def fit_m_half(rows: Sequence[Row], held_out: Sequence[bool],
     return float(10 ** np.clip(best.x[n], lo, hi))
 
 
+def fit_flash_attention(rows: Sequence[Row], held_out: Sequence[bool], specs: dict[str, ModelSpec], *,
+                        statistic: str = "best") -> FlashAttention | None:
+    """The flash-attention kernel's two rates from what depth adds to a prompt, on the rows not held out.
+
+    Each training llama-bench prompt at depth D > 0 is paired with the training row of the same case, type and prompt
+    length at depth 0: the two differ only in attention (the same weights, FLOPs and KV written), so
+    Δt = t(D) − t(0) is priced as Δt = ΔW ÷ R with ΔW = `flash_attention_flops`(P, D) − (P, 0). Per path
+    (`flash_attention_path` of P), 1 ÷ R = the median of Δt ÷ ΔW over its pairs (a median: a pair is the difference of
+    two noisy rows, and one disturbed run moves a mean; pairs whose depth row is faster count too, as negative
+    seconds). Every GGUF type is pooled: the kernel and the F16 KV cache are the same in all of them. None when a path
+    has no pair or a median that is not positive."""
+    measured = dict(zip((r.id for r in rows), _measured(rows, statistic), strict=True))
+    base = {(r.model, r.gguf_type, r.tokens, r.batch): r for r, h in zip(rows, held_out, strict=True)
+            if not h and r.regime == "pp" and r.depth == 0}
+    per_path: dict[str, list[float]] = {"rows": [], "tiled": []}
+    for r, h in zip(rows, held_out, strict=True):
+        b = base.get((r.model, r.gguf_type, r.tokens, r.batch))
+        if h or r.regime != "pp" or r.depth == 0 or b is None:
+            continue
+        spec = specs[r.model]
+        added = (flash_attention_flops(spec, r.tokens, r.depth, r.batch)
+                 - flash_attention_flops(spec, r.tokens, 0, r.batch))
+        per_path[flash_attention_path(r.tokens)].append((measured[r.id] - measured[b.id]) / added)
+    seconds_per_flop = {p: float(np.median(v)) if v else float("nan") for p, v in per_path.items()}
+    if not all(x > 0 for x in seconds_per_flop.values()):
+        return None
+    return FlashAttention(rows_flops_s=1.0 / seconds_per_flop["rows"], tiled_flops_s=1.0 / seconds_per_flop["tiled"],
+                          pairs_fitted=sum(len(v) for v in per_path.values()))
+
+
 def calibrate_rows(rows: Sequence[Row], held_out: Sequence[bool],
                    deployment_of: Callable[[Row, Efficiency], Deployment],
                    *, params: Sequence[str] = FIT_PARAMS, start: Efficiency | None = None,
-                   statistic: str = "best", m_half_tokens: float | None = None) -> Any:
+                   statistic: str = "best", m_half_tokens: float | None = None,
+                   attention: FlashAttention | None = None) -> Any:
     """Fit `params` on the rows not held out (`calibrate.calibrate`, log-error least squares), report both sides.
 
     `deployment_of(row, efficiency)` builds the row's deployment; each row's steps run at `step_efficiency` of
-    their M with this `m_half_tokens` (None: the flat model); the regime labels are the rows' regimes.
+    their M with this `m_half_tokens` (None: the flat model) and attention at `attention`'s rates (None: the
+    roofline's); the regime labels are the rows' regimes.
     `statistic`: 'best' (fastest repetition) or 'median' of each row's samples is what is compared.
     """
     from kokuban.validation.calibrate import calibrate
 
     measured = _measured(rows, statistic)
     regimes = np.array([r.regime for r in rows])
-    predict_rows_at = _row_predictor(rows, deployment_of)
+    predict_rows_at = _row_predictor(rows, deployment_of, attention)
 
     def predict(eff: Efficiency) -> tuple[np.ndarray, np.ndarray]:
         return predict_rows_at(eff, m_half_tokens), regimes
@@ -780,11 +907,14 @@ def analyse(record: dict[str, Any], accelerator_entry: dict[str, Any], *, statis
             flat: bool = True) -> dict[str, Any]:
     """Calibrate on the fitted rows, judge on the held-out ones: per GGUF type (each its own compute, memory, KV-read
     and overhead fractions and GEMM half-point M_half) and once for all types together (one set, as kokuban's single
-    Efficiency has). With `flat`, also the previous model per type (one flat compute fraction: `FLAT_PARAMS`, no
-    curve), fitted and judged on the same rows, to report beside it.
+    Efficiency has), every prompt's attention at the flash-attention kernel's two rates, fitted first on the training
+    rows of every type together (`fit_flash_attention`). With `flat`, also the earlier model per type (one flat
+    compute fraction: `FLAT_PARAMS`, no curve, the roofline's attention), fitted and judged on the same rows, to
+    report beside it.
 
     Returns {"per_type": {type: Calibration.as_dict() + m_half_tokens, phases}, "flat": {type: the same for the flat
-    model}, "all_types": ..., "rows": [...]} where each row carries its measured and predicted seconds (defaults,
+    model}, "all_types": ..., "flash_attention": FlashAttention as a dict (None when it could not be fitted),
+    "rows": [...]} where each row carries its measured and predicted seconds (defaults,
     per-type fit, flat per-type fit, joint fit), its matmul path and whether it was held out; `phases` are the
     held-out summaries by phase (`phase`: decode, prefill) and overall."""
     from kokuban.validation.accuracy import error_summary
@@ -796,21 +926,23 @@ def analyse(record: dict[str, Any], accelerator_entry: dict[str, Any], *, statis
     def deployment_of(row: Row, eff: Efficiency) -> Deployment:
         return llamacpp_deployment(specs[row.model], accelerator_entry, row.gguf_type, eff)
 
+    held = np.array([is_held_out(r, plan) for r in rows])
+    attention = fit_flash_attention(rows, held, specs, statistic=statistic)
+
     def fitted(sub: Sequence[Row], held_sub: np.ndarray, model: str) -> dict[str, Any]:
         if model == "flat":
-            m_half, params = None, FLAT_PARAMS
+            m_half, params, attn = None, FLAT_PARAMS, None
         else:
-            m_half = fit_m_half(sub, held_sub, deployment_of, statistic=statistic)
-            params = FIT_PARAMS
+            m_half = fit_m_half(sub, held_sub, deployment_of, statistic=statistic, attention=attention)
+            params, attn = FIT_PARAMS, attention
         cal = calibrate_rows(sub, held_sub, deployment_of, params=params, statistic=statistic,
-                             m_half_tokens=m_half).as_dict()
+                             m_half_tokens=m_half, attention=attn).as_dict()
         held_rows = [pr for pr in cal["rows"] if pr["held_out"]]
         phases = [phase(r.regime) for r, h in zip(sub, held_sub, strict=True) if h]
         cal["phases"] = error_summary([pr["measured"] for pr in held_rows], [pr["predicted_after"] for pr in held_rows],
                                       groups=phases)
         return {**cal, "m_half_tokens": m_half}
 
-    held = np.array([is_held_out(r, plan) for r in rows])
     per_type, flat_fits, predicted, skipped = {}, {}, {}, []
     for gguf_type in plan.types:
         sel = [i for i, r in enumerate(rows) if r.gguf_type == gguf_type]
@@ -836,7 +968,7 @@ def analyse(record: dict[str, Any], accelerator_entry: dict[str, Any], *, statis
                          "predicted_fit_s": after, "predicted_flat_s": flat_after,
                          "predicted_joint_s": joint["rows"][i]["predicted_after"]})
     return {"statistic": statistic, "per_type": per_type, "flat": flat_fits, "all_types": joint, "rows": out_rows,
-            "skipped": skipped}
+            "skipped": skipped, "flash_attention": None if attention is None else asdict(attention)}
 
 
 # ---- measuring on a shared machine: one test per run, kept only when nothing else ran -----------------------
