@@ -73,9 +73,9 @@ def test_batch_load_is_the_whole_batch_without_a_front_end():
                      output_tokens=16, load="batch", concurrency=8, measured={"e2e_s": 1.0})
     base = replay(row, {"front_end_s": 0.0})["e2e_s"]
     assert replay(row, {"front_end_s": 5.0})["e2e_s"] == pytest.approx(base, rel=1e-12)
-    # 16 steps at least (one token each per request), each at least the profile's fixed terms: 1.017 ms per step
-    # + 20 µs × Llama-3.2-1B's 16 layers = 1.337 ms
-    assert base >= 16 * (1.017e-3 + 16 * 20e-6)
+    # 16 steps at least (one token each per request), each at least the profile's fixed terms: 0.713 ms per step
+    # + 35 µs × Llama-3.2-1B's 16 layers = 1.273 ms
+    assert base >= 16 * (0.713e-3 + 16 * 35e-6)
 
 
 def test_split_is_deterministic_and_order_free():
@@ -126,6 +126,84 @@ def test_per_layer_term_is_fitted_only_across_layer_counts(monkeypatch):
     # one layer count: a per-layer term cannot be told from the fixed one, so it is not fitted
     one = fit_overheads([row("llama-3.1-8b"), row("llama-3.1-8b")])
     assert "per_layer_s" not in one.pinned["trtllm"] and one.values["trtllm"]["per_layer_s"] == 0.0
+
+
+def _trtllm_row(model, concurrency=2):
+    return ServingRow(id=model, engine="trtllm", model=model, gpu="h100-sxm", gpus=1, input_tokens=100,
+                      output_tokens=10, load="concurrency", concurrency=concurrency,
+                      measured={"tpot_s": 0.01, "output_tokens_per_s": 100.0})
+
+
+def test_fit_does_not_depend_on_the_profiles_shipped_values(monkeypatch):
+    import dataclasses
+
+    import kokuban.sim.profiles as profiles
+
+    real = profiles.load_profile
+
+    def fake_replay(row, overrides=None, efficiency=None):
+        # log errors: TPOT by the fixed term (best at 8 ms, above the grid's 6 ms top), throughput by the
+        # per-layer term (best at 140 µs, above the grid's 100 µs top)
+        o = overrides or {}
+        throughput = row.measured["output_tokens_per_s"] * math.exp(1e4 * (o["per_layer_s"] - 140e-6))
+        return {"tpot_s": row.measured["tpot_s"] * o["step_overhead_s"] / 8e-3, "output_tokens_per_s": throughput}
+
+    monkeypatch.setattr(serving, "replay", fake_replay)
+    rows = [_trtllm_row("llama-3.1-8b"), _trtllm_row("llama-3.1-70b")]
+    fits = []
+    for step_s, layer_s in ((2.95e-3, 75e-6), (4.207e-3, 35e-6)):  # two shipped starts
+        def profile(name, step_s=step_s, layer_s=layer_s):
+            p = real(name)
+            return dataclasses.replace(p, step_overhead_s=step_s,
+                                       overheads=dataclasses.replace(p.overheads, per_layer_s=layer_s))
+
+        monkeypatch.setattr(profiles, "load_profile", profile)
+        fits.append(fit_overheads(rows))
+    first, second = (f.values["trtllm"] for f in fits)
+    assert first == second
+    # the grids extend past their tops by × 1.5: fixed term 6 → 9 → 13.5 ms, |log(9/8)| = 0.118 beats
+    # |log(6/8)| = 0.288 and |log(13.5/8)| = 0.523; per layer 100 → 150 → 225 µs, 150 is 10 µs off 140 (100: 40,
+    # 225: 85); the per-sequence term changes nothing, so the lowest value, 0
+    assert first["step_overhead_s"] == pytest.approx(9e-3) and first["per_layer_s"] == pytest.approx(150e-6)
+    assert first["per_seq_s"] == 0.0
+    assert set(fits[0].pinned["trtllm"]) >= {"step_overhead_s", "per_layer_s"} and fits[0].at_bound["trtllm"] == ()
+
+
+@pytest.mark.parametrize("target, bound", [(50e-3, 20e-3), (0.05e-3, 0.1e-3)])
+def test_a_step_term_beyond_its_bound_is_kept_at_the_bound_and_said(monkeypatch, target, bound):
+    def fake_replay(row, overrides=None, efficiency=None):  # TPOT best at `target`, outside FIT_BOUNDS
+        o = overrides or {}
+        return {"tpot_s": row.measured["tpot_s"] * o["step_overhead_s"] / target,
+                "output_tokens_per_s": row.measured["output_tokens_per_s"]}
+
+    monkeypatch.setattr(serving, "replay", fake_replay)
+    # up: 6 → 9 → 13.5 → 20.25 clipped to 20 ms; down: 0.5 → 0.333 → 0.222 → 0.148 → 0.099 clipped to 0.1 ms
+    fit = fit_overheads([_trtllm_row("llama-3.1-8b"), _trtllm_row("llama-3.1-8b")])
+    assert fit.values["trtllm"]["step_overhead_s"] == bound
+    assert fit.at_bound["trtllm"] == ("step_overhead_s",) and "step_overhead_s" not in fit.pinned["trtllm"]
+
+
+def test_step_fit_follows_a_diagonal_valley_to_the_joint_best(monkeypatch):
+    def fake_replay(row, overrides=None, efficiency=None):  # TPOT = fixed + layers × per-layer term
+        o = overrides or {}
+        layers = load_model(row.model).num_layers
+        return {"tpot_s": o["step_overhead_s"] + layers * o["per_layer_s"],
+                "output_tokens_per_s": row.measured["output_tokens_per_s"]}
+
+    monkeypatch.setattr(serving, "replay", fake_replay)
+    # measured TPOT = 2.068 ms + L × 20 µs: 2.708 ms for 32 layers, 3.668 ms for 80 (a zero loss there).
+    # One term at a time stalls: with no per-layer term the best fixed one is 2.95 ms (log errors +0.086, −0.218,
+    # mean square 0.027; 4.207 ms: 0.106), then 10 µs per layer (3.27 / 3.75 ms: 0.018; 20 µs: 3.59 / 4.55 ms,
+    # 0.063), and from there neither 2.068 ms (0.038) nor 20 µs alone is better; the diagonal step to
+    # (2.068 ms, 20 µs) is
+    rows = []
+    for model, tpot in (("llama-3.1-8b", 2.068e-3 + 32 * 20e-6), ("llama-3.1-70b", 2.068e-3 + 80 * 20e-6)):
+        rows.append(ServingRow(id=model, engine="trtllm", model=model, gpu="h100-sxm", gpus=1, input_tokens=100,
+                               output_tokens=10, load="concurrency", concurrency=2,
+                               measured={"tpot_s": tpot, "output_tokens_per_s": 100.0}))
+    fit = fit_overheads(rows)
+    assert fit.values["trtllm"]["step_overhead_s"] == 2.068e-3 and fit.values["trtllm"]["per_layer_s"] == 20e-6
+    assert fit.converged["trtllm"]
 
 
 def test_summary_medians_by_hand():
@@ -205,3 +283,19 @@ def test_docs_and_readme_show_the_commands_numbers():
     docs = (root / "docs" / "serving-accuracy.md").read_text(encoding="utf-8")
     assert table in docs
     assert "\n".join("  " + line for line in table.splitlines()) in readme  # inside the README's list item
+
+
+def test_fit_printout_says_which_terms_sit_at_their_bound():
+    from rich.console import Console
+
+    from kokuban.present.serving import print_serving_accuracy
+
+    fit = serving.OverheadFit(values={"sglang": {"step_overhead_s": 20e-3, "per_layer_s": 10e-6, "front_end_s": 0.011}},
+                              pinned={"sglang": ("per_layer_s",)}, train_rows={"sglang": 9},
+                              at_bound={"sglang": ("step_overhead_s",)}, passes={"sglang": 2},
+                              converged={"sglang": True})
+    console = Console(record=True, width=200)
+    print_serving_accuracy(console, serving.ServingAccuracy((), fit))
+    text = console.export_text()
+    assert "step_overhead_s=0.02 s (at bound)" in text and "per_layer_s=1e-05 s," in text
+    assert "front_end_s=0.011 s (not pinned)" in text and "(2 coordinate passes)" in text

@@ -89,7 +89,7 @@ def test_profile_defaults_fill_only_what_the_user_left_unset():
     assert (cfg.policy, cfg.max_num_seqs, cfg.block_size) == ("continuous", 64, 32)
     assert mine.deployment().efficiency.step_overhead_s == 1e-3  # the user's flag beats the profile
     v1 = SimulateRequest(**SMALL | {"gpu": "h100-sxm", "engine": "vllm-v1"})
-    assert v1.deployment().efficiency.step_overhead_s == 1.017e-3  # fitted by serving-accuracy --refit
+    assert v1.deployment().efficiency.step_overhead_s == 0.713e-3  # fitted by serving-accuracy --refit
     # with the profile's step model, the kernel-calibrated one (engines.toml: efficiency = "kernel")
     assert v1.deployment().efficiency.kernels == Efficiency.kernel_calibrated().kernels
     assert v0.deployment().efficiency.kernels is None  # the other profiles keep the shipped fractions

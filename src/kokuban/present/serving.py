@@ -66,9 +66,10 @@ def print_serving_accuracy(console: Any, result: Any, show_split: bool = False) 
                   f"({b['resamples']:,} resamples, seed {b['seed']}); few rows, wide intervals")
     if result.fit is not None:
         for engine, fit in result.fit.as_dict().items():
-            vals = ", ".join(f"{k}={v:.4g} s" + ("" if k in fit["pinned"] else " (not pinned: profile's)")
-                             for k, v in fit["values"].items())
-            console.print(f"fitted on {fit['train_rows']} training rows, {engine}: {vals}")
+            vals = ", ".join(f"{k}={v:.4g} s" + ("" if k in fit["pinned"] else " (at bound)" if k in fit["at_bound"]
+                                                 else " (not pinned)") for k, v in fit["values"].items())
+            passes = f"{fit['passes']} coordinate passes" + ("" if fit["converged"] else ", not converged")
+            console.print(f"fitted on {fit['train_rows']} training rows, {engine} ({passes}): {vals}")
 
 
 def markdown_table(summary: dict[str, Any]) -> str:

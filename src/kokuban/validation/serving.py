@@ -21,19 +21,23 @@ Fit (`fit_overheads`, `kokuban serving-accuracy --refit`): per engine, on the tr
 `calibrate.holdout_mask` on the row id: crc32 of "seed:id", `HOLDOUT_FRACTION` held out); a term group is fitted
 only from at least `MIN_FIT_ROWS` rows:
     step_overhead_s, per_layer_s, per_seq_s
-                     grid search (`STEP_GRID_S`, `PER_LAYER_GRID_S`, `PER_SEQ_GRID_S`; one coordinate pass, in
-                     that order) for the least mean squared log error on the engine's TPOT, ITL, throughput and
-                     offline (batch) E2E rows, replayed with front_end_s = 0 and no CPU terms to start; per_layer_s
-                     only when the rows span models of at least two layer counts (else it cannot be told from the
-                     fixed term), per_seq_s only when some row runs several sequences; a best value at the grid's
-                     top is not pinned (the profile's stays); a pinned per_layer_s trades with the fixed term, so
-                     the pass runs once more
+                     coordinate grid search (`STEP_GRID_S`, `PER_LAYER_GRID_S`, `PER_SEQ_GRID_S`, in that
+                     order) for the least mean squared log error on the engine's TPOT, ITL, throughput and offline
+                     (batch) E2E rows, replayed with front_end_s = 0; passes repeat until neither a pass nor a
+                     move to a diagonal neighbour (two terms one grid step each) lowers the loss (`FIT_PASSES`
+                     passes at most). The search starts from `FIT_START`, never from the profile's values,
+                     so the fit does not depend on what the profile ships. A best value at a grid edge extends
+                     that grid geometrically (`EXTEND_FACTOR`) towards `FIT_BOUNDS`; a best value at the bound is
+                     kept and reported `at_bound` (not pinned: the data wants more than an overhead, see
+                     `fit_overheads`); each point's loss is replayed once per fit. per_layer_s only when the rows
+                     span models of at least two layer counts (else it cannot be told from the fixed term),
+                     per_seq_s only when some row has a concurrency above 1; a term not searched stays 0 (none)
     front_end_s, per_token_s     from the concurrency-1 TTFT rows (mean or p95: nothing queues there):
                      nonnegative least squares of measured − predicted TTFT (both terms 0) on 1 and the prompt
                      length; one prompt length: front_end_s alone, the median gap. A per-token term found here
-                     (prefill slower than the step model says) lengthens decode steps too, so the step terms are
-                     fitted once more after it
-A term the data does not pin keeps the profile's value, and the fit says so (`pinned`).
+                     (prefill slower than the step model says) lengthens decode steps too, so the step terms and
+                     the line are fitted again until the step terms stop moving (`FIT_ROUNDS` at most)
+An engine with too few rows for a term group keeps the profile's values for it, and the fit says so (`pinned`).
 """
 
 from __future__ import annotations
@@ -68,6 +72,14 @@ STEP_GRID_S = tuple(float(x) for x in np.round(np.geomspace(0.5e-3, 6e-3, 8), 6)
 PER_SEQ_GRID_S = (0.0, 4e-6, 8e-6, 12e-6, 18e-6, 27e-6)
 PER_LAYER_GRID_S = (0.0, 10e-6, 20e-6, 35e-6, 50e-6, 75e-6, 100e-6)
 MIN_FIT_ROWS = 2  # a term is fitted only from at least this many training rows, else the profile's value stays
+#: Where the step-term search starts (not the profile's values: the fit must not depend on what it ships). The
+#: fixed term is searched first over its whole grid, so its start only matters where it is not searched.
+FIT_START = {"step_overhead_s": STEP_GRID_S[0], "per_layer_s": 0.0, "per_seq_s": 0.0}
+#: How far a grid is extended when its best value sits at an edge: (lowest, highest) value of each term.
+FIT_BOUNDS = {"step_overhead_s": (0.1e-3, 20e-3), "per_layer_s": (0.0, 300e-6), "per_seq_s": (0.0, 100e-6)}
+EXTEND_FACTOR = 1.5  # each extension point is the edge value × (or ÷) this, clipped to the bound
+FIT_PASSES = 10  # coordinate passes at most per step fit
+FIT_ROUNDS = 3  # step-term fit + TTFT line rounds at most
 
 
 @dataclass(frozen=True)
@@ -272,20 +284,28 @@ def summarize(results: Sequence[RowResult]) -> dict[str, Any]:
 # ---- fit --------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class OverheadFit:
-    """Fitted overhead terms per engine and which of them the training rows pinned."""
+    """Fitted overhead terms per engine, which of them the training rows pinned, which sit at their search bound
+    (`FIT_BOUNDS`: the data wants a value beyond it), the coordinate passes the step fit took and whether the fit
+    converged (no single-term or diagonal move improved within `FIT_PASSES`, the TTFT line within `FIT_ROUNDS`)."""
 
     values: Mapping[str, Mapping[str, float]]
     pinned: Mapping[str, tuple[str, ...]]
     train_rows: Mapping[str, int]
+    at_bound: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    passes: Mapping[str, int] = field(default_factory=dict)
+    converged: Mapping[str, bool] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
-        return {e: {"values": dict(v), "pinned": list(self.pinned[e]), "train_rows": self.train_rows[e]}
+        return {e: {"values": dict(v), "pinned": list(self.pinned[e]), "at_bound": list(self.at_bound.get(e, ())),
+                    "passes": self.passes.get(e, 0), "converged": self.converged.get(e, True),
+                    "train_rows": self.train_rows[e]}
                 for e, v in self.values.items()}
 
 
 #: Metrics the step terms are fitted on (TTFT and E2E carry the front end; a batch row's E2E does not).
 STEP_METRICS = ("tpot_s", "tpot_p95_s", "itl_median_s", "output_tokens_per_s")
 TTFT_METRICS = ("ttft_s", "ttft_median_s", "ttft_p95_s")
+STEP_TERMS = ("step_overhead_s", "per_layer_s", "per_seq_s")
 
 
 def _step_loss(rows: Sequence[ServingRow], overrides: Mapping[str, float], efficiency: Efficiency | None) -> float:
@@ -298,21 +318,100 @@ def _step_loss(rows: Sequence[ServingRow], overrides: Mapping[str, float], effic
     return float(np.mean(np.square(errs)))
 
 
-def _fit_step_terms(rows: Sequence[ServingRow], got: dict[str, float], pins: list[str],
-                    efficiency: Efficiency | None) -> None:
-    """One coordinate pass of grid search over step_overhead_s, per_layer_s (when the rows' models have at least
-    two layer counts) and per_seq_s (when some row batches), in place in `got` (see the module docstring)."""
+def _extended(grid: tuple[float, ...], best: int, bounds: tuple[float, float]) -> tuple[float, ...]:
+    """`grid` with one more point beyond its edge where `best` sits: the edge × `EXTEND_FACTOR` at the top, ÷ it
+    at the bottom, clipped to `bounds`; `grid` unchanged when the best is inside it or its edge is the bound (a
+    bottom edge of 0 is one: the terms are nonnegative)."""
+    lo, hi = bounds
+    if best == len(grid) - 1 and grid[-1] < hi:
+        return grid + (min(hi, grid[-1] * EXTEND_FACTOR),)
+    if best == 0 and grid[0] > lo:
+        return (max(lo, grid[0] / EXTEND_FACTOR),) + grid
+    return grid
+
+
+@dataclass
+class _StepSearch:
+    """The step-term search state of one engine: its rows, step model, current grids and every loss computed so
+    far (a point is replayed once however often the passes come back to it)."""
+
+    rows: Sequence[ServingRow]
+    efficiency: Efficiency | None
+    grids: dict[str, tuple[float, ...]]
+    losses: dict[tuple[tuple[str, float], ...], float] = field(default_factory=dict)
+    passes: int = 0
+
+    def loss(self, point: Mapping[str, float]) -> float:
+        key = tuple(sorted((k, v) for k, v in point.items() if k != "front_end_s"))  # replayed without it
+        if key not in self.losses:
+            self.losses[key] = _step_loss(self.rows, point, self.efficiency)
+        return self.losses[key]
+
+    def best(self, got: Mapping[str, float], name: str) -> float:
+        """The grid value of `name` with the least loss, the others at `got`; the grid extended (and kept so
+        for the next passes) while the best sits at an edge short of its bound. Ties: the lowest value."""
+        while True:
+            grid = self.grids[name]
+            losses = [self.loss(dict(got) | {name: v}) for v in grid]
+            best = int(np.argmin(losses))
+            wider = _extended(grid, best, FIT_BOUNDS[name])
+            if wider == grid:
+                return grid[best]
+            self.grids[name] = wider
+
+    def diagonal(self, got: Mapping[str, float]) -> dict[str, float] | None:
+        """The best of `got`'s diagonal grid neighbours (two terms one grid step each, the others kept) when it
+        has a lower loss than `got`, else None: two terms that trade (the fixed and the per-layer one) can
+        stall one-term-at-a-time moves in a valley that runs diagonally across the grid."""
+        names = [n for n in STEP_TERMS if n in self.grids]
+        where = {n: self.grids[n].index(got[n]) for n in names}
+        points = []
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                for da in (-1, 1):
+                    for db in (-1, 1):
+                        ia, ib = where[a] + da, where[b] + db
+                        if 0 <= ia < len(self.grids[a]) and 0 <= ib < len(self.grids[b]):
+                            points.append(dict(got) | {a: self.grids[a][ia], b: self.grids[b][ib]})
+        if not points:
+            return None
+        losses = [self.loss(p) for p in points]
+        best = int(np.argmin(losses))
+        return points[best] if losses[best] < self.loss(got) else None
+
+
+def _fit_step_terms(search: _StepSearch, got: dict[str, float]) -> bool:
+    """Coordinate passes of grid search over the terms with a grid in `search` (step_overhead_s, then per_layer_s,
+    then per_seq_s), in place in `got`; when a pass changes nothing, a move to a better diagonal neighbour
+    (`_StepSearch.diagonal`) if there is one, and the passes go on; True when they stopped at a point no single-
+    term and no diagonal move improves, False after `FIT_PASSES` passes (see the module docstring)."""
+    for _ in range(FIT_PASSES):
+        search.passes += 1
+        moved = False
+        for name in STEP_TERMS:
+            if name in search.grids:
+                value = search.best(got, name)
+                moved |= value != got[name]
+                got[name] = value
+        if not moved:
+            step = search.diagonal(got)
+            if step is None:
+                return True
+            got |= step
+    return False
+
+
+def _step_grids(rows: Sequence[ServingRow]) -> dict[str, tuple[float, ...]]:
+    """The step terms `rows` can tell apart, with their starting grids: step_overhead_s always, per_layer_s when
+    the rows' models have at least two layer counts, per_seq_s when some row has a concurrency above 1."""
     from kokuban.specs.catalog import load_model
 
-    seq_grid = PER_SEQ_GRID_S if any((r.concurrency or 0) > 1 for r in rows) else ()
-    layer_grid = PER_LAYER_GRID_S if len({load_model(r.model).num_layers for r in rows}) >= 2 else ()
-    for name, grid in (("step_overhead_s", STEP_GRID_S), ("per_layer_s", layer_grid), ("per_seq_s", seq_grid)):
-        if grid:
-            losses = [_step_loss(rows, got | {name: v}, efficiency) for v in grid]
-            best = int(np.argmin(losses))
-            if best < len(grid) - 1:  # at the grid's top the data wants more than the range: not pinned
-                got[name] = grid[best]
-                pins.append(name)
+    grids = {"step_overhead_s": STEP_GRID_S}
+    if len({load_model(r.model).num_layers for r in rows}) >= 2:
+        grids["per_layer_s"] = PER_LAYER_GRID_S
+    if any((r.concurrency or 0) > 1 for r in rows):
+        grids["per_seq_s"] = PER_SEQ_GRID_S
+    return grids
 
 
 def _fit_ttft_line(rows: Sequence[ServingRow], got: dict[str, float], pins: list[str],
@@ -339,36 +438,57 @@ def _fit_ttft_line(rows: Sequence[ServingRow], got: dict[str, float], pins: list
 
 
 def fit_overheads(train: Sequence[ServingRow], efficiency: Efficiency | None = None) -> OverheadFit:
-    """Fit the overhead terms per engine on `train` only (see the module docstring): step terms, then the TTFT
-    line, then the step terms again with the fitted per-token term; the step model at `efficiency`."""
+    """Fit the overhead terms per engine on `train` only (see the module docstring), the step model at
+    `efficiency`: the step terms from `FIT_START` to convergence, then the TTFT line, then both again while the
+    line's per-token term moves the step terms. The result does not depend on the profile's shipped overheads
+    (only an engine with too few rows for a term group keeps the profile's values for it). A step term whose
+    best value is its `FIT_BOUNDS` bound keeps the bound value, reported in `at_bound` and not pinned: keeping
+    the profile's value instead would make the fit depend on what the profile ships again, and the bound is the
+    best the search range offers; the term then stands for more than an overhead (a missing effect)."""
     from kokuban.sim.profiles import Overheads, load_profile
 
     values: dict[str, dict[str, float]] = {}
     pinned: dict[str, tuple[str, ...]] = {}
+    at_bound: dict[str, tuple[str, ...]] = {}
+    passes: dict[str, int] = {}
+    converged: dict[str, bool] = {}
     counts: dict[str, int] = {}
     for engine in sorted({r.engine for r in train}):
         rows = [r for r in train if r.engine == engine]
         prof = load_profile(engine)
         over = prof.overheads or Overheads()
-        # start from no CPU terms (what the profile ships must not steer its own refit); an unpinned term
-        # keeps the profile's value
-        got = {"step_overhead_s": float(prof.step_overhead_s or 0.0), "per_seq_s": 0.0, "per_token_s": 0.0,
-               "per_layer_s": 0.0, "front_end_s": float(over.front_end_s)}
-        pins: list[str] = []
         step_rows = [r for r in rows if set(STEP_METRICS) & set(r.measured) or r.load == "batch"]
         ttft_rows = [r for r in rows if r.concurrency == 1 and isinstance(r.input_tokens, int)
                      and set(TTFT_METRICS) & set(r.measured)]
         fit_steps = len(step_rows) >= MIN_FIT_ROWS
-        if fit_steps:
-            _fit_step_terms(step_rows, got, pins, efficiency)
-            if "per_layer_s" in pins:  # the per-layer term trades with the fixed one: once more with it
-                _fit_step_terms(step_rows, got, pins, efficiency)
-        if len(ttft_rows) >= MIN_FIT_ROWS:
+        got = dict(FIT_START) if fit_steps else {"step_overhead_s": float(prof.step_overhead_s or 0.0),
+                                                 "per_layer_s": over.per_layer_s, "per_seq_s": over.per_seq_s}
+        got |= {"per_token_s": 0.0 if len(ttft_rows) >= MIN_FIT_ROWS else over.per_token_s,
+                "front_end_s": float(over.front_end_s)}
+        pins: list[str] = []
+        search = _StepSearch(step_rows, efficiency, _step_grids(step_rows))
+        converged[engine] = True
+        for round_ in range(FIT_ROUNDS):
+            before = {k: got[k] for k in STEP_TERMS}
+            if fit_steps:
+                converged[engine] = _fit_step_terms(search, got)
+            if round_ > 0 and {k: got[k] for k in STEP_TERMS} == before:
+                break  # the last round's TTFT line was fitted with these very step terms
+            if len(ttft_rows) < MIN_FIT_ROWS:
+                break
+            per_token = got["per_token_s"]
             _fit_ttft_line(ttft_rows, got, pins, efficiency)
-            if fit_steps and got["per_token_s"] > 0:  # the per-token term also lengthens every decode step
-                _fit_step_terms(step_rows, got, pins, efficiency)
+            if not fit_steps or got["per_token_s"] == per_token:
+                break  # the step terms were fitted with this per-token term
+        else:
+            converged[engine] = False  # the last line's per-token term was not fitted against
+        if fit_steps:
+            bound = tuple(k for k in search.grids if got[k] in FIT_BOUNDS[k] and got[k] > 0)
+            pins += [k for k in search.grids if k not in bound]
+            at_bound[engine] = bound
         values[engine], pinned[engine], counts[engine] = got, tuple(dict.fromkeys(pins)), len(rows)
-    return OverheadFit(values, pinned, counts)
+        passes[engine] = search.passes
+    return OverheadFit(values, pinned, counts, at_bound, passes, converged)
 
 
 @dataclass(frozen=True)
