@@ -190,6 +190,13 @@ class Step:
         }
 
 
+def off_node_bytes(sent: Any, n: int, gpus_per_node: int, crosses_node: bool) -> Any:
+    """Of the bytes one GPU of an all-to-all group of `n` sends to its n − 1 peers, those bound for other nodes:
+    sent·(n − g)/(n − 1) with g GPUs per node (a group larger than one node); 0 when the group stays in its node."""
+    sent = np.asarray(sent, dtype=np.float64)
+    return sent * (n - gpus_per_node) / (n - 1) if crosses_node else np.zeros_like(sent)
+
+
 def comm_time_s(dep: Deployment, tokens: Any) -> tuple[np.ndarray, np.ndarray]:
     """Communication per step for `tokens` tokens in flight: (seconds, bytes sent per GPU).
 
@@ -222,7 +229,7 @@ def comm_time_s(dep: Deployment, tokens: Any) -> tuple[np.ndarray, np.ndarray]:
         per_gpu = 2 * (n - 1) / n * t * m.hidden_size * ACTIVATION_BYTES
         return count * (eff.collective_latency_s + per_gpu / (link.bytes_per_s * eff.interconnect)), count * per_gpu
     per_gpu = (n - 1) / n * (t / n) * m.top_k * m.hidden_size * ACTIVATION_BYTES
-    off = per_gpu * (n - acc.gpus_per_node) / (n - 1) if link.crosses_node else np.zeros_like(per_gpu)
+    off = off_node_bytes(per_gpu, n, acc.gpus_per_node, link.crosses_node)
     one = alltoall_time_s(per_gpu - off, off, eff.collective_latency_s, acc.interconnect_bytes_per_s,
                           eff.interconnect, acc.scaleout_bytes_per_s, eff.interconnect)
     return count * one, count * per_gpu
@@ -258,8 +265,7 @@ def kernel_comm_time_s(dep: Deployment, tokens: Any) -> tuple[np.ndarray, np.nda
             one = allreduce_time_s(message, n, link.bytes_per_s, *k.allreduce_latency_s(n), fraction)
         return count * (one + link.extra_latency_s), count * 2 * (n - 1) / n * message
     sent = (n - 1) / n * (tokens / n) * m.top_k * m.hidden_size * ACTIVATION_BYTES
-    g = acc.gpus_per_node
-    off = sent * (n - g) / (n - 1) if link.crosses_node else np.zeros_like(sent)
+    off = off_node_bytes(sent, n, acc.gpus_per_node, link.crosses_node)
     one = alltoall_time_s(sent - off, off, k.alltoall_s + link.extra_latency_s, acc.interconnect_bytes_per_s,
                           k.alltoall_fraction, acc.scaleout_bytes_per_s, k.scaleout_fraction)
     return count * one, count * sent
