@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_economics_properties import make  # (model, gpu, n, layout), efficiency, overlap_comm -> Deployment
 
 from kokuban.core import cost, roofline
 from kokuban.economics import batch as sweep
@@ -25,12 +26,6 @@ CONFIGS = [("llama-3.1-8b", "h100-sxm", 1, "tp"), ("llama-3.1-70b", "h100-sxm", 
            ("mixtral-8x7b", "h200", 2, "tp"), ("qwen3-30b-a3b", "h100-sxm", 4, "ep"), ("deepseek-v3", "h200", 8, "ep"),
            ("gemma-3-27b", "h100-sxm", 1, "tp"), ("qwen3-next-80b-a3b", "h200", 4, "tp")]
 EFFICIENCIES = [PROFILES["default"](), PROFILES["kernel"](), Efficiency.textbook(), Efficiency().updated(overlap=0.4)]
-
-
-def make(config, eff, overlap_comm):
-    model, gpu, n, layout = config
-    return Deployment.make(load_model(model), load_accelerator(gpu), n, layout=layout, efficiency=eff,
-                           overlap_comm=overlap_comm)
 
 
 deployments = st.builds(make, st.sampled_from(CONFIGS), st.sampled_from(EFFICIENCIES), st.booleans())
