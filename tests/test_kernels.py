@@ -119,6 +119,29 @@ def test_gemm_fraction_in_the_step_by_dtype():
     assert linear_compute_fractions(Deployment.make(model, h100, 1), 70.0) == (0.74, 0.74)
 
 
+def test_gemv_below_the_threshold_is_not_padded():
+    """M ≤ M_gemv = 4 runs a matrix-vector kernel: the fraction is e itself; above, the tiled curve:
+    M = 5: 0.8·5/(5 + 70) = 0.05333."""
+    assert float(gemm_fraction(0.8, 4, 70, 4)) == 0.8
+    assert float(gemm_fraction(0.8, 1, 70, 4)) == 0.8
+    assert float(gemm_fraction(0.8, 5, 70, 4)) == pytest.approx(0.8 * 5 / 75)
+
+
+def test_batch_one_int4_decode_is_weight_bound_and_experts_stay_tiled():
+    """Llama-2-7B int4 (bf16 compute) on one RTX 4090, one token: the dense GEMV at 0.74 (not 0.74/71), so
+    compute = 13.21 GFLOP ÷ (165.2e12·0.74) ≈ 0.108 ms, far under the weight read: the step is weight-bound.
+    A MoE's routed experts keep the tiled fraction at M = 1 per expert: 0.74·1/71."""
+    dep = Deployment.make(load_model("llama-2-7b"), load_accelerator("rtx-4090"), 1, weights_dtype="int4-g32",
+                          efficiency=KERNEL)
+    assert float(linear_compute_fractions(dep, 1.0)[0]) == pytest.approx(0.74)
+    step = decode_step(dep, 1, 128)
+    assert float(step.compute_s) == pytest.approx(13.21e9 / (165.2e12 * 0.74), rel=0.01)
+    assert float(step.weights_s) > 10 * float(step.compute_s)
+    moe = Deployment.make(load_model("qwen3-30b-a3b"), load_accelerator("h100-sxm"), 1, efficiency=KERNEL)
+    dense_f, expert_f = linear_compute_fractions(moe, 1.0)
+    assert float(dense_f) == pytest.approx(0.74) and float(expert_f) == pytest.approx(0.74 / 71)
+
+
 def test_moe_dispatch_time_by_hand():
     """48 MoE layers, 1,000 pairs: 48·(39 µs + 15.3 ns·1,000) = 48·54.3 µs = 2.6064 ms; no pairs: 48·39 µs."""
     assert float(moe_dispatch_time_s(1000, 48, 39e-6, 15.3e-9)) == pytest.approx(2.6064e-3)

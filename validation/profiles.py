@@ -50,7 +50,8 @@ def markdown(report: dict) -> str:
         for s in profiles[n]["per_seed"]:
             fitted = ", ".join(f"{k} {v:.4g}" for k, v in s["fitted"].items())
             lines.append(f"- {n}, seed {s['seed']} ({s['holdout_rows']} rows): {pct(s['median_abs_error'])} / "
-                         f"{pct(s['p90_abs_error'])}; {fitted}")
+                         f"{pct(s['p90_abs_error'])} (training {pct(s['train_median_abs_error'])} / "
+                         f"{pct(s['train_p90_abs_error'])}); {fitted}")
     return "\n".join(lines) + "\n"
 
 

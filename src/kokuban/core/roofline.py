@@ -276,7 +276,9 @@ def linear_compute_fractions(dep: Deployment, tokens: Any) -> tuple[Any, Any]:
 
     Default profile: `Efficiency.compute` for both. Kernel profile (`Efficiency.kernels`): `gemm_fraction`
     of compute × the compute dtype's ratio, at M = the tokens one GPU's dense GEMMs see (tokens ÷ data-parallel
-    ranks) and, for the experts, at M = the tokens one touched expert receives (tokens·k ÷ experts touched)."""
+    ranks; up to `KernelCurves.gemv_max_tokens` a matrix-vector kernel, unpadded) and, for the experts, at M = the
+    tokens one touched expert receives (tokens·k ÷ experts touched; always tiled: the grouped GEMM of the MoE
+    kernels pads each expert's rows to its tile, as the MoE tables the MoE constants are fitted on measured)."""
     eff = dep.efficiency
     if eff.kernels is None:
         return eff.compute, eff.compute
@@ -284,7 +286,7 @@ def linear_compute_fractions(dep: Deployment, tokens: Any) -> tuple[Any, Any]:
 
     m, k = dep.model, eff.kernels
     peak = eff.compute * k.dtype_ratio(dep.compute_dtype)
-    dense = gemm_fraction(peak, tokens / dep.parallel.data_parallel_ranks, k.m_half_tokens)
+    dense = gemm_fraction(peak, tokens / dep.parallel.data_parallel_ranks, k.m_half_tokens, k.gemv_max_tokens)
     if not m.is_moe:
         return dense, dense
     touched = np.maximum(expected_experts_touched(m.num_experts, m.top_k, tokens), 1.0)

@@ -3,13 +3,16 @@
 The opt-in "kernel" efficiency profile (`Efficiency.kernel_calibrated()`) replaces three scalars of the default
 profile by curves with few parameters and a stated form, each a small pure function below:
 
-    GEMM fraction     e(dtype, M) = compute · r_dtype · M ÷ (M + M_half)                        (`gemm_fraction`)
+    GEMM fraction     e(dtype, M) = compute · r_dtype · M ÷ (M + M_half), or compute · r_dtype at M ≤ M_gemv
+                                                                                             (`gemm_fraction`)
     all-reduce        t = min(α₁ + (N−1)·S ÷ (f·B),  α₂ + 2(N−1)/N·S ÷ (f·B))  one-shot | two-shot (`allreduce_time_s`)
     all-to-all        t = α + [on-node bytes ÷ (f·B)] + [off-node bytes ÷ (f_net·B_net)]          (`alltoall_time_s`)
     NCCL all-reduce   t = α₀ + α₁·(N−1) + 2(N−1)/N·S ÷ (f·B)   for an engine without a custom kernel (`plain_nccl`)
     MoE layer extra   t = L_moe·(α_moe + β_moe·P)   beside the expert GEMMs, added to the step (`moe_dispatch_time_s`)
 
 M is the token count of the GEMM (a decode batch, a prefill chunk, or the tokens one routed expert receives),
+M_gemv the largest M an engine multiplies by a dense weight with a matrix-vector kernel instead of a tiled GEMM
+(`GEMV_MAX_TOKENS`: its source is there),
 S a message in bytes, B the accelerator's per-direction NVLink bandwidth. A group larger than the accelerators
 of one node (`Accelerator.gpus_per_node`) crosses the scale-out network: its all-reduce runs two-shot (ring) at
 the scale-out bandwidth B_net with the network's latency added, and its all-to-all sends the off-node share of
@@ -56,6 +59,14 @@ import numpy as np
 
 from kokuban.errors import KokubanError
 
+#: The largest M a dense layer runs as a matrix-vector kernel (no tile to fill), SOURCED from the engines' code:
+#: TensorRT-LLM's weight-only plugin takes its CUDA-core GEMV "if m < SMALL_M_FAST_PATH" with SMALL_M_FAST_PATH = 5
+#: (cpp/tensorrt_llm/plugins/weightOnlyQuantMatmulPlugin/weightOnlyQuantMatmulPlugin.h, NVIDIA/TensorRT-LLM, read
+#: 2026-12-03), i.e. M ≤ 4; llama.cpp's CUDA back end uses its MMVQ kernels up to "#define MMVQ_MAX_BATCH_SIZE 8"
+#: (ggml/src/ggml-cuda/mmvq.cuh); cuBLAS dispatches M = 1 to GEMV kernels. The smaller bound (4) is taken. The
+#: aiconfigurator GEMM tables that fit M_half cannot see this: at M ≤ 16 their GEMMs are memory-bound.
+GEMV_MAX_TOKENS = 4.0
+
 #: Default scale-out latency and fraction of the NIC line rate (ASSUMED: see the module docstring).
 SCALEOUT_LATENCY_S = 10e-6
 SCALEOUT_FRACTION = 0.8
@@ -67,6 +78,7 @@ class KernelCurves:
     half-point in tokens, and the collectives' latencies (seconds) and link fractions."""
 
     m_half_tokens: float = 70.0
+    gemv_max_tokens: float = GEMV_MAX_TOKENS
     fp8_ratio: float = 0.71
     fp4_ratio: float = 0.54
     int8_ratio: float = 0.71
@@ -127,15 +139,21 @@ class KernelCurves:
         return self.allreduce_one_shot_s, self.allreduce_two_shot_s
 
 
-def gemm_fraction(peak_fraction: float, tokens: Any, m_half_tokens: float) -> np.ndarray:
-    """Fraction of peak a GEMM of `tokens` rows reaches: e·M ÷ (M + M_half).
+def gemm_fraction(peak_fraction: float, tokens: Any, m_half_tokens: float, gemv_max_tokens: float = 0.0) -> np.ndarray:
+    """Fraction of peak a GEMM of `tokens` rows reaches: e·M ÷ (M + M_half), or e for M ≤ M_gemv.
 
     A GEMM of few rows (a decode batch) cannot fill the tensor cores' tiles and waits on launches and
     pipeline fill; the fraction rises toward `peak_fraction` as M grows and reaches half of it at
-    M = M_half. Assumes the N and K of serving GEMMs are large (≥ 1024), as in the fitted tables.
-    Vectorised over `tokens`; M < 1 is treated as 1 (a GEMM has at least one row)."""
+    M = M_half. Engines multiply M ≤ `gemv_max_tokens` rows by a matrix-vector kernel instead, which has no
+    tile to fill: its FLOPs are priced at e, unpadded. That kernel streams the weights and its few FLOPs hide
+    under the read for every format kokuban knows (Llama-2-7B at M = 4 on an RTX 4090: 4 · 13.2 GFLOP ÷
+    (165.2e12·0.74) = 0.43 ms against 6.74e9 weights · 4.5 bits ÷ 1.008e12 B/s = 3.8 ms of int4 read), so what
+    matters is only that it is not padded to ~M_half rows, which would make int4 batch-1 decode compute-bound.
+    Assumes the N and K of serving GEMMs are large (≥ 1024), as in the fitted tables. Vectorised over `tokens`;
+    M < 1 is treated as 1 (a GEMM has at least one row)."""
     m = np.maximum(np.asarray(tokens, dtype=np.float64), 1.0)
-    return peak_fraction / (1.0 + m_half_tokens / m)  # = e·M/(M + M_half), never above e in floating point
+    tiled = peak_fraction / (1.0 + m_half_tokens / m)  # = e·M/(M + M_half), never above e in floating point
+    return np.where(m <= gemv_max_tokens, peak_fraction, tiled)
 
 
 def moe_dispatch_time_s(pairs: Any, moe_layers: int, layer_s: float, pair_s: float) -> np.ndarray:

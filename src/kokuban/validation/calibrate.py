@@ -337,7 +337,8 @@ def repeated_holdout(seeds: Sequence[int], holdout_fraction: float = 1 / 3,
     """Each profile calibrated on each split (`seeds`) and judged on that split's held-out rows; the held-out
     errors pooled over the splits (a row counts once per split that holds it out).
 
-    Per profile: `per_seed` (the fitted fields and held-out median/p90 of each split), `pooled` (an
+    Per profile: `per_seed` (the fitted fields, held-out median/p90 and training median/p90 of each split: a change
+    of the model is chosen on the training figures, never on the held-out ones), `pooled` (an
     `error_summary` of the pooled held-out rows with bootstrap intervals, by regime, workload, weights dtype and
     engine: `accuracy.add_intervals`). The pooled rows are not independent (a row recurs across splits, the
     fitted fractions are correlated), so the intervals are narrower than the truth; the per-seed spread is the
@@ -356,7 +357,9 @@ def repeated_holdout(seeds: Sequence[int], holdout_fraction: float = 1 / 3,
             per_seed.append({"seed": seed, "fitted": {p: param_value(cal.after, p) for p in cal.params},
                              "holdout_rows": cal.holdout_rows,
                              "median_abs_error": cal.holdout_after["median_abs_error"],
-                             "p90_abs_error": cal.holdout_after["p90_abs_error"]})
+                             "p90_abs_error": cal.holdout_after["p90_abs_error"],
+                             "train_median_abs_error": cal.train_after["median_abs_error"],
+                             "train_p90_abs_error": cal.train_after["p90_abs_error"]})
         measured, predicted = [p.measured for p in preds], [p.predicted for p in preds]
         regimes = [p.regime for p in preds]
         pooled = error_summary(measured, predicted, regimes)

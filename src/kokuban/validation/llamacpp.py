@@ -545,7 +545,7 @@ def step_efficiency(eff: Efficiency, m_half_tokens: float | None, m: int) -> Eff
     stay at the flat compute fraction, as the roofline's kernel profile keeps them."""
     if m_half_tokens is None or matmul_path(m) == "gemv":
         return replace(eff, kernels=None)
-    return replace(eff, kernels=KernelCurves(m_half_tokens=float(m_half_tokens)))
+    return replace(eff, kernels=KernelCurves(m_half_tokens=float(m_half_tokens), gemv_max_tokens=GEMM_MIN_TOKENS - 1))
 
 
 # ---- the measurements as rows, and the calibration -----------------------------------------------------
