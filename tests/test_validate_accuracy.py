@@ -45,10 +45,33 @@ def test_relative_error_is_scale_free(p, m, k):
 
 
 def test_unknown_lengths_use_documented_defaults():
-    # MLPerf's input length is not stated (0 → 512); its output is the reference's 294.45 tokens per sample → 294
-    assert assumed_lengths(_row("mlperf41-llama2-70b-h200-1gpu-offline")) == (UNKNOWN_INPUT_TOKENS, 294)
+    # llama.cpp's tg128 states 128 generated tokens and no prompt (0 → 512)
+    assert assumed_lengths(_row("llamacpp-llama2-7b-f16-rtx4090-tg128")) == (UNKNOWN_INPUT_TOKENS, 128)
     # gpt-fast states a 5-token prompt and no output length (0 → 256)
     assert assumed_lengths(_row("gptfast-llama2-7b-bf16-tp1-a100")) == (5, UNKNOWN_OUTPUT_TOKENS)
+
+
+def test_mlperf_rows_carry_the_datasets_mean_prompt_and_their_runs_mean_output():
+    """The six MLPerf v4.1 Llama-2-70B rows: input = the OpenOrca set's mean prompt, 5,463,976 tokens over 24,576
+    samples = 222.33 → 222; output = the run's tokens/s ÷ samples/s from its mlperf_log_summary.txt; TP as the
+    submission's config states it (data file block above the rows)."""
+    expected_output = {  # tokens/s ÷ samples/s, rounded
+        "b200-1gpu-offline": 274,  # 11,264.4 ÷ 41.1075 = 274.02
+        "b200-1gpu-server": 274,  # 10,755.59 ÷ 39.25 = 274.03
+        "h200-1gpu-offline": 291,  # 4,487.88 ÷ 15.4091 = 291.25
+        "h200-8gpu-offline": 292,  # 32,124.3 ÷ 110.131 = 291.69
+        "h200-8gpu-server": 292,  # 29,739.88 ÷ 101.96 = 291.68
+        "h100-4gpu-offline": 291,  # 10,699.6 ÷ 36.7807 = 290.90
+    }
+    rows = [r for r in load_published() if r.id.startswith("mlperf41-")]
+    assert sorted(r.id.removeprefix("mlperf41-llama2-70b-") for r in rows) == sorted(expected_output)
+    for r in rows:
+        out = expected_output[r.id.removeprefix("mlperf41-llama2-70b-")]
+        assert assumed_lengths(r) == (round(5_463_976 / 24_576), out) == (222, out)
+        assert not predict_row(r).lengths_assumed
+    # the configs' TP: the H200s run one TP1 engine per GPU, the 4× H100 two TP2 engines
+    layouts = {k: replica_layout(_row(f"mlperf41-llama2-70b-{k}")) for k in ("h200-8gpu-server", "h100-4gpu-offline")}
+    assert [(d.layout, d.num_gpus, n) for d, n in layouts.values()] == [("tp", 1, 8), ("tp", 2, 2)]
 
 
 def test_a_tensorrt_llm_row_sizes_its_kv_pool_by_trtllms_rule():
@@ -78,8 +101,14 @@ def test_trtllm_moe_rows_run_attention_data_parallel_with_expert_parallel_expert
 
 def test_unknown_tp_takes_smallest_group_that_fits():
     # llama-2-70b fp8: ~69 GB of weights < 0.9·141 GB on one H200 → TP1, 8 replicas on 8 GPUs
-    dep, replicas = replica_layout(_row("mlperf41-llama2-70b-h200-8gpu-offline"))
+    from dataclasses import replace
+
+    dep, replicas = replica_layout(replace(_row("mlperf41-llama2-70b-h200-8gpu-offline"), tensor_parallel=0))
     assert (dep.num_gpus, dep.layout, replicas) == (1, "tp", 8)
+    # on an 80 GB H100 (85.9e9 B) too: 0.9·(85.9 − 69 − activations − 0.6) GB ≈ 14 GB of KV pool ≫ one request's
+    # 513 tokens · 160 KiB; so without its config's TP2 the 4× H100 row would read as 4 TP1 replicas
+    dep, replicas = replica_layout(replace(_row("mlperf41-llama2-70b-h100-4gpu-offline"), tensor_parallel=0))
+    assert (dep.num_gpus, dep.layout, replicas) == (1, "tp", 4)
 
 
 def test_single_stream_rule_by_hand():
