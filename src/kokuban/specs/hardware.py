@@ -118,7 +118,9 @@ class Efficiency:
 
     They were fitted (`kokuban calibrate --source published`, log-error least squares) on two thirds of the
     43 published serving measurements then in `data/published_results.toml` and judged on the held-out third;
-    on today's 48 rows and split: median |error| 28.1 % → 16.5 %, p90 120 % → 56 % (all rows: see the README).
+    on today's 48 rows and split: median |error| 16.7 % → 19.2 %, p90 120 % → 56 % (all rows: see the README): since
+    the MLPerf rows carry their sourced prompt length the fit no longer beats the textbook median there (today's
+    refit, compute 0.465, gives 17.5 %; docs/validation.md), so these defaults await a refit.
     Before calibration they were the textbook fractions (compute 0.6, memory 0.8, interconnect 0.75, overhead 0).
 
     - compute 0.74: fraction of dense peak FLOP/s reached (cuBLAS GEMMs reach ~70-80 % of H100 peak;
@@ -270,10 +272,12 @@ def _kernel_curves_type() -> type:
     return KernelCurves
 
 
-#: The global fractions of the kernel profile, refitted with its curves (`Efficiency.kernel_calibrated`).
-#: compute stays the default's 0.74 (below the 0.80 the bf16 kernel tables reach at large M: a refit that also
-#: frees compute lands at 0.95-1.0, above any measured GEMM, chasing rows whose error is not the GEMMs');
-#: memory and step_overhead_s are refitted with the curves on the training split (`KERNEL_PARAMS`).
+#: The global fractions of the kernel profile (`Efficiency.kernel_calibrated`): compute the default's 0.74, memory and
+#: step_overhead_s refitted with the curves on seed 0's training split of the 43 rows of 2026-12-02. They are the
+#: start of `validation/profiles.py`'s kernel procedure, which refits compute, memory and step overhead on each
+#: split (`KERNEL_PARAMS`; on today's 48 rows compute lands at 0.70-0.73, memory 0.60-0.70, 0.36-0.75 ms: the
+#: published rows mix engines that stream weights below what vLLM's own H100 runs reach). They are not replaced by
+#: those fits because vLLM V1's serving profile prices its steps with them (data/engines.toml, fitted against them).
 KERNEL_PROFILE_FRACTIONS: dict[str, float] = {"compute": 0.74, "memory": 0.89, "step_overhead_s": 2.15e-3}
 
 #: Named efficiency profiles `--efficiency-file` accepts instead of a path.
