@@ -48,6 +48,18 @@ def test_every_row_is_sourced_positive_and_replayable():
         load_profile(r.engine), load_model(r.model), load_accelerator(r.gpu)  # every name is known
 
 
+def test_a_source_table_sets_the_token_budget_of_its_rows():
+    """The older NIM's rows replay at their source table's max_num_batched_tokens (assumed there, chosen on the
+    training rows); NIM 1.8.0's at the trtllm profile's (trtllm-serve's default 8192); both with its policy."""
+    rows = {r.id: r for r in load_serving_results()}
+    dli, nim = rows["nimdli-l3-8b-h100x1-fp16-2000-200-c25"], rows["nim180-l33-70b-h100x2-fp8-5000-500-c25"]
+    assert dli.max_num_batched_tokens == dli.source["max_num_batched_tokens"] == 32768
+    assert "max_num_batched_tokens" in dli.source["assumed"] and nim.max_num_batched_tokens is None
+    dli_cfg, nim_cfg = serving._setup(dli, None)[1], serving._setup(nim, None)[1]
+    assert (dli_cfg.policy, dli_cfg.max_num_batched_tokens) == ("inflight", 32768)
+    assert (nim_cfg.policy, nim_cfg.max_num_batched_tokens) == ("inflight", 8192)
+
+
 def test_ttft_at_concurrency_one_by_hand():
     # Llama-3.1-8B, bf16, one H100 SXM, 2,048-token prompt, alone (concurrency 1): one prefill step, compute-bound.
     #   matmul FLOPs: 2 × (params_matmul − params_lm_head) × 2048 + 2 × params_lm_head (logits of the last token

@@ -252,11 +252,12 @@ class Engine:
                 self.cap[i] += nb * bs
         return preempted
 
-    def _admit(self, r: int, budget: int, t: float, reserve: str) -> int:
+    def _admit(self, r: int, budget: int, t: float, reserve: str, whole: bool = False) -> int:
         """Start waiting request r with up to `budget` tokens (budget 0: start it, schedule nothing yet).
         Blocks taken now (`reserve`): "chunk" for the scheduled tokens (vLLM V1), "prompt" for the whole
-        prompt (V0's can_allocate), "all" for prompt + output (static batching). Returns tokens scheduled,
-        or −1 when those blocks are not free."""
+        prompt (V0's can_allocate), "all" for prompt + output (static batching, TensorRT-LLM's
+        GUARANTEED_NO_EVICT). `whole`: all the tokens it still needs or nothing. Returns tokens scheduled,
+        or −1 when those blocks are not free (or, with `whole`, its tokens do not fit the budget)."""
         pool, bs = self.pool, self.bs
         prompt, generated = self.prompt_l[r], int(self.generated[r])
         known = prompt + generated
@@ -271,6 +272,10 @@ class Engine:
             if h:
                 pool.acquire(key)
         c0 = min(resume, known - 1) if resume else h * bs
+        if whole and known - c0 > budget:
+            if h:
+                pool.release(key)
+            return -1
         tokens = min(known - c0, budget)
         upto = c0 + tokens if reserve == "chunk" else known if reserve == "prompt" else prompt + self.out_l[r] - 1
         need = -(-upto // bs) - h  # blocks_for(upto, bs) − h
@@ -320,12 +325,18 @@ class Engine:
         wait, self.reload_s = self.reload_s, 0.0
         return wait
 
-    def admit_waiting(self, budget: int, t: float, reserve: str = "chunk") -> int:
+    def admit_waiting(self, budget: int, t: float, reserve: str = "chunk", *, whole_prompt: bool = False) -> int:
         """Admit from the head of the queue while budget, sequence slots and blocks last. Returns tokens.
-        Static batching ("all") admits a whole batch regardless of the budget and schedules it later."""
-        used, S, waiting, whole = 0, self.max_seqs, self.waiting, reserve == "all"
-        while waiting and (whole or budget > used) and self.n < S:
-            got = self._admit(waiting[0], 0 if whole else budget - used, t, reserve)
+        Static batching ("all" without `whole_prompt`) admits a whole batch regardless of the budget and
+        schedules it later. `whole_prompt` (no chunking): a request is admitted only with the whole rest of its
+        prompt inside the budget left, and the first that does not fit stops admission; only into an empty step
+        (nothing running, nothing admitted yet) is the head admitted as a chunk, so that a prompt longer than
+        the whole budget still runs: alone, in budget-sized chunks."""
+        used, S, waiting = 0, self.max_seqs, self.waiting
+        batch = reserve == "all" and not whole_prompt
+        while waiting and (batch or budget > used) and self.n < S:
+            whole = whole_prompt and bool(self.n or used)
+            got = self._admit(waiting[0], 0 if batch else budget - used, t, reserve, whole)
             if got < 0:
                 break
             waiting.popleft()

@@ -15,6 +15,7 @@ Replay of one row (`replay`):
                   tokens / duration. Poisson arrivals at a finite rate are scaled so that the last is at
                   num_prompts / rate: one seeded draw of 300 arrivals can span 16 % more than the rate asks,
                   which is the arrival process's noise, not the simulator's error.
+The engine's token budget is the profile's unless the row (or its source table) states `max_num_batched_tokens`.
 Per-row error = predicted / measured − 1 (`accuracy.relative_error`).
 
 Fit (`fit_overheads`, `kokuban serving-accuracy --refit`): per engine, on the training rows only (the split is
@@ -102,6 +103,9 @@ class ServingRow:
     rate_per_s: float = float("inf")
     num_prompts: int | None = None
     kv_blocks: int | None = None  # the engine's KV pool as its log states it (blocks of the profile's size)
+    # the engine's token budget per step where the setup is not the profile's default (a row's, or its source
+    # table's `max_num_batched_tokens`, with why in the source's `assumed`); None: the profile's
+    max_num_batched_tokens: int | None = None
     engine_version: str = ""
     source: Mapping[str, str] = field(default_factory=dict)
     quote: str = ""
@@ -146,6 +150,8 @@ def load_serving_results(path: str | None = None) -> list[ServingRow]:
         src = raw.pop("source")
         if src not in sources:
             raise KokubanError(f"row {raw.get('id')}: source '{src}' is not in [source.*]", field="source", value=src)
+        if "max_num_batched_tokens" in sources[src]:  # a budget stated (or assumed) for every row of the source
+            raw.setdefault("max_num_batched_tokens", sources[src]["max_num_batched_tokens"])
         row = ServingRow(source={"key": src, **sources[src]}, **raw)
         _check_row(row, f"row {row.id}")
         rows.append(row)
@@ -169,7 +175,7 @@ def _setup(row: ServingRow, overrides: Mapping[str, float] | None, efficiency: E
     base = efficiency or prof.base_efficiency()
     eff = base if step_s is None else base.updated(step_overhead_s=step_s)
     model, acc = load_model(row.model), load_accelerator(row.gpu)
-    budget = prof.batched_tokens(min(model.max_context, 2**20))
+    budget = row.max_num_batched_tokens or prof.batched_tokens(min(model.max_context, 2**20))
     # the KV pool by the engine's own memory rule (`sim.profiles`), as `simulate --engine` sizes it
     fraction = prof.fraction(acc.memory_bytes, budget or 0, row.gpus) or 0.9
     dep = Deployment.make(model, acc, row.gpus, layout=row.layout, weights_dtype=row.weights, kv_dtype=row.kv,
@@ -178,7 +184,8 @@ def _setup(row: ServingRow, overrides: Mapping[str, float] | None, efficiency: E
     if row.load == "batch":
         terms["front_end_s"] = 0.0  # offline: no HTTP server, no streaming
     sched = SchedulerConfig.for_engine(prof, min(model.max_context, 2**20), max_concurrency=row.concurrency,
-                                       overheads=Overheads(**terms), kv_blocks=row.kv_blocks)
+                                       overheads=Overheads(**terms), kv_blocks=row.kv_blocks,
+                                       max_num_batched_tokens=row.max_num_batched_tokens)
     return dep, sched
 
 
