@@ -270,7 +270,8 @@ def test_repeated_holdout_pools_each_splits_held_out_rows():
 
     def stub(seed, fraction):
         return SimpleNamespace(after=Efficiency(), params=("compute",), holdout_ids=tuple(held[seed]),
-                               holdout_rows=2, holdout_after={"median_abs_error": 0.0, "p90_abs_error": 0.0})
+                               holdout_rows=2, holdout_after={"median_abs_error": 0.0, "p90_abs_error": 0.0},
+                               train_after={"median_abs_error": 0.25, "p90_abs_error": 0.5})
 
     out = repeated_holdout([0, 1], procedures={"stub": stub})
     pooled = out["profiles"]["stub"]["pooled"]
@@ -278,6 +279,8 @@ def test_repeated_holdout_pools_each_splits_held_out_rows():
     assert pooled["count"] == 4
     assert pooled["median_abs_error"] == pytest.approx(float(np.median(errors)))
     assert [s["fitted"] for s in out["profiles"]["stub"]["per_seed"]] == [{"compute": 0.74}] * 2
+    assert [(s["train_median_abs_error"], s["train_p90_abs_error"]) for s in out["profiles"]["stub"]["per_seed"]] == [
+        (0.25, 0.5)] * 2
 
 
 def test_catalog_node_fields_are_checked_and_sourced():
