@@ -316,3 +316,17 @@ def test_plain_nccl_engine_pays_nccls_allreduce_latency():
     custom_s, _ = comm_time_s(Deployment.make(model, a100, 8, efficiency=KERNEL), 1)
     assert float(custom_s) == pytest.approx(160 * (3e-6 + 7 * 16_384 / (0.72 * 300e9)))
     assert float(custom_s) == pytest.approx(0.565e-3, rel=1e-3)
+
+
+def test_calibrating_the_kernel_profile_fits_compute_memory_and_step(monkeypatch):
+    """`kokuban calibrate --source published --efficiency-file kernel` fits compute too (KERNEL_PARAMS since
+    2026-12-03); the default profile keeps its four fields. The fit itself is stubbed: only the choice is tested."""
+    import kokuban.validation.calibrate as cal
+    from kokuban.usecases.validation import CalibrateRequest, run_calibrate
+
+    seen = []
+    monkeypatch.setattr(cal, "calibrate_published", lambda params, **kw: seen.append((tuple(params), kw["start"])))
+    run_calibrate(CalibrateRequest(source="published", efficiency_file="kernel"))
+    run_calibrate(CalibrateRequest(source="published"))
+    assert seen[0][0] == ("compute", "memory", "step_overhead_s") and seen[0][1].kernels is not None
+    assert seen[1][0] == ("compute", "memory", "interconnect", "step_overhead_s") and seen[1][1].kernels is None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 from json_envelope import result_of
 
 from kokuban.cli import main
+from kokuban.errors import KokubanError
 from kokuban.sim.profiles import load_profile
 from kokuban.specs.catalog import load_accelerator, load_model
 from kokuban.validation import serving
@@ -58,6 +60,14 @@ def test_a_source_table_sets_the_token_budget_of_its_rows():
     dli_cfg, nim_cfg = serving._setup(dli, None)[1], serving._setup(nim, None)[1]
     assert (dli_cfg.policy, dli_cfg.max_num_batched_tokens) == ("inflight", 32768)
     assert (nim_cfg.policy, nim_cfg.max_num_batched_tokens) == ("inflight", 8192)
+
+
+@pytest.mark.parametrize("budget", [0, -8192, 2.5])
+def test_a_bad_token_budget_is_refused_naming_the_field(budget):
+    row = next(r for r in load_serving_results() if r.id == "nim180-l33-70b-h100x2-fp8-5000-500-c25")
+    with pytest.raises(KokubanError, match="max_num_batched_tokens must be a whole number ≥ 1") as err:
+        serving._check_row(replace(row, max_num_batched_tokens=budget), "row x")
+    assert err.value.field == "max_num_batched_tokens"
 
 
 def test_ttft_at_concurrency_one_by_hand():

@@ -89,4 +89,3 @@ def test_prompts_are_never_split_and_nothing_is_evicted(wl, seqs, budget, slack,
     assert [ends[s] for s in r.first_scheduled_s[fits].tolist()] == r.first_token_s[fits].tolist()
     assert r.step_tokens.max() <= budget
     assert r.step_batch.max() <= seqs
-    assert r.step_kv_blocks.max() <= blocks

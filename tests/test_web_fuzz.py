@@ -117,7 +117,7 @@ def valid_body(props: dict) -> st.SearchStrategy:
                                  "hist:100=1,2000=1", "uniform:0,1", "99999999999999999999", "x", 500])
         required["rate"] = st.floats(1e-3, 100) | st.just("inf")
         fields |= {"requests": st.integers(1, 300), "prompt": specs, "output": specs, "seed": st.integers(0, 9),
-                   "scheduler": st.sampled_from(["continuous", "prefill_first", "static", "nope"]),
+                   "scheduler": st.sampled_from(["continuous", "prefill_first", "static", "inflight", "nope"]),
                    "arrival": st.sampled_from(["poisson", "gamma", "nope"]), "ttft_slo": st.floats(0.01, 10)}
     return st.fixed_dictionaries(required, optional={k: v for k, v in fields.items() if k in props})
 

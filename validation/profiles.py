@@ -4,9 +4,9 @@
 
 For each split (a seed salts `calibrate.holdout_mask`: one third held out) the default profile is fitted as the
 shipped `Efficiency()` was (compute, memory, interconnect, step overhead from the textbook fractions) and the
-kernel profile as `Efficiency.kernel_calibrated()` was (the kernel curves, that split's compute, then memory and
-step overhead), each judged on the rows its fit never saw (`calibrate.repeated_holdout`). Writes report.json and
-report.md to --out. Seed 0 is the split the shipped profiles were fitted on.
+kernel profile from `Efficiency.kernel_calibrated()`'s curves and fractions, with compute, memory and step overhead
+fitted (`calibrate.KERNEL_PARAMS`), each judged on the rows its fit never saw (`calibrate.repeated_holdout`).
+Writes report.json and report.md to --out. Seed 0 is the split the shipped profiles were fitted on.
 """
 
 from __future__ import annotations

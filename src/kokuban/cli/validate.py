@@ -145,7 +145,8 @@ def accuracy(**kw: Any) -> None:
     join=True,
     default=None,
     help="Efficiency fields to fit (default: compute,memory,"
-    "interconnect,step_overhead_s for published; compute,memory,kv_memory,overlap,step_overhead_s for validate).",
+    "interconnect,step_overhead_s for published; compute,memory,step_overhead_s for published with "
+    "--efficiency-file kernel; compute,memory,kv_memory,overlap,step_overhead_s for validate).",
 )
 @option("--holdout-fraction", "holdout", type=float, default=1 / 3, show_default=True,
         help="Fraction of rows held out (by hash of id).")

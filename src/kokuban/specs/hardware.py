@@ -120,7 +120,7 @@ class Efficiency:
     43 published serving measurements then in `data/published_results.toml` and judged on the held-out third;
     on today's 48 rows and split: median |error| 16.7 % → 19.2 %, p90 120 % → 56 % (all rows: see the README): since
     the MLPerf rows carry their sourced prompt length the fit no longer beats the textbook median there (today's
-    refit, compute 0.465, gives 17.5 %; docs/validation.md), so these defaults await a refit.
+    refit, compute 0.465, gives 17.5 %, p90 46 %; docs/validation.md says why it is not shipped).
     Before calibration they were the textbook fractions (compute 0.6, memory 0.8, interconnect 0.75, overhead 0).
 
     - compute 0.74: fraction of dense peak FLOP/s reached (cuBLAS GEMMs reach ~70-80 % of H100 peak;
@@ -186,11 +186,12 @@ class Efficiency:
         """The opt-in "kernel" profile: `kernels` set (`specs.kernels`: GEMM fraction by dtype and token count,
         collectives by message size and link, groups that cross a node on the scale-out network).
 
-        memory 0.89 and step_overhead_s 2.15 ms are refitted with the curves (`kokuban calibrate --source published
-        --efficiency-file kernel`: memory and step overhead) on the same two thirds of the published rows as the
-        default profile; compute keeps the default's 0.74 (`KERNEL_PROFILE_FRACTIONS` says why); judged on the
-        held-out third in docs/validation.md. On NVLink accelerators the curves replace `interconnect` and
-        `collective_latency_s`; other links keep them (`KernelCurves.covers`)."""
+        memory 0.89 and step_overhead_s 2.15 ms were refitted with the curves, compute held at the default's 0.74,
+        on seed 0's two thirds of the 43 rows of 2026-12-02 (`kokuban calibrate --source published --efficiency-file
+        kernel`, which now fits compute too: `KERNEL_PARAMS`); they are kept because the vllm-v1 serving profile was
+        fitted against them (`KERNEL_PROFILE_FRACTIONS`); the five-split judgement is in docs/validation.md. On
+        NVLink accelerators the curves replace `interconnect` and `collective_latency_s`; other links keep them
+        (`KernelCurves.covers`)."""
         from kokuban.specs.kernels import KernelCurves
 
         return cls(**KERNEL_PROFILE_FRACTIONS, kernels=KernelCurves())

@@ -63,8 +63,9 @@ from kokuban.errors import KokubanError
 #: TensorRT-LLM's weight-only plugin takes its CUDA-core GEMV "if m < SMALL_M_FAST_PATH" with SMALL_M_FAST_PATH = 5
 #: (cpp/tensorrt_llm/plugins/weightOnlyQuantMatmulPlugin/weightOnlyQuantMatmulPlugin.h, NVIDIA/TensorRT-LLM, read
 #: 2026-12-03), i.e. M ≤ 4; llama.cpp's CUDA back end uses its MMVQ kernels up to "#define MMVQ_MAX_BATCH_SIZE 8"
-#: (ggml/src/ggml-cuda/mmvq.cuh); cuBLAS dispatches M = 1 to GEMV kernels. The smaller bound (4) is taken. The
-#: aiconfigurator GEMM tables that fit M_half cannot see this: at M ≤ 16 their GEMMs are memory-bound.
+#: (ggml/src/ggml-cuda/mmvq.cuh); cuBLAS dispatches M = 1 to GEMV kernels. The smaller bound (4) is taken, and
+#: ASSUMED for 16- and 8-bit weights too (there it changes nothing measurable: such a step is weight-bound either
+#: way). The aiconfigurator GEMM tables that fit M_half cannot see this: at M ≤ 16 their GEMMs are memory-bound.
 GEMV_MAX_TOKENS = 4.0
 
 #: Default scale-out latency and fraction of the NIC line rate (ASSUMED: see the module docstring).
@@ -75,7 +76,8 @@ SCALEOUT_FRACTION = 0.8
 @dataclass(frozen=True)
 class KernelCurves:
     """The parameters of the kernel curves (module docstring): dtype ratios of the GEMM fraction, its
-    half-point in tokens, and the collectives' latencies (seconds) and link fractions."""
+    half-point in tokens, the largest M priced as an unpadded matrix-vector kernel (`gemv_max_tokens`), and the
+    collectives' latencies (seconds) and link fractions."""
 
     m_half_tokens: float = 70.0
     gemv_max_tokens: float = GEMV_MAX_TOKENS

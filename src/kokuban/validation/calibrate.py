@@ -38,10 +38,10 @@ MIN_SECONDS, MAX_SECONDS = 1e-7, 1.0
 PUBLISHED_PARAMS = ("compute", "memory", "interconnect", "step_overhead_s")
 #: Fitted with the kernel profile (`Efficiency.kernel_calibrated`): its curves set the collectives and the GEMM
 #: shape by dtype and token count, so the rows fit the bf16 GEMM fraction the dtype ratios scale, the weight-read
-#: fraction and the fixed step cost. (Until 2026-12-03 compute was taken from the default profile's fit on the same
-#: split; that fraction blends every dtype, mostly fp8, so the fp8 ratio was applied twice once the MLPerf rows
-#: carried their sourced prompt length: training median 17.2 % against 10.3 % with compute fitted here, mean of
-#: five splits.)
+#: fraction and the fixed step cost. (Until 2026-12-03 compute was held: at kernel_calibrated()'s 0.74 in the CLI, at
+#: the split's default fit in `profile_procedures`; that fraction blends every dtype, mostly fp8, so the fp8 ratio was
+#: applied twice once the MLPerf rows carried their sourced prompt length: training median 17.2 % against 10.3 %
+#: with compute fitted here, mean of five splits.)
 KERNEL_PARAMS = ("compute", "memory", "step_overhead_s")
 VALIDATION_PARAMS = ("compute", "memory", "kv_memory", "overlap", "step_overhead_s")
 

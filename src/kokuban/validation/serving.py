@@ -107,7 +107,7 @@ class ServingRow:
     # table's `max_num_batched_tokens`, with why in the source's `assumed`); None: the profile's
     max_num_batched_tokens: int | None = None
     engine_version: str = ""
-    source: Mapping[str, str] = field(default_factory=dict)
+    source: Mapping[str, Any] = field(default_factory=dict)
     quote: str = ""
     assumed: str = ""
 
@@ -127,6 +127,10 @@ def _check_row(row: ServingRow, where: str) -> None:
         raise KokubanError(f"{where}: load '{row.load}' is not one of {', '.join(LOADS)}", field="load", value=row.load)
     if row.load != "run" and not (isinstance(row.concurrency, int) and row.concurrency > 0):
         raise KokubanError(f"{where}: needs a concurrency ≥ 1", field="concurrency", value=row.concurrency)
+    budget = row.max_num_batched_tokens
+    if budget is not None and not (isinstance(budget, int) and budget >= 1):
+        raise KokubanError(f"{where}: max_num_batched_tokens must be a whole number ≥ 1, got {budget!r}",
+                           field="max_num_batched_tokens", value=budget)
     if not row.measured:
         raise KokubanError(f"{where}: no measured metric (one of {', '.join(METRICS)})", field="measured")
     for name, value in row.measured.items():

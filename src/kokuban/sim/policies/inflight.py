@@ -16,7 +16,9 @@ So every running request decodes one token (they are older than any new one), th
 admitted first come first served, each with its whole prompt in this step, while the budget left holds it;
 a prompt is never split over steps. Blocks for prompt + output are taken at admission, so a running request
 never needs a block it has not got and nothing is preempted. A prompt longer than the whole budget (which
-TensorRT-LLM refuses at build time: max_num_tokens must cover max_input_len without chunking) runs alone.
+TensorRT-LLM refuses at build time: max_num_tokens must cover max_input_len without chunking) runs once the engine
+has drained (it holds the head of the queue, so later requests wait too), in budget-sized chunks; whole prompts may
+join its last chunk.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ class Inflight:
         n = e.n
         if n:
             # blocks for the whole sequence were reserved at admission: nothing to take, nobody preempted
-            e.allocate(e.fill(e.known[:n] - e.comp[:n]))
+            if e.allocate(e.fill(e.known[:n] - e.comp[:n])):
+                e.tokens = int(e.sched[: e.n].sum())  # as `continuous` does, should a preemption ever happen
         else:
             e.tokens = 0
         if e.waiting:
