@@ -137,6 +137,11 @@ def test_batch_one_int4_decode_is_weight_bound_and_experts_stay_tiled():
     step = decode_step(dep, 1, 128)
     assert float(step.compute_s) == pytest.approx(13.21e9 / (165.2e12 * 0.74), rel=0.01)
     assert float(step.weights_s) > 10 * float(step.compute_s)
+    # gemm_fraction's docstring: at M = 4 still a GEMV, 4 · 13.21 GFLOP ÷ (165.2e12·0.74) = 0.43 ms of compute
+    # against 3.9 GB (int4 body, 16-bit embeddings and LM head) ÷ 1.008e12 B/s = 3.9 ms of read
+    four = decode_step(dep, 4, 128)
+    assert float(four.compute_s) == pytest.approx(4 * 13.21e9 / (165.2e12 * 0.74), rel=0.01)
+    assert float(four.weight_bytes) / 1.008e12 == pytest.approx(3.9e-3, rel=0.01)
     moe = Deployment.make(load_model("qwen3-30b-a3b"), load_accelerator("h100-sxm"), 1, efficiency=KERNEL)
     dense_f, expert_f = linear_compute_fractions(moe, 1.0)
     assert float(dense_f) == pytest.approx(0.74) and float(expert_f) == pytest.approx(0.74 / 71)

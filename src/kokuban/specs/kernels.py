@@ -148,8 +148,8 @@ def gemm_fraction(peak_fraction: float, tokens: Any, m_half_tokens: float, gemv_
     pipeline fill; the fraction rises toward `peak_fraction` as M grows and reaches half of it at
     M = M_half. Engines multiply M ≤ `gemv_max_tokens` rows by a matrix-vector kernel instead, which has no
     tile to fill: its FLOPs are priced at e, unpadded. That kernel streams the weights and its few FLOPs hide
-    under the read for every format kokuban knows (Llama-2-7B at M = 4 on an RTX 4090: 4 · 13.2 GFLOP ÷
-    (165.2e12·0.74) = 0.43 ms against 6.74e9 weights · 4.5 bits ÷ 1.008e12 B/s = 3.8 ms of int4 read), so what
+    under the read for every format kokuban knows (Llama-2-7B int4-g32 at M = 4 on an RTX 4090: 4 · 13.2 GFLOP ÷
+    (165.2e12·0.74) = 0.43 ms against 3.9 GB of weights ÷ 1.008e12 B/s = 3.9 ms of read), so what
     matters is only that it is not padded to ~M_half rows, which would make int4 batch-1 decode compute-bound.
     Assumes the N and K of serving GEMMs are large (≥ 1024), as in the fitted tables. Vectorised over `tokens`;
     M < 1 is treated as 1 (a GEMM has at least one row)."""
