@@ -20,6 +20,9 @@ class Continuous:
     prefix_caching = True
     steady_fast_path = True
     admits_while_running = True
+    #: how waiting requests are admitted (`EngineView.admit_waiting`): blocks for the first chunk, prompts split
+    reserve = "chunk"
+    whole_prompt = False
 
     def __init__(self, cfg: SchedulerLimits) -> None:
         self.cfg = cfg
@@ -34,7 +37,7 @@ class Continuous:
         else:
             e.tokens, preempted = 0, False
         if not preempted and e.waiting:
-            e.tokens += e.admit_waiting(e.budget - e.tokens, t, "chunk")
+            e.tokens += e.admit_waiting(e.budget - e.tokens, t, self.reserve, whole_prompt=self.whole_prompt)
         return e.n > 0
 
     def hold_until(self, engine: EngineView, t: float) -> float | None:

@@ -23,30 +23,15 @@ join its last chunk.
 
 from __future__ import annotations
 
-from kokuban.sim.policies.base import EngineView, SchedulerLimits
+from kokuban.sim.policies.continuous import Continuous
 
 
-class Inflight:
+class Inflight(Continuous):
+    """`continuous`'s step (running requests first, then FCFS admission while the budget lasts) with TensorRT-LLM's
+    admission: blocks for the whole sequence reserved up front (so `continuous`'s preemption branch never runs) and
+    every prompt whole in one step."""
+
     name = "inflight"
-    prefix_caching = True
     steady_fast_path = False
-    admits_while_running = True
-
-    def __init__(self, cfg: SchedulerLimits) -> None:
-        self.cfg = cfg
-
-    def schedule(self, engine: EngineView, t: float) -> bool:
-        e = engine
-        n = e.n
-        if n:
-            # blocks for the whole sequence were reserved at admission: nothing to take, nobody preempted
-            if e.allocate(e.fill(e.known[:n] - e.comp[:n])):
-                e.tokens = int(e.sched[: e.n].sum())  # as `continuous` does, should a preemption ever happen
-        else:
-            e.tokens = 0
-        if e.waiting:
-            e.tokens += e.admit_waiting(e.budget - e.tokens, t, "all", whole_prompt=True)
-        return e.n > 0
-
-    def hold_until(self, engine: EngineView, t: float) -> float | None:
-        return None
+    reserve = "all"
+    whole_prompt = True
