@@ -48,6 +48,20 @@ def test_a_prompt_longer_than_the_budget_runs_alone_in_chunks():
     assert r.step_batch.tolist() == [1, 1, 1, 2, 1]
 
 
+def test_a_prompt_longer_than_the_budget_waits_for_the_engine_to_drain_and_holds_the_queue():
+    # budget 16, a step lasts 1 ms + 1 µs per token. A (5 prompt, 4 out) at t = 0; B (40 prompt, 2 out) at 0.5 ms;
+    # C (5 prompt, 2 out) at 0.6 ms. B can never fit whole, so it runs only once nothing else does, and C, behind
+    # it, waits too (first come first served, no overtaking):
+    # step 1: A's prompt (its 1st token)                                    →  5
+    # steps 2-4: A decodes its 2nd-4th tokens and finishes; B and C wait    →  1, 1, 1
+    # steps 5-6: B's first two chunks of 16                                 → 16, 16
+    # step 7: B's last 8 (its 1st token) and C's whole 5 (5 ≤ 16 − 8)       → 13
+    # step 8: B and C decode their 2nd tokens and finish                    →  2
+    r = run("inflight", Workload.make([0, 0.5e-3, 0.6e-3], [5, 40, 5], [4, 2, 2]), 16)
+    assert r.step_tokens.tolist() == [5, 1, 1, 1, 16, 16, 13, 2]
+    assert r.first_scheduled_s[1] == r.finish_s[0] and r.first_token_s[1] == r.first_token_s[2]
+
+
 def test_a_new_request_starts_only_when_its_whole_sequence_fits_the_free_blocks():
     # 16-token blocks, a pool of 3. A: 20 prompt + 13 out → holds 20 + 13 − 1 = 32 tokens → 2 blocks;
     # B: 10 + 20 − 1 = 29 tokens → 2 blocks. GUARANTEED_NO_EVICT reserves them at admission: A takes 2, B's 2 > 1
