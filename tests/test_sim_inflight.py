@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_sim_seams import DEP, ConstantStep
+from test_sim_seams import DEP, ConstantStep, traces
 
 from kokuban.sim import SchedulerConfig, Workload, simulate
 
@@ -77,17 +77,9 @@ def test_a_new_request_starts_only_when_its_whole_sequence_fits_the_free_blocks(
     assert run("continuous", wl, 64, blocks=3).preemptions[1] >= 1
 
 
-@st.composite
-def traces(draw):
-    n = draw(st.integers(1, 16))
-    gaps = draw(st.lists(st.floats(0, 0.01), min_size=n, max_size=n))
-    prompt = draw(st.lists(st.integers(1, 200), min_size=n, max_size=n))
-    output = draw(st.lists(st.integers(1, 30), min_size=n, max_size=n))
-    return Workload.make(np.cumsum(gaps), prompt, output)
-
-
 @SETTINGS
-@given(wl=traces(), seqs=st.integers(1, 6), budget=st.integers(8, 300), slack=st.integers(0, 20),
+@given(wl=traces(max_requests=16, max_gap_s=0.01, max_output=30), seqs=st.integers(1, 6), budget=st.integers(8, 300),
+       slack=st.integers(0, 20),
        cap=st.sampled_from([None, 2]))
 def test_prompts_are_never_split_and_nothing_is_evicted(wl, seqs, budget, slack, cap):
     bs = 16

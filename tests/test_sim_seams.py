@@ -93,11 +93,12 @@ def drain():
 
 
 @st.composite
-def traces(draw):
-    n = draw(st.integers(1, 20))
-    gaps = draw(st.lists(st.floats(0, 0.3), min_size=n, max_size=n))
+def traces(draw, max_requests=20, max_gap_s=0.3, max_output=40):
+    """Up to `max_requests` requests, gaps up to `max_gap_s`, prompts of 1-200 and outputs of 1-`max_output` tokens."""
+    n = draw(st.integers(1, max_requests))
+    gaps = draw(st.lists(st.floats(0, max_gap_s), min_size=n, max_size=n))
     prompt = draw(st.lists(st.integers(1, 200), min_size=n, max_size=n))
-    output = draw(st.lists(st.integers(1, 40), min_size=n, max_size=n))
+    output = draw(st.lists(st.integers(1, max_output), min_size=n, max_size=n))
     return Workload.make(np.cumsum(gaps), prompt, output)
 
 
