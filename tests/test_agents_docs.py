@@ -21,7 +21,8 @@ def table_rows():
 def kwargs(where: str, caching: str) -> dict:
     if " on " in where:
         model, gpu = where.split(" on ")
-        return {"model": model, "gpu": gpu} | ({} if caching == "on" else {"survival": "drop"})
+        scalar = {"model": model, "gpu": gpu, "efficiency_file": "scalar"}  # the doc's scalar step model
+        return scalar | ({} if caching == "on" else {"survival": "drop"})
     return {"price": where} | ({} if caching == "on" else {"cache_retention": "none"})
 
 
@@ -64,7 +65,8 @@ def test_step_one_on_the_api_by_hand():
 
 def test_step_one_self_hosted_by_hand():
     df = run_agent(
-        AgentRequest(preset="tracelab-session", runs=20, compaction=POL, model="gpt-oss-120b", gpu="h100-sxm")
+        AgentRequest(preset="tracelab-session", runs=20, compaction=POL, model="gpt-oss-120b", gpu="h100-sxm",
+                     efficiency_file="scalar")  # the doc's scalar step model
     ).steps_frame()
     s = df.iloc[1]
     u = 2.99 / 3600  # the H100's $2.99 per GPU-hour, one GPU, per second

@@ -30,8 +30,10 @@ def test_batch_json_csv_plot(capsys, tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-# the textbook fractions (Efficiency.textbook()) that the hand-derived numbers in test_economics*.py use
-TEXTBOOK = ["--compute-eff", "0.6", "--memory-eff", "0.8", "--link-eff", "0.75", "--step-overhead", "0"]
+# the textbook fractions (Efficiency.textbook(): the scalar set's fields at 0.6 / 0.8 / 0.75 / 0 s, no kernel curves)
+# that the hand-derived numbers in test_economics*.py use
+TEXTBOOK = ["--efficiency-file", "scalar", "--compute-eff", "0.6", "--memory-eff", "0.8", "--link-eff", "0.75",
+            "--step-overhead", "0"]
 
 
 def test_batch_readable(capsys):

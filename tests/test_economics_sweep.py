@@ -25,7 +25,7 @@ BLOCK = 1000  # `decode_columns` block size in these tests, so a few thousand po
 CONFIGS = [("llama-3.1-8b", "h100-sxm", 1, "tp"), ("llama-3.1-70b", "h100-sxm", 4, "tp"),
            ("mixtral-8x7b", "h200", 2, "tp"), ("qwen3-30b-a3b", "h100-sxm", 4, "ep"), ("deepseek-v3", "h200", 8, "ep"),
            ("gemma-3-27b", "h100-sxm", 1, "tp"), ("qwen3-next-80b-a3b", "h200", 4, "tp")]
-EFFICIENCIES = [PROFILES["default"](), PROFILES["kernel"](), Efficiency.textbook(), Efficiency().updated(overlap=0.4)]
+EFFICIENCIES = [PROFILES["default"](), PROFILES["scalar"](), Efficiency.textbook(), Efficiency().updated(overlap=0.4)]
 
 
 deployments = st.builds(make, st.sampled_from(CONFIGS), st.sampled_from(EFFICIENCIES), st.booleans())

@@ -27,8 +27,11 @@ from kokuban.usecases.economics import (
     run_lanes,
 )
 
-TEXTBOOK = ["--compute-eff", "0.6", "--memory-eff", "0.8", "--link-eff", "0.75", "--step-overhead", "0"]
-TEXTBOOK_FIELDS = {"compute_eff": 0.6, "memory_eff": 0.8, "link_eff": 0.75, "step_overhead": 0.0}
+# the textbook fractions on the scalar set (no kernel curves)
+TEXTBOOK = ["--efficiency-file", "scalar", "--compute-eff", "0.6", "--memory-eff", "0.8", "--link-eff", "0.75",
+            "--step-overhead", "0"]
+TEXTBOOK_FIELDS = {"efficiency_file": "scalar", "compute_eff": 0.6, "memory_eff": 0.8, "link_eff": 0.75,
+                   "step_overhead": 0.0}
 
 
 def cli_json(capsys, args):
@@ -129,9 +132,9 @@ def test_frontier_request_parses_lists_and_takes_python_objects():
     assert one.gpu == ("custom:bf16=989e12,bw=3.35e12,mem=80e9",) and one.weights == ("bf16", "fp8")
     objs = FrontierRequest(model=spec, gpu=(acc,), counts=(1, 2), layouts=("tp",))
     assert objs.model_spec() is spec and objs.accelerators() == [acc]
-    # the efficiency set: the request's overrides on the shipped calibrated one
-    assert objs.efficiency_spec() == Efficiency()
-    assert FrontierRequest(model=spec, gpu=(acc,), compute_eff=0.6).efficiency_spec() == Efficiency().updated(
+    # the efficiency set: the request's overrides on the shipped step model (the kernel profile)
+    assert objs.efficiency_spec() == Efficiency.shipped() and objs.efficiency_spec().kernels is not None
+    assert FrontierRequest(model=spec, gpu=(acc,), compute_eff=0.6).efficiency_spec() == Efficiency.shipped().updated(
         compute=0.6
     )
 

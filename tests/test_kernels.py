@@ -29,6 +29,7 @@ from kokuban.validation.accuracy import WORST_ROWS, accuracy
 
 SETTINGS = settings(max_examples=60, deadline=None)
 KERNEL = Efficiency.kernel_calibrated()
+SCALAR = Efficiency.scalar()
 
 
 # ---- by hand ---------------------------------------------------------------------------------------------
@@ -82,26 +83,26 @@ def test_a_tp8_group_inside_the_node_uses_the_nvlink_curve():
     assert float(comm_time_s(dep, 64)[0]) == pytest.approx(4.1047e-3, rel=1e-4)
 
 
-def test_default_profile_tp16_across_two_nodes_waits_on_the_nic():
-    """Default profile (interconnect 0.27, 8 µs per collective), Llama 3.1 70B TP16 on H200 (8 per node, 50 GB/s NIC),
+def test_scalar_profile_tp16_across_two_nodes_waits_on_the_nic():
+    """Scalar profile (interconnect 0.27, 8 µs per collective), Llama 3.1 70B TP16 on H200 (8 per node, 50 GB/s NIC),
     64 tokens: ring bytes per GPU 2·15/16·1,048,576 = 1,966,080; at 0.27·50 GB/s = 13.5 GB/s: 145.64 µs + 8 µs =
     153.64 µs per all-reduce, × 160 = 24.582 ms. TP8 inside the node: 2·7/8·1,048,576 = 1,835,008 B at 0.27·450 GB/s
     = 121.5 GB/s: 15.103 µs + 8 µs = 23.103 µs × 160 = 3.6965 ms."""
     model, h200 = load_model("llama-3.1-70b"), load_accelerator("h200")
-    across = Deployment.make(model, h200, 16)
+    across = Deployment.make(model, h200, 16, efficiency=SCALAR)
     assert float(comm_time_s(across, 64)[0]) == pytest.approx(160 * (8e-6 + 1_966_080 / 13.5e9))
     assert float(comm_time_s(across, 64)[0]) == pytest.approx(24.582e-3, rel=1e-4)
     assert float(comm_time_s(across, 64)[1]) == pytest.approx(160 * 1_966_080)
-    inside = Deployment.make(model, h200, 8)
+    inside = Deployment.make(model, h200, 8, efficiency=SCALAR)
     assert float(comm_time_s(inside, 64)[0]) == pytest.approx(3.6965e-3, rel=1e-4)
 
 
-def test_default_profile_ep16_sends_the_other_nodes_share_over_the_nic():
-    """Default profile, DeepSeek-V3 (hidden 7168, top-8, 58 MoE layers) EP16 on H100 (8 per node), 1,024 tokens:
+def test_scalar_profile_ep16_sends_the_other_nodes_share_over_the_nic():
+    """Scalar profile, DeepSeek-V3 (hidden 7168, top-8, 58 MoE layers) EP16 on H100 (8 per node), 1,024 tokens:
     each GPU sends 15/16·(1,024/16)·8·7168·2 = 6,881,280 B per all-to-all; 8 of its 15 peers are on the other node:
     3,670,016 B over the NIC at 0.27·50 GB/s = 13.5 GB/s (271.85 µs), 3,211,264 B over NVLink at 0.27·450 GB/s
     (26.43 µs), + 8 µs = 306.28 µs, × 2·58 = 35.529 ms."""
-    dep = Deployment.make(load_model("deepseek-v3"), load_accelerator("h100-sxm"), 16, layout="ep")
+    dep = Deployment.make(load_model("deepseek-v3"), load_accelerator("h100-sxm"), 16, layout="ep", efficiency=SCALAR)
     expected = 116 * (8e-6 + 3_211_264 / 121.5e9 + 3_670_016 / 13.5e9)
     assert float(comm_time_s(dep, 1024)[0]) == pytest.approx(expected)
     assert float(comm_time_s(dep, 1024)[0]) == pytest.approx(35.529e-3, rel=1e-4)
@@ -109,14 +110,14 @@ def test_default_profile_ep16_sends_the_other_nodes_share_over_the_nic():
 
 
 def test_gemm_fraction_in_the_step_by_dtype():
-    """bf16 on one H100 at 70 tokens: 0.74·70/140 = 0.37; fp8 weights (fp8 tensor cores) at 70: 0.74·0.71·0.5 =
-    0.2627; the default profile: 0.74 whatever the tokens."""
+    """Kernel profile (compute 0.70): bf16 on one H100 at 70 tokens: 0.70·70/140 = 0.35; fp8 weights (fp8 tensor
+    cores) at 70: 0.70·0.71·0.5 = 0.2485; the scalar profile: 0.74 whatever the tokens."""
     model, h100 = load_model("llama-3.1-8b"), load_accelerator("h100-sxm")
     bf16 = Deployment.make(model, h100, 1, efficiency=KERNEL)
-    assert float(linear_compute_fractions(bf16, 70.0)[0]) == pytest.approx(0.37)
+    assert float(linear_compute_fractions(bf16, 70.0)[0]) == pytest.approx(0.35)
     fp8 = Deployment.make(model, h100, 1, weights_dtype="fp8", efficiency=KERNEL)
-    assert float(linear_compute_fractions(fp8, 70.0)[0]) == pytest.approx(0.74 * 0.71 * 0.5)
-    assert linear_compute_fractions(Deployment.make(model, h100, 1), 70.0) == (0.74, 0.74)
+    assert float(linear_compute_fractions(fp8, 70.0)[0]) == pytest.approx(0.2485)
+    assert linear_compute_fractions(Deployment.make(model, h100, 1, efficiency=SCALAR), 70.0) == (0.74, 0.74)
 
 
 def test_gemv_below_the_threshold_is_not_padded():
@@ -128,23 +129,23 @@ def test_gemv_below_the_threshold_is_not_padded():
 
 
 def test_batch_one_int4_decode_is_weight_bound_and_experts_stay_tiled():
-    """Llama-2-7B int4 (bf16 compute) on one RTX 4090, one token: the dense GEMV at 0.74 (not 0.74/71), so
-    compute = 13.21 GFLOP ÷ (165.2e12·0.74) ≈ 0.108 ms, far under the weight read: the step is weight-bound.
-    A MoE's routed experts keep the tiled fraction at M = 1 per expert: 0.74·1/71."""
+    """Llama-2-7B int4 (bf16 compute) on one RTX 4090, one token, kernel profile (compute 0.70): the dense GEMV at
+    0.70 (not 0.70/71), so compute = 13.21 GFLOP ÷ (165.2e12·0.70) ≈ 0.114 ms, far under the weight read: the step
+    is weight-bound. A MoE's routed experts keep the tiled fraction at M = 1 per expert: 0.70·1/71."""
     dep = Deployment.make(load_model("llama-2-7b"), load_accelerator("rtx-4090"), 1, weights_dtype="int4-g32",
                           efficiency=KERNEL)
-    assert float(linear_compute_fractions(dep, 1.0)[0]) == pytest.approx(0.74)
+    assert float(linear_compute_fractions(dep, 1.0)[0]) == pytest.approx(0.70)
     step = decode_step(dep, 1, 128)
-    assert float(step.compute_s) == pytest.approx(13.21e9 / (165.2e12 * 0.74), rel=0.01)
+    assert float(step.compute_s) == pytest.approx(13.21e9 / (165.2e12 * 0.70), rel=0.01)
     assert float(step.weights_s) > 10 * float(step.compute_s)
-    # gemm_fraction's docstring: at M = 4 still a GEMV, 4 · 13.21 GFLOP ÷ (165.2e12·0.74) = 0.43 ms of compute
-    # against 3.9 GB (int4 body, 16-bit embeddings and LM head) ÷ 1.008e12 B/s = 3.9 ms of read
-    four = decode_step(dep, 4, 128)
+    # gemm_fraction's docstring (at the scalar compute 0.74): at M = 4 still a GEMV, 4 · 13.21 GFLOP ÷ (165.2e12·0.74)
+    # = 0.43 ms of compute against 3.9 GB (int4 body, 16-bit embeddings and LM head) ÷ 1.008e12 B/s = 3.9 ms of read
+    four = decode_step(replace(dep, efficiency=KERNEL.updated(compute=0.74)), 4, 128)
     assert float(four.compute_s) == pytest.approx(4 * 13.21e9 / (165.2e12 * 0.74), rel=0.01)
     assert float(four.weight_bytes) / 1.008e12 == pytest.approx(3.9e-3, rel=0.01)
     moe = Deployment.make(load_model("qwen3-30b-a3b"), load_accelerator("h100-sxm"), 1, efficiency=KERNEL)
     dense_f, expert_f = linear_compute_fractions(moe, 1.0)
-    assert float(dense_f) == pytest.approx(0.74) and float(expert_f) == pytest.approx(0.74 / 71)
+    assert float(dense_f) == pytest.approx(0.70) and float(expert_f) == pytest.approx(0.70 / 71)
 
 
 def test_moe_dispatch_time_by_hand():
@@ -155,29 +156,30 @@ def test_moe_dispatch_time_by_hand():
 
 def test_moe_layers_pay_the_dispatch_time_in_the_step():
     """Qwen3-30B-A3B (48 MoE layers, top-8) decoding 100 requests on one B200 under the kernel profile: the step's
-    overhead is 2.15 ms + 48·(39 µs + 15.3 ns·100·8) = 2.15 + 2.45952 = 4.60952 ms. As EP8 (8 data-parallel ranks)
-    a GPU's experts receive 800/8 = 100 pairs: 2.15 + 48·(39 µs + 1.53 µs) = 4.09544 ms. A dense model and the
-    default profile pay only the step overhead."""
+    overhead is 0.36 ms + 48·(39 µs + 15.3 ns·100·8) = 0.36 + 2.45952 = 2.81952 ms. As EP8 (8 data-parallel ranks)
+    a GPU's experts receive 800/8 = 100 pairs: 0.36 + 48·(39 µs + 1.53 µs) = 0.36 + 1.94544 = 2.30544 ms. A dense
+    model and the scalar profile pay only the step overhead (0.36 ms, 2.7 ms)."""
     model, b200 = load_model("qwen3-30b-a3b"), load_accelerator("b200")
     tp1 = Deployment.make(model, b200, 1, efficiency=KERNEL)
-    assert float(decode_step(tp1, 100, 1000).overhead_s) == pytest.approx(4.60952e-3)
+    assert float(decode_step(tp1, 100, 1000).overhead_s) == pytest.approx(2.81952e-3)
     ep8 = Deployment.make(model, b200, 8, layout="ep", efficiency=KERNEL)
-    assert float(decode_step(ep8, 100, 1000).overhead_s) == pytest.approx(4.09544e-3)
+    assert float(decode_step(ep8, 100, 1000).overhead_s) == pytest.approx(2.30544e-3)
     dense = Deployment.make(load_model("llama-3.1-8b"), b200, 1, efficiency=KERNEL)
-    assert float(decode_step(dense, 100, 1000).overhead_s) == pytest.approx(2.15e-3)
-    assert float(decode_step(Deployment.make(model, b200, 1), 100, 1000).overhead_s) == pytest.approx(2.7e-3)
+    assert float(decode_step(dense, 100, 1000).overhead_s) == pytest.approx(0.36e-3)
+    scalar = Deployment.make(model, b200, 1, efficiency=SCALAR)
+    assert float(decode_step(scalar, 100, 1000).overhead_s) == pytest.approx(2.7e-3)
 
 
 def test_fp4_moe_layers_pay_the_fp4_tables_constants():
     """Qwen3-30B-A3B in nvfp4 on one B200 computes in fp4, so its 48 MoE layers pay the B200 nvfp4 table's
-    α 49.9 µs and β 21.4 ns: decoding 100 requests (800 pairs) the overhead is 2.15 ms + 48·(49.9 µs + 21.4 ns·800)
-    = 2.15 + 48·67.02 µs = 2.15 + 3.21696 = 5.36696 ms; in fp8 the median constants, as before (4.60952 ms)."""
+    α 49.9 µs and β 21.4 ns: decoding 100 requests (800 pairs) the overhead is 0.36 ms + 48·(49.9 µs + 21.4 ns·800)
+    = 0.36 + 48·67.02 µs = 0.36 + 3.21696 = 3.57696 ms; in fp8 the median constants, as before (2.81952 ms)."""
     model, b200 = load_model("qwen3-30b-a3b"), load_accelerator("b200")
     fp4 = Deployment.make(model, b200, 1, weights_dtype="nvfp4", efficiency=KERNEL)
     assert fp4.compute_dtype == "fp4" and KERNEL.kernels.moe_constants("fp4") == (49.9e-6, 21.4e-9)
-    assert float(decode_step(fp4, 100, 1000).overhead_s) == pytest.approx(5.36696e-3)
+    assert float(decode_step(fp4, 100, 1000).overhead_s) == pytest.approx(3.57696e-3)
     fp8 = Deployment.make(model, b200, 1, weights_dtype="fp8", efficiency=KERNEL)
-    assert float(decode_step(fp8, 100, 1000).overhead_s) == pytest.approx(4.60952e-3)
+    assert float(decode_step(fp8, 100, 1000).overhead_s) == pytest.approx(2.81952e-3)
 
 
 def test_non_nvlink_links_keep_the_flat_model():
@@ -189,10 +191,31 @@ def test_non_nvlink_links_keep_the_flat_model():
     assert float(comm_time_s(dep, 64)[0]) == pytest.approx(expected)
 
 
-def test_default_profile_is_unchanged_and_carries_no_curves():
-    e = Efficiency()
+def test_scalar_profile_is_the_field_defaults_and_carries_no_curves():
+    e = Efficiency.scalar()
+    assert e == Efficiency() == Efficiency.from_file("scalar")
     assert e.kernels is None and "kernels" not in e.as_dict()
     assert (e.compute, e.memory, e.interconnect, e.step_overhead_s) == (0.74, 0.84, 0.27, 2.7e-3)
+
+
+def test_the_shipped_step_model_is_the_kernel_profile_at_its_refitted_fractions():
+    """What a bare request, a bare Deployment and `--efficiency-file default` get: the curves set, at the fractions
+    `kokuban calibrate --source published --efficiency-file kernel` fitted on 2026-12-04 (0.6984 / 0.6333 /
+    0.363 ms, shipped as 0.70 / 0.63 / 0.36 ms); interconnect and collective latency stay the scalar set's (used on
+    links the curves do not cover)."""
+    from kokuban.usecases.request import EfficiencyRequest
+
+    e = Efficiency.shipped()
+    assert e.kernels == KernelCurves()
+    assert (e.compute, e.memory, e.step_overhead_s) == (0.70, 0.63, 0.36e-3)
+    assert (e.interconnect, e.collective_latency_s, e.overlap, e.kv_memory) == (0.27, 8e-6, 1.0, None)
+    assert e == KERNEL == Efficiency.from_file("default") == Efficiency.from_file("kernel")
+    assert Deployment.make(load_model("llama-3.1-8b"), load_accelerator("h100-sxm")).efficiency == e
+    assert EfficiencyRequest().efficiency_spec() == e
+    # a weight-bound step prices its weight read at 0.63 of HBM: Llama-3.1-8B bf16 body + LM head on an H100,
+    # (6,979,588,096 + 525,336,576)·2 B = 15,009,849,344 B ÷ (3.35e12 · 0.63 = 2.1105e12 B/s) = 7.1120 ms
+    dep = Deployment.make(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"))
+    assert float(decode_step(dep, 1, 1024).weights_s) == pytest.approx(15_009_849_344 / 2.1105e12, rel=1e-9)
 
 
 # ---- the profile as a file / name ---------------------------------------------------------------------

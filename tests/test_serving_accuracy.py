@@ -18,6 +18,7 @@ from kokuban.cli import main
 from kokuban.errors import KokubanError
 from kokuban.sim.profiles import load_profile
 from kokuban.specs.catalog import load_accelerator, load_model
+from kokuban.specs.hardware import Efficiency
 from kokuban.validation import serving
 from kokuban.validation.serving import (
     METRICS,
@@ -71,7 +72,8 @@ def test_a_bad_token_budget_is_refused_naming_the_field(budget):
 
 
 def test_ttft_at_concurrency_one_by_hand():
-    # Llama-3.1-8B, bf16, one H100 SXM, 2,048-token prompt, alone (concurrency 1): one prefill step, compute-bound.
+    # Llama-3.1-8B, bf16, one H100 SXM, 2,048-token prompt, alone (concurrency 1): one prefill step, compute-bound,
+    # priced with the scalar set (`Efficiency.scalar()`: one compute fraction, 0.74, at every token count).
     #   matmul FLOPs: 2 × (params_matmul − params_lm_head) × 2048 + 2 × params_lm_head (logits of the last token
     #   only) = 2 × 6,979,588,096 × 2048 + 2 × 525,336,576 = 28,588,392,841,216 + 1,050,673,152
     #   attention: 4 × hidden = 16,384 FLOPs per (query, key) pair per layer × 2048·2049/2 pairs × 32 layers
@@ -85,7 +87,7 @@ def test_ttft_at_concurrency_one_by_hand():
     flops = 2 * 6_979_588_096 * 2048 + 2 * 525_336_576 + 16_384 * (2048 * 2049 // 2) * 32
     prefill_s = flops / (0.74 * 989.4e12)
     assert prefill_s == pytest.approx(0.0405507, rel=1e-5)
-    got = replay(row, {"step_overhead_s": 0.002, "front_end_s": 0.010})["ttft_s"]
+    got = replay(row, {"step_overhead_s": 0.002, "front_end_s": 0.010}, Efficiency.scalar())["ttft_s"]
     assert got == pytest.approx(prefill_s + 0.002 + 0.010, rel=1e-3)
 
 

@@ -57,7 +57,8 @@ def test_default_profile_is_todays_scheduler():
     assert req.scheduler_config() == SchedulerConfig()  # continuous, vLLM's limits, 16-token blocks, prefix on
     assert set(SchedulerConfig().as_dict()) == {"policy", "max_num_seqs", "max_num_batched_tokens", "block_size",
                                                 "prefix_caching", "batch_timeout_s", "max_concurrency"}
-    assert req.deployment().efficiency.step_overhead_s == 2.7e-3  # the core's shipped default, unchanged
+    assert req.deployment().efficiency == Efficiency.shipped()  # the core's shipped step model (the kernel profile)
+    assert req.deployment().efficiency.step_overhead_s == 0.36e-3
 
 
 def test_every_profile_default_has_a_source_and_every_overhead_says_how_it_was_got():
@@ -227,3 +228,25 @@ def test_sglang_profile_runs_with_its_pool_sized_cap_unless_given():
     with pytest.raises(KokubanError) as err:
         SchedulerConfig(running_rule="nope").resolve(load_accelerator("h100-sxm"))
     assert err.value.field == "max_num_seqs"
+
+
+def test_each_fitted_profile_names_the_step_model_its_overheads_were_fitted_with():
+    """The fitted overheads hold only with the step model they were fitted with (data/engines.toml): trtllm and
+    sglang with the scalar set (0.74 / 0.84 / 0.27, no curves), vllm-v1 with the kernel curves at the fractions of
+    2026-12-02 (compute 0.74, memory 0.89), not the shipped refit (0.70 / 0.63); each with its own step overhead."""
+    from dataclasses import replace
+
+    from kokuban.sim.profiles import EngineProfile
+
+    for name, overhead in (("trtllm", 0.713e-3), ("sglang", 1.5e-3)):
+        assert load_profile(name).base_efficiency() == Efficiency.scalar().updated(step_overhead_s=overhead)
+    vllm = load_profile("vllm-v1").base_efficiency()
+    assert vllm.kernels is not None and (vllm.compute, vllm.memory, vllm.step_overhead_s) == (0.74, 0.89, 0.713e-3)
+    from kokuban.specs.hardware import KERNEL_FRACTIONS_2026_12_02 as OLD  # the same fractions, named in the code
+
+    assert (vllm.compute, vllm.memory) == (OLD["compute"], OLD["memory"])
+    assert load_profile("kokuban").base_efficiency() == Efficiency.shipped()
+    bad = replace(load_profile("vllm-v1"), efficiency_fractions=(("memroy", 0.9),))
+    with pytest.raises(KokubanError, match="efficiency_fractions"):
+        bad.base_efficiency()
+    assert isinstance(bad, EngineProfile)

@@ -165,15 +165,19 @@ def test_accuracy_cli_json(capsys):
 def test_documented_accuracy_figures_hold():
     """docs/validation.md and the README quote these summaries; prose must not drift from the code.
 
-    Shipped defaults: "all 48 rows 24.1 % median (p90 78.7 %), signed +20.9 %"; textbook fractions (the table of
-    `kokuban accuracy --compute-eff 0.6 --memory-eff 0.8 --link-eff 0.75 --step-overhead 0`): all 48 rows
-    35.5 % median, 132.4 % p90, 272.5 % max, +35.4 % signed."""
+    Shipped step model (the kernel profile): "all 48 rows 10.5 % median (p90 28.6 %), signed -0.5 %"; the scalar set
+    (`--efficiency-file scalar`): "24.1 % median, p90 78.7 %, signed +20.9 %"; textbook fractions (the table of
+    `kokuban accuracy --efficiency-file scalar --compute-eff 0.6 --memory-eff 0.8 --link-eff 0.75 --step-overhead 0`):
+    all 48 rows 35.5 % median, 132.4 % p90, 272.5 % max, +35.4 % signed."""
     from kokuban.usecases.validation import AccuracyRequest, run_accuracy
 
     def quoted(s):
         return tuple(round(100 * s[k], 1) for k in ("median_abs_error", "p90_abs_error", "median_signed_error"))
 
     shipped = run_accuracy(AccuracyRequest()).summary
-    assert shipped["count"] == 48 and quoted(shipped) == (24.1, 78.7, 20.9)
-    textbook = run_accuracy(AccuracyRequest(compute_eff=0.6, memory_eff=0.8, link_eff=0.75, step_overhead=0)).summary
+    assert shipped["count"] == 48 and quoted(shipped) == (10.5, 28.6, -0.5)
+    scalar = run_accuracy(AccuracyRequest(efficiency_file="scalar")).summary
+    assert quoted(scalar) == (24.1, 78.7, 20.9)
+    textbook = run_accuracy(AccuracyRequest(efficiency_file="scalar", compute_eff=0.6, memory_eff=0.8, link_eff=0.75,
+                                            step_overhead=0)).summary
     assert quoted(textbook) == (35.5, 132.4, 35.4) and round(100 * textbook["max_abs_error"], 1) == 272.5

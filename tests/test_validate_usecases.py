@@ -182,7 +182,7 @@ def test_validate_and_calibrate_start_from_textbook_from_python_too(capsys, fixe
     # a flag replaces one field of that base: memory 0.5, the rest textbook
     req = CalibrateRequest(source="published", memory_eff=0.5)
     assert req.efficiency_spec() == Efficiency.textbook().updated(memory=0.5)
-    assert AccuracyRequest().efficiency_spec() == Efficiency()  # accuracy judges the shipped, calibrated set
+    assert AccuracyRequest().efficiency_spec() == Efficiency.shipped()  # accuracy judges the shipped step model
 
 
 def test_the_wing_has_no_efficiency_default_to_disagree_with():

@@ -37,7 +37,10 @@ README = (ROOT / "README.md").read_text()
 ECONOMICS = (ROOT / "docs" / "economics.md").read_text()
 
 TEXTBOOK = Efficiency.textbook()
-TEXTBOOK_FLAGS = ["--compute-eff", "0.6", "--memory-eff", "0.8", "--link-eff", "0.75", "--step-overhead", "0"]
+SCALAR = Efficiency.scalar()  # the one-fraction-per-resource set the worked examples are stated at
+SCALAR_FLAGS = ["--efficiency-file", "scalar"]
+TEXTBOOK_FLAGS = [*SCALAR_FLAGS, "--compute-eff", "0.6", "--memory-eff", "0.8", "--link-eff", "0.75", "--step-overhead",
+                  "0"]
 
 # ---- the catalog numbers the arithmetic uses -------------------------------------------------------
 H100_BF16, H100_FP8, H100_BW, H100_MEM, LINK, H100_USD = 989.4e12, 1978.9e12, 3.35e12, 85.52e9, 450e9, 2.99
@@ -99,7 +102,8 @@ def test_bytes_per_element_of_the_sub_byte_formats():
 
 
 def test_efficiency_defaults_as_the_prose_states_them():
-    e, t = Efficiency(), Efficiency.textbook()
+    e, t = SCALAR, Efficiency.textbook()
+    assert e == Efficiency()  # the dataclass defaults are the scalar set
     assert (e.compute, e.memory, e.interconnect, e.collective_latency_s, e.step_overhead_s, e.overlap) == (
         0.74, 0.84, 0.27, 8e-6, 2.7e-3, 1.0)
     assert e.kv_memory is None and e.kv_memory_fraction == e.memory  # "KV reads the same unless --kv-eff"
@@ -156,10 +160,10 @@ def test_crossover_h100_bf16_textbook_is_221_5():
 def test_crossover_h100_bf16_calibrated_is_260():
     hand = H100_BF16 * 0.74 / (H100_BW * 0.84)
     assert f"{hand:.0f}" == "260" and f"{hand:.1f}" == "260.2"
-    dep = Deployment.make(load_model("llama-3.1-70b"), load_accelerator("h100-sxm"), 4)
+    dep = Deployment.make(load_model("llama-3.1-70b"), load_accelerator("h100-sxm"), 4, efficiency=SCALAR)
     assert blackboard_crossover_batch(dep) == pytest.approx(hand, rel=1e-9)
     assert crossover_batch(dep, 1024) == math.ceil(hand) == 261
-    says(README, "260 for an H100 in bf16 at the calibrated defaults — 989.4e12·0.74 ÷ (3.35e12·0.84)")
+    says(README, "260 for an H100 in bf16 at the scalar set — 989.4e12·0.74 ÷ (3.35e12·0.84)")
     says(ECONOMICS, "989.4e12·0.74 ÷ (3.35e12·0.84) = 260.2", "Llama-3.1-70B TP4 crosses at 261")
 
 
@@ -206,7 +210,7 @@ def test_bandwidth_wall_llama_8b_h100_textbook_is_517():
 
 # ---- the README's worked example ---------------------------------------------------------------------
 EXAMPLE = ["estimate", "llama-3.1-70b", "--gpu", "h200", "--weights", "fp8", "--batch", "32", "--prompt", "2000",
-           "--output", "500"]
+           "--output", "500", *SCALAR_FLAGS]
 
 
 def test_readme_worked_example_by_hand():
@@ -280,7 +284,7 @@ def test_readme_worked_example_by_hand():
     assert f"{b / step:,.1f}" == "1,198.5" and f"{b * prompt / ttft:,.0f}" == "10,297" and fit == 75
 
     # the code agrees with the hand numbers
-    e = estimate("llama-3.1-70b", "h200", batch=32, prompt=2000, output=500, weights="fp8").as_dict()
+    e = estimate("llama-3.1-70b", "h200", batch=32, prompt=2000, output=500, weights="fp8", efficiency=SCALAR).as_dict()
     dec, cost = e["decode"], e["cost"]
     assert dec["step_time_s"] == pytest.approx(step, rel=1e-9) and dec["bound"] == "weights"
     for key, value in (("multiply_compute_s", mult_s), ("weights_s", weights_s), ("attention_compute_s", attn_s),
@@ -296,6 +300,27 @@ def test_readme_worked_example_by_hand():
     says(README, "the 70.6 GB of fp8 weights take 17.5 ms to stream at 84 % of 4.8 TB/s", "need only 3.0 ms",
          "the 32 requests' KV caches, 6.5 ms (their 0.3 ms of compute hides under that)", "adds 2.7 ms",
          "the output token costs 8.6× the input token")
+
+
+def test_readme_worked_example_at_the_shipped_step_model():
+    """The README's paragraph after the example: the same command without `--efficiency-file scalar`, priced with the
+    kernel profile (memory 0.63, 0.36 ms per step; the fp8 body's GEMMs at 0.70 · 0.71 · 32 ÷ (32 + 70) of peak)."""
+    b, ctx = 32, 2500
+    BW = H200_BW * 0.63  # 3.024e12 B/s
+    weights_s = (L70_BODY * 1 + L70_VOCAB * 2) / BW  # 70,553,706,496 B ÷ 3.024e12 = 23.331 ms
+    kv_s = b * L70_KV_PER_TOKEN * ctx / BW  # 26.2144 GB ÷ 3.024e12 = 8.669 ms
+    body_s = 2 * b * L70_BODY / (H100_FP8 * 0.70 * 0.71 * b / (b + 70))  # the fp8 body alone: 14.198 ms
+    step = weights_s + kv_s + 0.36e-3  # weight-bound multiplies, KV-bound attention, the fixed cost
+    assert (f"{weights_s * 1e3:.1f}", f"{kv_s * 1e3:.1f}", f"{body_s * 1e3:.1f}") == ("23.3", "8.7", "14.2")
+    assert (f"{step * 1e3:.1f}", f"{b / step:,.1f}") == ("32.4", "988.9")
+    e = estimate("llama-3.1-70b", "h200", batch=32, prompt=2000, output=500, weights="fp8").as_dict()
+    dec = e["decode"]
+    assert dec["step_time_s"] == pytest.approx(step, rel=1e-9) and dec["bound"] == "weights"
+    assert dec["breakdown"]["weights_s"] == pytest.approx(weights_s, rel=1e-9)
+    assert body_s < dec["breakdown"]["multiply_compute_s"] < 1.01 * body_s  # + the 16-bit LM head's few FLOPs
+    says(README, "the weights stream at 63 % of 4.8 TB/s (23.3 ms)", "0.70 × 0.71 × 32 ÷ (32 + 70) of peak (14.2 ms",
+         "the KV read takes 8.7 ms and the fixed step cost 0.36 ms: a 32.4 ms step, 988.9 tokens/s in all, "
+         f"${e['cost']['usd_per_m_output']:.2f} per million output tokens, TTFT {e['generation']['ttft_s']:.2f} s")
 
 
 def test_readme_worked_example_is_the_commands_output(capsys, monkeypatch):
@@ -339,7 +364,7 @@ def test_economics_doc_examples_are_the_commands_output(capsys, monkeypatch, tmp
 
 
 def test_economics_batch_example_by_hand():
-    """`kokuban batch llama-3.1-70b --gpu h100-sxm --gpus 4 --context 1024` (shipped fractions), batch 1 and 484."""
+    """`kokuban batch llama-3.1-70b --gpu h100-sxm --gpus 4 --context 1024 --efficiency-file scalar`, batch 1, 484."""
     F, BW, link = H100_BF16 * 0.74, H100_BW * 0.84, LINK * 0.27
     weights_s = (L70_BODY + L70_VOCAB) * 2 / 4 / BW  # bf16, split 4 ways
     mult_s = 2 * L70_MATMUL / 4 / F
@@ -355,7 +380,7 @@ def test_economics_batch_example_by_hand():
     free = 0.9 * H100_MEM - L70_TOTAL * 2 / 4 - 8192 * 2 * (4 * 8192 + 2 * 28672 / 4)
     fit = math.floor(free / (L70_KV_PER_TOKEN * 1024 / 4 + 128256 * 4))
     assert fit == 484
-    dep = Deployment.make(load_model("llama-3.1-70b"), load_accelerator("h100-sxm"), 4)
+    dep = Deployment.make(load_model("llama-3.1-70b"), load_accelerator("h100-sxm"), 4, efficiency=SCALAR)
     assert int(memory.max_batch(dep, 1024)) == fit
     one = roofline.decode_step(dep, 1, 1024)
     assert float(one.step_time_s) == pytest.approx(step, rel=1e-9)
@@ -400,12 +425,13 @@ def test_readme_accuracy_figures():
         return f"{100 * x:.0f} %"
 
     for eff, label in ((Efficiency.textbook(), "textbook fractions (0.6 / 0.8 / 0.75 / 0 s)"),
-                       (Efficiency(), "shipped calibrated defaults (0.74 / 0.84 / 0.27 / 2.7 ms)")):
+                       (SCALAR, "scalar set (0.74 / 0.84 / 0.27 / 2.7 ms)"),
+                       (Efficiency.shipped(), "shipped default: kernel profile (0.70 / 0.63 / 0.36 ms + curves)")):
         err, held, _ = errors(eff)
         assert held.sum() == 15
         says(README, f"| {label} | {pct(np.median(err[held]))} | {whole(np.percentile(err[held], 90))} | "
                      f"{pct(np.median(err))} | {whole(np.percentile(err, 90))} |")
-    _, _, regimes = errors(Efficiency())
+    _, _, regimes = errors(Efficiency.shipped())
     r = {k: (pct(v["median_abs_error"]), v["count"]) for k, v in regimes.items()}
     says(README, f"weight-bound {r['weights'][0]} median ({r['weights'][1]} rows), communication-bound "
                  f"{r['comm'][0]} ({r['comm'][1]}), compute-bound {r['compute'][0]} ({r['compute'][1]}), KV-bound "
@@ -454,13 +480,13 @@ def test_deepseek_day_bracketed_by_the_roofline(capsys):
     def pct(day):
         return f"{day['profit_over_cost']:.0%}".replace("%", " %")
 
-    defaults = [fleet_day(capsys, g) for g in ("h800", "h800-nodelimited")]
+    defaults = [fleet_day(capsys, g, *SCALAR_FLAGS) for g in ("h800", "h800-nodelimited")]  # the scalar set
     book = [fleet_day(capsys, g, *textbook) for g in ("h800", "h800-nodelimited")]
-    link = [fleet_day(capsys, g, "--link-eff", "0.75") for g in ("h800", "h800-nodelimited")]
+    link = [fleet_day(capsys, g, *SCALAR_FLAGS, "--link-eff", "0.75") for g in ("h800", "h800-nodelimited")]
     says(
         README,
         f"brackets it ({pct(book[0])}–{pct(book[1])} under two stated all-to-all assumptions with the textbook "
-        f"efficiencies, {pct(link[0])}–{pct(link[1])} with the shipped defaults but the link fraction at 0.75",
+        f"efficiencies, {pct(link[0])}–{pct(link[1])} with the scalar set but the link fraction at 0.75",
         f"communication-bound at {pct(defaults[0])}–{pct(defaults[1])}",
     )
     table = " | ".join(f"{d['average_nodes']:.0f}" for d in (*defaults, *book))
@@ -525,13 +551,13 @@ def test_validation_doc_accuracy_tables_are_the_commands_output(capsys, monkeypa
     assert main(["accuracy", *TEXTBOOK_FLAGS]) == 0
     printed = lines(capsys.readouterr().out)
     assert printed[-len(pasted):] == pasted
-    # the shipped defaults, as the prose after the table quotes them
+    # the shipped step model (the kernel profile), as the prose after the table quotes it
     from kokuban.validation.accuracy import accuracy
 
-    s = accuracy(Efficiency()).summary
+    s = accuracy(Efficiency.shipped()).summary
     r = {k: f"{100 * v['median_abs_error']:.1f} % ({v['count']}" for k, v in s["by_regime"].items()}
     says(text, f"all 48 rows {100 * s['median_abs_error']:.1f} % median (p90 {100 * s['p90_abs_error']:.1f} %), signed "
-               f"+{100 * s['median_signed_error']:.1f} %; by regime weights {r['weights']} rows), comm {r['comm']}), "
+               f"{100 * s['median_signed_error']:+.1f} %; by regime weights {r['weights']} rows), comm {r['comm']}), "
                f"compute {r['compute']}), KV {r['kv']}), overhead {r['overhead']})")
 
 
@@ -551,7 +577,7 @@ def test_formula_table_rows_by_hand():
     # prefill attention: causal pairs Σ_{t ≤ T} min(t, window) per layer (no window: T(T+1)/2)
     assert float(l70.causal_attended_tokens(2000)) == 80 * 2000 * 2001 / 2
     # EP all-to-all: 2 per MoE layer of latency + (N−1)/N · (tokens/N) · k · d · 2 B ÷ (link · eff_link)
-    qwen = Deployment.make(load_model("qwen3-30b-a3b"), load_accelerator("h100-sxm"), 4, layout="ep")
+    qwen = Deployment.make(load_model("qwen3-30b-a3b"), load_accelerator("h100-sxm"), 4, layout="ep", efficiency=SCALAR)
     per_gpu = (4 - 1) / 4 * (64 / 4) * 8 * 2048 * 2  # 64 tokens in flight, top-8 of hidden 2048 in bf16
     seconds, sent = roofline.comm_time_s(qwen, 64.0)
     assert float(seconds) == pytest.approx(2 * 48 * (8e-6 + per_gpu / (LINK * 0.27)), rel=1e-12)

@@ -105,8 +105,10 @@ def fit_nccl_allreduce(frame: pd.DataFrame, link: float) -> tuple[float, float, 
 
 
 def fit_moe(frame: pd.DataFrame, dtype: str, peak: float, hbm: float, w: float) -> tuple[float, float]:
-    """(α s, β s per pair) of the MoE-layer form in the module docstring, kokuban's GEMM terms held fixed."""
-    from kokuban.specs.hardware import KERNEL_PROFILE_FRACTIONS
+    """(α s, β s per pair) of the MoE-layer form in the module docstring, kokuban's GEMM terms held fixed at the
+    kernel profile's fractions of 2026-12-02 (compute 0.74, memory 0.89), those the shipped constants were fitted at
+    (the profile's fractions were refitted on 2026-12-04; the MoE constants were not)."""
+    from kokuban.specs.hardware import KERNEL_FRACTIONS_2026_12_02 as FRACTIONS
     from kokuban.specs.kernels import KernelCurves
 
     ep = frame.moe_ep_size.to_numpy(np.float64)
@@ -115,9 +117,9 @@ def fit_moe(frame: pd.DataFrame, dtype: str, peak: float, hbm: float, w: float) 
     width = 3 * frame.hidden_size.to_numpy(np.float64) * frame.inter_size.to_numpy(np.float64) / frame.moe_tp_size
     touched = local * (1 - (1 - 1 / local) ** pairs)
     m = pairs / np.maximum(touched, 1.0)
-    e = KERNEL_PROFILE_FRACTIONS["compute"] * KernelCurves().dtype_ratio(dtype)
+    e = FRACTIONS["compute"] * KernelCurves().dtype_ratio(dtype)
     gemm = np.maximum(2 * pairs * width / (peak * e * m / (m + KernelCurves().m_half_tokens)),
-                      touched * width * w / (hbm * KERNEL_PROFILE_FRACTIONS["memory"]))
+                      touched * width * w / (hbm * FRACTIONS["memory"]))
     t = frame.latency.to_numpy(np.float64) * 1e-3
 
     def resid(z: np.ndarray) -> np.ndarray:

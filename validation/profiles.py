@@ -2,11 +2,12 @@
 
     python validation/profiles.py [--seeds 0,1,2,3,4] [--out validation/profiles]
 
-For each split (a seed salts `calibrate.holdout_mask`: one third held out) the default profile is fitted as the
-shipped `Efficiency()` was (compute, memory, interconnect, step overhead from the textbook fractions) and the
-kernel profile from `Efficiency.kernel_calibrated()`'s curves and fractions, with compute, memory and step overhead
-fitted (`calibrate.KERNEL_PARAMS`), each judged on the rows its fit never saw (`calibrate.repeated_holdout`).
-Writes report.json and report.md to --out. Seed 0 is the split the shipped profiles were fitted on.
+For each split (a seed salts `calibrate.holdout_mask`: one third held out) the "scalar" profile is fitted as the
+scalar set `Efficiency.scalar()` was (compute, memory, interconnect, step overhead from the textbook fractions) and
+the "default" profile, the shipped kernel profile, from `Efficiency.kernel_calibrated()`'s curves and fractions, with
+compute, memory and step overhead fitted (`calibrate.KERNEL_PARAMS`), each judged on the rows its fit never saw
+(`calibrate.repeated_holdout`). Writes report.json and report.md to --out. Seed 0 is the split the shipped profiles
+were fitted on (the scalar set on the 43 rows of 2026-12-02, the kernel profile's fractions on today's 48).
 """
 
 from __future__ import annotations

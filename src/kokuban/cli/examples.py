@@ -1,24 +1,28 @@
 """A worked example for every command's `--help`, taken from the runs the README and docs show (each is
-parsed by `tests/test_cli_examples.py`, so an example cannot name a flag that does not exist)."""
+parsed by `tests/test_cli_examples.py`, so an example cannot name a flag that does not exist). The worked examples
+are stated at the scalar set (`--efficiency-file scalar`), as the docs that show their output are."""
 
 from __future__ import annotations
 
 #: Command path → an example command line (without the leading `kokuban`) and where its output is shown.
 EXAMPLES: dict[str, tuple[str, str]] = {
     "estimate": ("estimate llama-3.1-70b --gpu h200 --weights fp8 --batch 32 --prompt-tokens 2000 "
-                 "--output-tokens 500", "README.md"),
+                 "--output-tokens 500 --efficiency-file scalar", "README.md"),
     "models": ("models --json", "README.md"),
     "gpus": ("gpus", "README.md"),
-    "batch": ("batch llama-3.1-70b --gpu h100-sxm --gpus 4 --context 1024 --batch 64 --plot batch.png",
+    "batch": ("batch llama-3.1-70b --gpu h100-sxm --gpus 4 --context 1024 --batch 64 --plot batch.png "
+              "--efficiency-file scalar",
               "docs/economics.md"),
-    "io": ("io deepseek-v3 --gpu h200 --gpus 8 --layout ep --batch 256 --context 4096 --prompt-tokens 2000",
+    "io": ("io deepseek-v3 --gpu h200 --gpus 8 --layout ep --batch 256 --context 4096 --prompt-tokens 2000 "
+           "--efficiency-file scalar",
            "docs/economics.md"),
     "lanes": ("lanes llama-3.1-8b --gpu h100-sxm --rate 5 --prompt-tokens 1000 --output-tokens 500 "
-              "--tpot-slo 0.012 --ttft-slo 2",
+              "--tpot-slo 0.012 --ttft-slo 2 --efficiency-file scalar",
               "docs/economics.md"),
     "frontier": ("frontier llama-3.1-70b --gpu h100-sxm --gpu h200 --weights bf16 --weights fp8 --context 2048 "
-                 "--tps-slo 50", "docs/economics.md"),
-    "context": ("context deepseek-v3 --gpu h200 --gpus 8 --layout ep --to 262144 --threshold 128000",
+                 "--tps-slo 50 --efficiency-file scalar", "docs/economics.md"),
+    "context": ("context deepseek-v3 --gpu h200 --gpus 8 --layout ep --to 262144 --threshold 128000 "
+                "--efficiency-file scalar",
                 "docs/economics.md"),
     "prices list": ("prices list --provider deepseek", "docs/prices.md"),
     "prices explain": ("prices explain anthropic/claude-sonnet-4", "docs/prices.md"),
@@ -37,7 +41,8 @@ EXAMPLES: dict[str, tuple[str, str]] = {
                  "docs/simulate.md"),
     "probe": ("probe --device cpu --seconds 4 --out-file probe.toml", "docs/validation.md"),
     "validate": ("validate --gpu-file validation/cpu/probe.toml --out-dir out", "docs/validation.md"),
-    "accuracy": ("accuracy --compute-eff 0.6 --memory-eff 0.8 --link-eff 0.75 --step-overhead 0",
+    "accuracy": ("accuracy --efficiency-file scalar --compute-eff 0.6 --memory-eff 0.8 --link-eff 0.75 "
+                 "--step-overhead 0",
                  "docs/validation.md"),
     "calibrate": ("calibrate --source published", "docs/validation.md"),
     "serving-accuracy": ("serving-accuracy --split", "docs/serving-accuracy.md"),

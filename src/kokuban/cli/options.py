@@ -230,10 +230,10 @@ def deployment_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def efficiency_option_list(base: Any = None, note: str = "calibrated") -> list[Callable[..., Any]]:
-    """The five achievable-fraction flags, their help naming `base`'s values (default: the shipped ones)."""
+    """The five achievable-fraction flags, their help naming `base`'s values (default: the shipped step model's)."""
     from kokuban.specs.hardware import Efficiency
 
-    e = base or Efficiency()
+    e = base or Efficiency.shipped(curves=False)
     kv = "--memory-eff's" if e.kv_memory is None else f"{e.kv_memory:g}"
     return [
         option(
@@ -241,7 +241,8 @@ def efficiency_option_list(base: Any = None, note: str = "calibrated") -> list[C
             type=click.Path(),
             default=None,
             help="TOML/JSON of efficiency fields to start from (`kokuban calibrate --out-file`, or its --json), or "
-            "`kernel` for the kernel-calibrated profile (GEMM and collective curves); the flags below override it.",
+            "a profile: `default` (= `kernel`, the shipped GEMM and collective curves) or `scalar` (one fraction per "
+            "resource, for blackboard arithmetic); the flags below override it.",
         ),
         click.option(
             "--compute-eff",

@@ -22,7 +22,7 @@ def textbook_efficiency_options(func: Any) -> Any:
     """The efficiency flags, their help naming the textbook fractions validate and calibrate start from
     (`usecases.validation.TextbookEfficiencyRequest`, not imported here to keep start-up light)."""
     for decorate in reversed(
-        efficiency_option_list(Efficiency.textbook(), "textbook; `accuracy` uses the calibrated ones")
+        efficiency_option_list(Efficiency.textbook(), "textbook; `accuracy` uses the shipped ones")
     ):
         func = decorate(func)
     return func

@@ -297,7 +297,7 @@ def moe_overhead_s(dep: Deployment, tokens: Any) -> Any:
     """Seconds the MoE layers add to a pass over `tokens` beside their expert GEMMs: under the kernel profile
     `kernels.moe_dispatch_time_s` at P = tokens·top-k ÷ data-parallel ranks (the pairs one GPU's experts receive:
     all of them under TP, 1/N under EP), with the compute dtype's constants (`KernelCurves.moe_constants`: fp4's
-    own table, else the fp8/bf16 median); 0 for a dense model or the default profile (whose fitted scalars absorb
+    own table, else the fp8/bf16 median); 0 for a dense model or the scalar profile (whose fitted scalars absorb
     it)."""
     m, k = dep.model, dep.efficiency.kernels
     if k is None or not m.is_moe:

@@ -55,7 +55,7 @@ GPUS_PER_NODE = 8
 # ---- the efficiency corners -------------------------------------------------------------------------
 def efficiency_corners(central: Efficiency, known: tuple[Efficiency, ...] | None = None) -> dict[str, Efficiency]:
     """pessimistic / central / optimistic efficiency sets from `central` and the sets there is evidence for
-    (`known`, default: the shipped calibrated `Efficiency()` and `Efficiency.textbook()`).
+    (`known`, default: the scalar set `Efficiency.scalar()` and `Efficiency.textbook()`).
 
     Each achievable fraction (compute, memory, KV read, interconnect) and the overlap is, in the pessimistic
     corner, the lowest of the central and the known sets, in the optimistic corner the highest; each fixed
@@ -64,7 +64,7 @@ def efficiency_corners(central: Efficiency, known: tuple[Efficiency, ...] | None
     adds), so every term of the pessimistic step is ≥ the central's ≥ the optimistic's, at any batch, context
     and deployment. The KV-read fraction follows the memory fraction in a corner when it does in every set.
     """
-    sets = (central, *((Efficiency(), Efficiency.textbook()) if known is None else known))
+    sets = (central, *((Efficiency.scalar(), Efficiency.textbook()) if known is None else known))
 
     def corner(worst: bool) -> Efficiency:
         low, high = (min, max) if worst else (max, min)

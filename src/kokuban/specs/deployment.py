@@ -117,7 +117,7 @@ class Deployment:
             raise KokubanError(f"must be ≥ 0 USD, got {price!r}", field="price_per_hour", value=price)
         return cls(
             model=model, accelerator=accelerator, num_gpus=int(num_gpus), layout=layout, weights_dtype=weights,
-            kv_dtype=kv, compute_dtype=compute, efficiency=efficiency or Efficiency(),
+            kv_dtype=kv, compute_dtype=compute, efficiency=efficiency or Efficiency.shipped(),
             memory_utilization=memory_utilization, prefill_chunk_tokens=int(prefill_chunk_tokens),
             price_per_hour_usd=float(price), overlap_comm=bool(overlap_comm), memory_rule=memory_rule or MemoryRule(),
         )

@@ -1,7 +1,8 @@
 """Kernel curves: achievable GEMM throughput by dtype and token count, collectives by message size and link.
 
-The opt-in "kernel" efficiency profile (`Efficiency.kernel_calibrated()`) replaces three scalars of the default
-profile by curves with few parameters and a stated form, each a small pure function below:
+The "kernel" efficiency profile (`Efficiency.kernel_calibrated()`, the shipped step model) replaces three
+scalars of the scalar profile (`Efficiency.scalar()`) by curves with few parameters and a stated form, each a
+small pure function below:
 
     GEMM fraction     e(dtype, M) = compute · r_dtype · M ÷ (M + M_half), or compute · r_dtype at M ≤ M_gemv
                                                                                              (`gemm_fraction`)
@@ -16,8 +17,8 @@ M_gemv the largest M an engine multiplies by a dense weight with a matrix-vector
 S a message in bytes, B the accelerator's per-direction NVLink bandwidth. A group larger than the accelerators
 of one node (`Accelerator.gpus_per_node`) crosses the scale-out network: its all-reduce runs two-shot (ring) at
 the scale-out bandwidth B_net with the network's latency added, and its all-to-all sends the off-node share of
-its bytes over B_net (`collective_link`). The default profile keeps the flat scalars (compute 0.74 for every
-dtype, 8 µs + 27 % of the link for every collective), so the blackboard arithmetic stays as it was.
+its bytes over B_net (`collective_link`). The scalar profile keeps the flat scalars (compute 0.74 for every
+dtype, 8 µs + 27 % of the link for every collective), for blackboard arithmetic.
 
 CALIBRATION DATA, with attribution: aiconfigurator-core 0.12.0 (PyPI; NVIDIA; licence Apache-2.0, stated in each
 table's collection_meta.yaml), files aiconfigurator_core/systems/data/<gpu>/gemm/trtllm/1.3.0rc20/gemm_perf.parquet,
@@ -112,7 +113,7 @@ class KernelCurves:
     def covers(self, accelerator: Any) -> bool:
         """Whether the collective curves apply to `accelerator`: its GPUs talk over NVLink (the link the
         tables measured: HGX H100/H200/B200 with NVSwitch). Other links (PCIe cards, AMD's Infinity Fabric,
-        TPU ICI) keep the flat collective model of the default profile (`Efficiency.collective_latency_s`
+        TPU ICI) keep the flat collective model of the scalar profile (`Efficiency.collective_latency_s`
         and `interconnect`): no table measures them, and the NVLink curves would price them far too fast."""
         return accelerator.interconnect.lower().startswith("nvlink")
 
@@ -149,7 +150,7 @@ def gemm_fraction(peak_fraction: float, tokens: Any, m_half_tokens: float, gemv_
     M = M_half. Engines multiply M ≤ `gemv_max_tokens` rows by a matrix-vector kernel instead, which has no
     tile to fill: its FLOPs are priced at e, unpadded. That kernel streams the weights and its few FLOPs hide
     under the read for every format kokuban knows (Llama-2-7B int4-g32 at M = 4 on an RTX 4090: 4 · 13.2 GFLOP ÷
-    (165.2e12·0.74) = 0.43 ms against 3.9 GB of weights ÷ 1.008e12 B/s = 3.9 ms of read), so what
+    (165.2e12·0.74, the scalar compute) = 0.43 ms against 3.9 GB of weights ÷ 1.008e12 B/s = 3.9 ms of read), so what
     matters is only that it is not padded to ~M_half rows, which would make int4 batch-1 decode compute-bound.
     Assumes the N and K of serving GEMMs are large (≥ 1024), as in the fitted tables. Vectorised over `tokens`;
     M < 1 is treated as 1 (a GEMM has at least one row)."""

@@ -6,7 +6,7 @@ arithmetic; this layer only decides what to evaluate:
 
 - context, when not given: `DEFAULT_CONTEXT` (4096) or the model's maximum if smaller (batch, io, frontier);
 - `batch="max"`: the largest batch that fits (batch: the curve's last point; io: at max(context, prompt));
-- the efficiency set: the request's overrides on the shipped calibrated `Efficiency()`;
+- the efficiency set: the request's overrides on the shipped step model (`Efficiency.shipped()`);
 - lists given as text (`counts="1,2,4,8"`, `layouts="tp,ep"`) are parsed and checked by the request.
 
 Curves are pandas DataFrames (one row per point); `as_dict()` gives `{"summary": …, "rows": [...]}`, NaN as null.

@@ -112,7 +112,7 @@ class Request(BaseModel):
 
 class EfficiencyRequest(Request):
     """The achievable fractions a request may override; unset ones come from `efficiency` (default: the
-    shipped calibrated set, `Efficiency()`)."""
+    shipped step model, `Efficiency.shipped()`: the kernel profile)."""
 
     efficiency: InstanceOf[Efficiency] | None = None
     efficiency_file: str | None = None
@@ -130,10 +130,10 @@ class EfficiencyRequest(Request):
 
     def efficiency_spec(self, base: Efficiency | None = None) -> Efficiency:
         """`Efficiency` with this request's overrides on `self.efficiency`, else the set saved in
-        `efficiency_file` (e.g. the JSON `kokuban calibrate` prints), else `base`, else the shipped set."""
+        `efficiency_file` (e.g. the JSON `kokuban calibrate` prints), else `base`, else the shipped step model."""
         if self.efficiency is None and self.efficiency_file is not None:
             base = Efficiency.from_file(self.efficiency_file)
-        return (self.efficiency or base or Efficiency()).updated(
+        return (self.efficiency or base or Efficiency.shipped()).updated(
             compute=self.compute_eff, memory=self.memory_eff, kv_memory=self.kv_eff, interconnect=self.link_eff,
             overlap=self.overlap, step_overhead_s=self.step_overhead)
 

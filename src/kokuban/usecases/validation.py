@@ -5,8 +5,8 @@ Each has a request that owns its defaults and checks (every number finite and bo
 result whose `as_dict()` is the JSON, and one `run_*` function. Which achievable fractions apply is policy,
 decided here once:
 
-- `accuracy` judges what kokuban ships, so it predicts with the calibrated `Efficiency()` (as every
-  estimate does);
+- `accuracy` judges what kokuban ships, so it predicts with the shipped step model `Efficiency.shipped()`
+  (the kernel profile, as every estimate does);
 - `validate` and `calibrate` start from `Efficiency.textbook()` (`TextbookEfficiencyRequest`): a bare
   PyTorch loop has no serving engine's per-step overhead to calibrate away, and a calibration is judged
   by how far it moves the held-out error from the uncalibrated fractions (docs/validation.md).
@@ -354,8 +354,8 @@ def read_measurements(path: str) -> list[PublishedResult]:
 
 class AccuracyRequest(EfficiencyRequest):
     """`kokuban accuracy`: every published result (or the measurements in `file`, CSV or TOML:
-    `read_measurements`) predicted at the shipped calibrated fractions (the ones every estimate uses),
-    each overridable."""
+    `read_measurements`) predicted at the shipped step model (`Efficiency.shipped()`, the one every estimate
+    uses), each fraction overridable."""
 
     file: Annotated[str, Field(min_length=1)] | None = None
 

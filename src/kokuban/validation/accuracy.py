@@ -370,7 +370,7 @@ def predict_row(row: PublishedResult, efficiency: Efficiency | None = None) -> P
     from kokuban.core.generation import generation, inflight_step
     from kokuban.core.roofline import decode_step, prefill
 
-    dep, replicas = replica_layout(row, row_efficiency(row, efficiency or Efficiency()))
+    dep, replicas = replica_layout(row, row_efficiency(row, efficiency or Efficiency.shipped()))
     inp, out = assumed_lengths(row)
     mid_context = inp + out / 2
     prefill_longer, phase = False, "decode"
@@ -449,9 +449,9 @@ class Accuracy:
 def accuracy(efficiency: Efficiency | None = None, rows: Sequence[PublishedResult] | None = None,
              source: str | None = None) -> Accuracy:
     """Every published row (or `rows`, read from `source`) predicted at `efficiency` (default: the shipped
-    calibrated `Efficiency()`, what every estimate uses), and the error summary (overall, by regime, by metric;
+    step model `Efficiency.shipped()`, what every estimate uses), and the error summary (overall, by regime, by metric;
     by workload, weights dtype and engine family; each median |error| with its bootstrap interval)."""
-    efficiency = efficiency or Efficiency()
+    efficiency = efficiency or Efficiency.shipped()
     rows = load_published() if rows is None else rows
     preds = tuple(predict_row(r, efficiency) for r in rows)
     measured, predicted = [p.measured for p in preds], [p.predicted for p in preds]

@@ -39,8 +39,8 @@ PUBLISHED_PARAMS = ("compute", "memory", "interconnect", "step_overhead_s")
 #: Fitted with the kernel profile (`Efficiency.kernel_calibrated`): its curves set the collectives and the GEMM
 #: shape by dtype and token count, so the rows fit the bf16 GEMM fraction the dtype ratios scale, the weight-read
 #: fraction and the fixed step cost. (Until 2026-12-03 compute was held: at kernel_calibrated()'s 0.74 in the CLI, at
-#: the split's default fit in `profile_procedures`; that fraction blends every dtype, mostly fp8, so the fp8 ratio was
-#: applied twice once the MLPerf rows carried their sourced prompt length: training median 17.2 % against 10.3 %
+#: the split's scalar-set fit in `profile_procedures`; that fraction blends every dtype, mostly fp8, so the fp8 ratio
+#: was applied twice once the MLPerf rows carried their sourced prompt length: training median 17.2 % against 10.3 %
 #: with compute fitted here, mean of five splits.)
 KERNEL_PARAMS = ("compute", "memory", "step_overhead_s")
 VALIDATION_PARAMS = ("compute", "memory", "kv_memory", "overlap", "step_overhead_s")
@@ -321,17 +321,19 @@ def calibrate_validation(csv_path: str, params: Sequence[str] = VALIDATION_PARAM
 def profile_procedures() -> dict[str, Callable[[int, float], Calibration]]:
     """How each efficiency profile is calibrated on one split (`seed`, `holdout_fraction`), from the same rows:
 
-    - "default": `PUBLISHED_PARAMS` fitted from the textbook fractions (how the shipped `Efficiency()` was made);
-    - "kernel": the kernel curves from `Efficiency.kernel_calibrated()`, `KERNEL_PARAMS` fitted;
+    - "scalar": `PUBLISHED_PARAMS` fitted from the textbook fractions (how the scalar set `Efficiency.scalar()`
+      was made);
+    - "default": the kernel curves from `Efficiency.kernel_calibrated()` (the shipped step model), `KERNEL_PARAMS`
+      fitted (how its `KERNEL_PROFILE_FRACTIONS` were made);
     so neither profile sees the split's held-out rows."""
-    def default(seed: int, fraction: float) -> Calibration:
+    def scalar(seed: int, fraction: float) -> Calibration:
         return calibrate_published(PUBLISHED_PARAMS, start=Efficiency.textbook(), holdout_fraction=fraction, seed=seed)
 
-    def kernel(seed: int, fraction: float) -> Calibration:
+    def default(seed: int, fraction: float) -> Calibration:
         return calibrate_published(KERNEL_PARAMS, start=Efficiency.kernel_calibrated(), holdout_fraction=fraction,
                                    seed=seed)
 
-    return {"default": default, "kernel": kernel}
+    return {"scalar": scalar, "default": default}
 
 
 def repeated_holdout(seeds: Sequence[int], holdout_fraction: float = 1 / 3,

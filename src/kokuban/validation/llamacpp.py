@@ -460,14 +460,15 @@ def parse_batched_bench(text: str) -> list[BatchedTest]:
 # ---- the prediction --------------------------------------------------------------------------------------
 def llamacpp_deployment(spec: ModelSpec, accelerator_entry: dict[str, Any], gguf_type: str,
                         efficiency: Efficiency | None = None) -> Deployment:
-    """One CPU, weights in the GGUF type, KV cache fp16, every FLOP at the probed `REFERENCE_COMPUTE` rate."""
+    """One CPU, weights in the GGUF type, KV cache fp16, every FLOP at the probed `REFERENCE_COMPUTE` rate, at
+    `efficiency` (None: the scalar set `Efficiency.scalar()`: the GPU kernel curves were fitted on GPU tables)."""
     from kokuban.validation.harness import validation_accelerator
 
     if gguf_type not in GGUF_TYPES:
         raise KokubanError(f"'{gguf_type}' is not one of {', '.join(GGUF_TYPES)}", field="gguf_type", value=gguf_type)
     acc = validation_accelerator(accelerator_entry, REFERENCE_COMPUTE)
     return Deployment.make(spec, acc, 1, weights_dtype=GGUF_TYPES[gguf_type], kv_dtype="fp16",
-                           compute_dtype=REFERENCE_COMPUTE, efficiency=efficiency)
+                           compute_dtype=REFERENCE_COMPUTE, efficiency=efficiency or Efficiency.scalar())
 
 
 def predict_test(dep: Deployment, kind: str, *, tokens: int, depth: int = 0, batch: int = 1,
@@ -654,7 +655,7 @@ def fit_m_half(rows: Sequence[Row], held_out: Sequence[bool],
     train = [r for r, h in zip(rows, held_out, strict=True) if not h]
     measured = np.asarray(_measured(train, statistic))
     predict = _row_predictor(train, deployment_of, attention)
-    start = start or Efficiency()
+    start = start or Efficiency.scalar()
     lo, hi = np.log10(M_HALF_BOUNDS[0]), np.log10(M_HALF_BOUNDS[1])
     n = len(params)
 
@@ -723,7 +724,7 @@ def calibrate_rows(rows: Sequence[Row], held_out: Sequence[bool],
     def predict(eff: Efficiency) -> tuple[np.ndarray, np.ndarray]:
         return predict_rows_at(eff, m_half_tokens), regimes
 
-    start = start or Efficiency()  # the shipped calibrated set: what the committed report starts from
+    start = start or Efficiency.scalar()  # the scalar set: what the committed report starts from (no GPU curves)
     return calibrate("llama.cpp", [r.id for r in rows], measured, predict, params, start=start, held_out=held_out)
 
 
