@@ -22,6 +22,7 @@ from kokuban.specs.kernels import (
     allreduce_time_s,
     alltoall_time_s,
     collective_link,
+    gemm_attainable_factor,
     gemm_fraction,
     moe_dispatch_time_s,
 )
@@ -118,6 +119,22 @@ def test_gemm_fraction_in_the_step_by_dtype():
     fp8 = Deployment.make(model, h100, 1, weights_dtype="fp8", efficiency=KERNEL)
     assert float(linear_compute_fractions(fp8, 70.0)[0]) == pytest.approx(0.2485)
     assert linear_compute_fractions(Deployment.make(model, h100, 1, efficiency=SCALAR), 70.0) == (0.74, 0.74)
+
+
+def test_mi300x_gemm_ceiling_is_scaled_by_amds_measured_best_case():
+    """AMD's MAF table (accelerators.toml maf_note): MI300X fp8 1273 TFLOP/s of a 2614.9 peak = 0.48682, against the
+    NVIDIA tables' fp8 0.548: a = 0.48682 ÷ 0.548 = 0.88837; bf16 708 ÷ 1307.4 = 0.54153, ÷ 0.797 = 0.67946. In the
+    step, fp8 Llama 3.1 70B on 8 MI300X (TP: every GPU sees all M = 560 tokens): 0.70·0.71 = 0.497, ·0.88837 =
+    0.441520, ·560/(560 + 70) = 0.392462. An H100 (no measurement in the catalog) keeps a = 1; a missing figure is 1."""
+    mi = load_accelerator("mi300x")
+    assert KernelCurves().attainable_factor(mi, "fp8") == pytest.approx(0.88837, abs=1e-5)
+    assert KernelCurves().attainable_factor(mi, "bf16") == pytest.approx(0.67946, abs=1e-5)
+    assert KernelCurves().attainable_factor(load_accelerator("h100-sxm"), "fp8") == 1.0
+    assert gemm_attainable_factor(0.0, 1e15, 0.5) == 1.0
+    dep = Deployment.make(load_model("llama-3.1-70b"), mi, 8, weights_dtype="fp8", efficiency=KERNEL)
+    assert float(linear_compute_fractions(dep, 560.0)[0]) == pytest.approx(0.392462, abs=1e-6)
+    scalar = Deployment.make(load_model("llama-3.1-70b"), mi, 8, weights_dtype="fp8", efficiency=Efficiency.scalar())
+    assert float(linear_compute_fractions(scalar, 560.0)[0]) == 0.74  # the scalar set has no curves: unchanged
 
 
 def test_gemv_below_the_threshold_is_not_padded():
@@ -322,6 +339,23 @@ def test_catalog_node_fields_are_checked_and_sourced():
     assert _checked_entry(entry, "x").gpus_per_node == 0
     with pytest.raises(KokubanError, match="gpus_per_node"):
         _checked_entry(entry | {"gpus_per_node": -1}, "x")
+
+
+def test_catalog_gemm_measurements_are_sourced_and_checked():
+    """Every entry with a vendor-measured GEMM (`maf_flops_*`) quotes it with its source; only the AMD MI300X and
+    MI325X have one; a negative figure is one-line refused."""
+    from kokuban.specs.catalog import _checked_entry, accelerator_catalog
+
+    measured = {a.id: a for a in accelerator_catalog().values() if a.max_achievable_flops}
+    assert sorted(measured) == ["mi300x", "mi325x"]
+    for acc in measured.values():
+        note = acc.extra["maf_note"]
+        assert "github.com/ROCm/rocm-blogs" in note and "quote:" in note
+        for dtype, flops in acc.max_achievable_flops.items():
+            assert f"{flops / 1e12:.0f} TFLOPs" in note and flops < acc.flops(dtype)
+    entry = {"id": "x", "memory_bytes": 1e9, "memory_bandwidth_bytes_per_s": 1e12, "flops_bf16": 1e14}
+    with pytest.raises(KokubanError, match="maf_flops_fp8"):
+        _checked_entry(entry | {"maf_flops_fp8": -1.0}, "x")
 
 
 def test_plain_nccl_engine_pays_nccls_allreduce_latency():

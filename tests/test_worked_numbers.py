@@ -497,7 +497,7 @@ def test_deepseek_day_bracketed_by_the_roofline(capsys):
 
 
 def test_efficiency_docstring_calibration_figures():
-    """`Efficiency`'s docstring: held-out median 16.7 % → 19.2 %, p90 120 % → 56 % (textbook → the fit that
+    """`Efficiency`'s docstring: held-out median 21.3 % → 19.2 %, p90 120 % → 56 % (textbook → the fit that
     docs/validation.md quotes: 0.742 / 0.835 / 0.271 / 2.74 ms; the fit itself is `kokuban calibrate`'s, too slow
     for a unit test, so the guard evaluates the quoted fit)."""
     import numpy as np

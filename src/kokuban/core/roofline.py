@@ -275,17 +275,20 @@ def linear_compute_fractions(dep: Deployment, tokens: Any) -> tuple[Any, Any]:
     """(fraction of peak for the dense matrix multiplies, for the routed experts') of a pass over `tokens`.
 
     Default profile: `Efficiency.compute` for both. Kernel profile (`Efficiency.kernels`): `gemm_fraction`
-    of compute × the compute dtype's ratio, at M = the tokens one GPU's dense GEMMs see (tokens ÷ data-parallel
-    ranks; up to `KernelCurves.gemv_max_tokens` a matrix-vector kernel, unpadded) and, for the experts, at M = the
-    tokens one touched expert receives (tokens·k ÷ experts touched; always tiled: the grouped GEMM of the MoE
-    kernels pads each expert's rows to its tile, as the MoE tables the MoE constants are fitted on measured)."""
+    of compute × the compute dtype's ratio × the accelerator's attainable factor (`KernelCurves.attainable_factor`:
+    1 unless its vendor measured its GEMMs, e.g. MI300X), at M = the tokens one GPU's dense GEMMs see (tokens ÷
+    data-parallel ranks; up to `KernelCurves.gemv_max_tokens` a matrix-vector kernel, unpadded) and, for the
+    experts, at M = the tokens one touched expert receives (tokens·k ÷ experts touched; always tiled: the grouped
+    GEMM of the MoE kernels pads each expert's rows to its tile, as the MoE tables the MoE constants are fitted on
+    measured)."""
     eff = dep.efficiency
     if eff.kernels is None:
         return eff.compute, eff.compute
     from kokuban.specs.kernels import gemm_fraction
 
     m, k = dep.model, eff.kernels
-    peak = eff.compute * k.dtype_ratio(dep.compute_dtype)
+    peak = min(eff.compute * k.dtype_ratio(dep.compute_dtype)
+               * k.attainable_factor(dep.accelerator, dep.compute_dtype), 1.0)
     dense = gemm_fraction(peak, tokens / dep.parallel.data_parallel_ranks, k.m_half_tokens, k.gemv_max_tokens)
     if not m.is_moe:
         return dense, dense

@@ -4,13 +4,14 @@ The "kernel" efficiency profile (`Efficiency.kernel_calibrated()`, the shipped s
 scalars of the scalar profile (`Efficiency.scalar()`) by curves with few parameters and a stated form, each a
 small pure function below:
 
-    GEMM fraction     e(dtype, M) = compute · r_dtype · M ÷ (M + M_half), or compute · r_dtype at M ≤ M_gemv
+    GEMM fraction     e(dtype, M) = compute · r_dtype · a · M ÷ (M + M_half), or compute · r_dtype · a at M ≤ M_gemv
                                                                                              (`gemm_fraction`)
     all-reduce        t = min(α₁ + (N−1)·S ÷ (f·B),  α₂ + 2(N−1)/N·S ÷ (f·B))  one-shot | two-shot (`allreduce_time_s`)
     all-to-all        t = α + [on-node bytes ÷ (f·B)] + [off-node bytes ÷ (f_net·B_net)]          (`alltoall_time_s`)
     NCCL all-reduce   t = α₀ + α₁·(N−1) + 2(N−1)/N·S ÷ (f·B)   for an engine without a custom kernel (`plain_nccl`)
     MoE layer extra   t = L_moe·(α_moe + β_moe·P)   beside the expert GEMMs, added to the step (`moe_dispatch_time_s`)
 
+a is the accelerator's attainable factor (`gemm_attainable_factor`: 1 unless its vendor measured its GEMMs),
 M is the token count of the GEMM (a decode batch, a prefill chunk, or the tokens one routed expert receives),
 M_gemv the largest M an engine multiplies by a dense weight with a matrix-vector kernel instead of a tiled GEMM
 (`GEMV_MAX_TOKENS`: its source is there),
@@ -45,6 +46,13 @@ from those files; what it printed:
 The constants are the medians across the three GPUs (rounded); int8 (SmoothQuant W8A8) has no Hopper table and
 is ASSUMED to follow fp8. The GEMM's absolute bf16 fraction is not taken from the tables: `Efficiency.compute`
 stays the whole-model fraction fitted on published serving rows, and the tables give the ratios and the shape.
+The tables are NVIDIA's; another vendor's GEMM library reaches a different fraction of its own peak. Where the
+catalog lists a vendor's measured best-case GEMM (`maf_flops_*`: AMD's "max-achievable FLOPs", hipBLASLt on
+MI300X bf16 708 of 1307.4 TFLOP/s = 0.542, fp8 1273 of 2614.9 = 0.487), the curves' ceiling for that dtype is scaled
+by a = (MAF ÷ peak) ÷ the tables' own large-M fraction of the same dtype (bf16 0.797, fp8 0.548, the medians
+above; fp16 as bf16): MI300X bf16 0.542 ÷ 0.797 = 0.68, fp8 0.487 ÷ 0.548 = 0.89. Both are best-case shapes
+measured by the vendors' own tools, so a compares like with like; the serving derate (`Efficiency.compute`) is
+kept for both vendors (an ASSUMPTION: no table measures hipBLASLt at serving shapes).
 The scale-out latency and fraction are ASSUMPTIONS (no multi-node table in the package): NCCL's inter-node
 small-message all-reduce over InfiniBand adds about 10 µs (RDMA round trips and the proxy thread), and large
 messages reach ~80 % of the NIC's line rate (nccl-tests bus bandwidth ≈ 40 of 50 GB/s per 400 Gb/s NIC).
@@ -68,6 +76,10 @@ from kokuban.errors import KokubanError
 #: ASSUMED for 16- and 8-bit weights too (there it changes nothing measurable: such a step is weight-bound either
 #: way). The aiconfigurator GEMM tables that fit M_half cannot see this: at M ≤ 16 their GEMMs are memory-bound.
 GEMV_MAX_TOKENS = 4.0
+
+#: The large-M GEMM fraction of peak the NVIDIA tables reached, per dtype (module docstring: the median of
+#: h100-sxm, h200 and b200; fp4 is b200's alone): what a vendor's measured best case is compared with.
+TABLE_GEMM_FRACTION = {"bf16": 0.797, "fp16": 0.797, "fp8": 0.548, "fp4": 0.380}
 
 #: Default scale-out latency and fraction of the NIC line rate (ASSUMED: see the module docstring).
 SCALEOUT_LATENCY_S = 10e-6
@@ -121,6 +133,12 @@ class KernelCurves:
         """The GEMM fraction of `dtype` relative to bf16's: fp8/int8/fp4 from the tables, 1 for 16/32-bit."""
         return {"fp8": self.fp8_ratio, "fp4": self.fp4_ratio, "int8": self.int8_ratio}.get(dtype, 1.0)
 
+    def attainable_factor(self, accelerator: Any, dtype: str) -> float:
+        """`gemm_attainable_factor` of `accelerator` in `dtype`: its measured best-case GEMM (`max_achievable_flops`)
+        against the tables' fraction of that dtype; 1 where the catalog lists no measurement."""
+        return gemm_attainable_factor(accelerator.max_achievable_flops.get(dtype, 0.0), accelerator.flops(dtype),
+                                      TABLE_GEMM_FRACTION.get(dtype, 0.0))
+
     def moe_constants(self, dtype: str) -> tuple[float, float]:
         """(α per MoE layer, β per routed pair) of `moe_dispatch_time_s` for a compute dtype: for fp4 the B200 nvfp4
         table's own fit (49.9 µs and 21.4 ns, against 37.2 µs and 14.8 ns for fp8 on the same GPU; the only fp4 table,
@@ -157,6 +175,19 @@ def gemm_fraction(peak_fraction: float, tokens: Any, m_half_tokens: float, gemv_
     m = np.maximum(np.asarray(tokens, dtype=np.float64), 1.0)
     tiled = peak_fraction / (1.0 + m_half_tokens / m)  # = e·M/(M + M_half), never above e in floating point
     return np.where(m <= gemv_max_tokens, peak_fraction, tiled)
+
+
+def gemm_attainable_factor(max_achievable_flops: float, peak_flops: float, table_fraction: float) -> float:
+    """How much of the NVIDIA-fitted GEMM ceiling an accelerator reaches: a = (MAF ÷ peak) ÷ f_table.
+
+    MAF is the FLOP/s its vendor measured on a best-case GEMM of the dtype, peak the catalog's dense peak of it,
+    f_table the large-M fraction the NVIDIA tables reached in that dtype (`TABLE_GEMM_FRACTION`). Assumes the two
+    best cases are comparable (both are the vendor's own library at a large, tile-friendly shape) and that the
+    small-M shape of the curve (M_half) carries over. MI300X fp8: (1273 ÷ 2614.9) ÷ 0.548 = 0.888. No measured
+    figure (0) or no table fraction: 1 (the NVIDIA curves as they are)."""
+    if max_achievable_flops <= 0 or peak_flops <= 0 or table_fraction <= 0:
+        return 1.0
+    return max_achievable_flops / peak_flops / table_fraction
 
 
 def moe_dispatch_time_s(pairs: Any, moe_layers: int, layer_s: float, pair_s: float) -> np.ndarray:

@@ -168,6 +168,9 @@ class AcceleratorSchema(BaseModel):
     flops_fp8: Flops | None = None
     flops_int8: Flops | None = None
     flops_fp4: Flops | None = None
+    maf_flops_fp16: Flops | None = None
+    maf_flops_bf16: Flops | None = None
+    maf_flops_fp8: Flops | None = None
     sources: list[str] = []
 
     @model_validator(mode="after")
