@@ -358,7 +358,7 @@ def test_not_json_refused_in_one_line(tmp_path, capsys):
 
 def test_docs_and_readme_show_the_commands_numbers():
     """The held-out table in the README and docs/serving-accuracy.md is `kokuban serving-accuracy`'s (every
-    bundled row replayed once: a few seconds)."""
+    bundled row replayed once: under a minute, the older NIM's windowed rows most of it)."""
     from kokuban.present.serving import markdown_table
     from kokuban.validation.serving import serving_accuracy
 
