@@ -71,6 +71,69 @@ def test_a_bad_token_budget_is_refused_naming_the_field(budget):
     assert err.value.field == "max_num_batched_tokens"
 
 
+def test_the_older_nims_rows_are_scored_over_genai_perfs_time_windows():
+    """The DLI runs' source table states perf_analyzer's 72-s windows (1.2 × a 60 s --measurement-interval);
+    NIM 1.8.0's states none (steady rounds)."""
+    rows = {r.id: r for r in load_serving_results()}
+    dli, nim = rows["nimdli-l3-8b-h100x1-fp16-2000-200-c25"], rows["nim180-l33-70b-h100x2-fp8-5000-500-c25"]
+    assert dli.measurement_window_s == dli.source["measurement_window_s"] == 72.0
+    assert "ASSUMPTION: 60000 ms" in dli.source["measurement_source"] and nim.measurement_window_s is None
+    # and behind a one-at-a-time front end of 1 ms per request (an assumption chosen on the training rows)
+    assert dli.intake_s == 0.001 and "ASSUMPTION" in dli.source["intake_source"] and nim.intake_s is None
+
+
+@pytest.mark.parametrize("intake", [-0.001, math.inf, "1ms"])
+def test_a_bad_intake_is_refused_naming_the_field(intake):
+    row = next(r for r in load_serving_results() if r.id == "nim180-l33-70b-h100x2-fp8-5000-500-c25")
+    with pytest.raises(KokubanError, match="intake_s must be a finite number ≥ 0") as err:
+        serving._check_row(replace(row, intake_s=intake), "row x")
+    assert err.value.field == "intake_s"
+
+
+@pytest.mark.parametrize("window", [0, -72.0, "72"])
+def test_a_bad_measurement_window_is_refused_naming_the_field(window):
+    row = next(r for r in load_serving_results() if r.id == "nim180-l33-70b-h100x2-fp8-5000-500-c25")
+    with pytest.raises(KokubanError, match="measurement_window_s must be > 0") as err:
+        serving._check_row(replace(row, measurement_window_s=window), "row x")
+    assert err.value.field == "measurement_window_s"
+
+
+@pytest.mark.parametrize(("finish", "latency", "end"), [
+    # one request finishes in each of the first three 10-s windows, each after 1 s: stable after 3 windows (30 s)
+    ([5.0, 15.0, 25.0], [1.0] * 3, 30.0),
+    # window 2 (10 … 20 s) counts none: windows 1-3 and 2-4 are not stable, 3-5 are (25, 35, 45 s): 5 windows
+    ([5.0, 25.0, 35.0, 45.0], [1.0] * 4, 50.0),
+    # window 1 counts 12 requests, windows 2 and 3 one each: 1.2 / 0.1 per s = 12 > 1 + 9.99, unstable; 2-4 are
+    ([1.0] * 12 + [15.0, 25.0, 35.0], [1.0] * 15, 40.0),
+    # one request per window, latencies 1, 1, 12, 1, 1, 1 s: any three windows holding the 12-s one are 12 > 10.99
+    # apart, so windows 4-6 are the first stable three (60 s)
+    ([5.0, 15.0, 25.0, 35.0, 45.0, 55.0], [1.0, 1.0, 12.0, 1.0, 1.0, 1.0], 60.0),
+    # only window 1 ever counts a request: perf_analyzer gives up after its 10 windows (100 s)
+    ([5.0], [1.0], 100.0),
+])
+def test_perf_analyzer_window_end_by_hand(finish, latency, end):
+    finish_s = np.asarray(finish)
+    assert serving.perf_analyzer_end(finish_s - np.asarray(latency), finish_s, 10.0) == end
+
+
+def test_a_windowed_replay_scores_the_first_round_and_what_finished_in_the_windows():
+    # 4 clients, every first request sent at t = 0 (the load starts with the first window); perf_analyzer counts
+    # every request that finished by the end of its stable windows, the first round included, none after
+    row = ServingRow(id="windows", engine="vllm-v1", model="llama-3.2-1b", gpu="h100-sxm", gpus=1, input_tokens=512,
+                     output_tokens=64, load="concurrency", concurrency=4, measured={"ttft_s": 1.0},
+                     measurement_window_s=2.0)
+    dep, sched = serving._setup(row, None)
+    res, keep = serving._windowed_run(row, dep, sched)
+    end = serving.perf_analyzer_end(res.arrival_s, res.finish_s, 2.0)
+    assert end >= 3 * 2.0 and keep[:4].all() and (res.arrival_s[:4] == 0).all()
+    assert (keep == (res.finish_s <= end)).all() and res.arrival_s.max() >= end  # the loop outlasted the windows
+    # throughput: the counted requests' output tokens over first send (t = 0) to last finish, as GenAI-Perf's
+    # benchmark_duration; TTFT the mean over the same requests
+    got = replay(replace(row, measured={"ttft_s": 1.0, "output_tokens_per_s": 1.0}))
+    assert got["output_tokens_per_s"] == pytest.approx(64 * keep.sum() / res.finish_s[keep].max(), rel=1e-12)
+    assert got["ttft_s"] == pytest.approx(res.ttft_s[keep].mean(), rel=1e-12)
+
+
 def test_ttft_at_concurrency_one_by_hand():
     # Llama-3.1-8B, bf16, one H100 SXM, 2,048-token prompt, alone (concurrency 1): one prefill step, compute-bound,
     # priced with the scalar set (`Efficiency.scalar()`: one compute fraction, 0.74, at every token count).
@@ -297,7 +360,7 @@ def test_not_json_refused_in_one_line(tmp_path, capsys):
 
 def test_docs_and_readme_show_the_commands_numbers():
     """The held-out table in the README and docs/serving-accuracy.md is `kokuban serving-accuracy`'s (every
-    bundled row replayed once: a few seconds)."""
+    bundled row replayed once: under a minute, the older NIM's windowed rows most of it)."""
     from kokuban.present.serving import markdown_table
     from kokuban.validation.serving import serving_accuracy
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from kokuban.sim import SchedulerConfig, Workload, simulate
 from kokuban.sim import policies as policy_registry
-from kokuban.sim.clients import ConcurrencyCap, OpenLoop
+from kokuban.sim.clients import ConcurrencyCap, OpenLoop, SerialIntake
 from kokuban.sim.metrics import SimResult
 from kokuban.sim.record import RunRecord
 from kokuban.specs.catalog import load_accelerator, load_model
@@ -123,7 +123,8 @@ def check_record(r: RunRecord, wl: Workload) -> None:
 
 
 CLIENTS = {"open": lambda wl: OpenLoop(wl.arrival_s), "cap2": lambda wl: ConcurrencyCap(wl.arrival_s, 2),
-           "serial": lambda wl: Serial(wl.arrival_s, 0.01)}
+           "serial": lambda wl: Serial(wl.arrival_s, 0.01),
+           "intake": lambda wl: SerialIntake(ConcurrencyCap(wl.arrival_s, 2), 0.005)}
 
 
 @SETTINGS
@@ -140,6 +141,8 @@ def test_any_assembly_conserves_requests_and_tokens(drain, wl, policy, client, c
         assert np.allclose(r.arrival_s[1:], r.finish_s[:-1] + 0.01, rtol=0, atol=1e-12)
     if client == "cap2":  # never more than two in flight
         assert r.step_batch.max() <= 2
+    if client == "intake":  # each request reaches the engine at least one intake (5 ms) after it was sent
+        assert (r.first_scheduled_s - r.arrival_s >= 0.005 - 1e-12).all() and r.step_batch.max() <= 2
 
 
 def test_constant_step_model_times_every_step():

@@ -103,3 +103,36 @@ class ConcurrencyCap:
 def client_for(arrival_s: np.ndarray, max_concurrency: int | None) -> Client:
     """The client a scheduler configuration asks for: capped when `max_concurrency` is set, else open loop."""
     return ConcurrencyCap(arrival_s, max_concurrency) if max_concurrency else OpenLoop(arrival_s)
+
+
+class SerialIntake:
+    """A `Client` whose requests reach the engine one at a time, `intake_s` apart, in the order sent: a front end
+    that handles one request at a time (parsing, tokenising) before handing it on. Request i, sent at s_i, reaches
+    the engine at h_i = max(s_i, h_{i-1}) + intake_s; its send time stays `sent_s` (the metrics include the wait).
+    Everything else is the wrapped client's."""
+
+    def __init__(self, inner: Client, intake_s: float) -> None:
+        self.inner, self.intake_s = inner, float(intake_s)
+        self.closed_loop = inner.closed_loop
+        self._queue: deque[tuple[int, float]] = deque()  # (request, when it reaches the engine)
+        self._last = -np.inf
+
+    @property
+    def sent_s(self) -> np.ndarray:
+        return self.inner.sent_s
+
+    def next_release_s(self) -> float:
+        ahead = self._queue[0][1] if self._queue else np.inf
+        return min(ahead, self.inner.next_release_s() + self.intake_s)
+
+    def release(self, t: float, waiting: deque[int]) -> None:
+        sent: deque[int] = deque()
+        self.inner.release(t, sent)
+        for r in sent:
+            self._last = max(float(self.inner.sent_s[r]), self._last) + self.intake_s
+            self._queue.append((r, self._last))
+        while self._queue and self._queue[0][1] <= t:
+            waiting.append(self._queue.popleft()[0])
+
+    def finished(self, r: int, t: float) -> None:
+        self.inner.finished(r, t)

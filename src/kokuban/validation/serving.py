@@ -8,6 +8,10 @@ Replay of one row (`replay`):
                   whose prefills all queue at t = 0, and the last, which runs with ever fewer clients, left out),
                   as a benchmark that measures a stable window sees them (genai-perf, AIPerf). Throughput is
                   Little's law for a closed loop: C · mean output tokens / mean E2E of those requests.
+                  A row whose source states perf_analyzer's time windows (`measurement_window_s`: GenAI-Perf
+                  before AIPerf) is scored as perf_analyzer scores it instead (`perf_analyzer_end`): every
+                  request that finished between the start of the load and the end of the last window, the
+                  first round included; throughput = their output tokens / (last finish − first send).
     batch         C requests submitted together offline (`vllm bench latency`): no HTTP front end (front_end_s
                   = 0); E2E is the whole batch's, the last finish.
     run           a whole run as measured (`vllm bench serve`, `sglang.bench_serving`: num_prompts at
@@ -15,7 +19,9 @@ Replay of one row (`replay`):
                   tokens / duration. Poisson arrivals at a finite rate are scaled so that the last is at
                   num_prompts / rate: one seeded draw of 300 arrivals can span 16 % more than the rate asks,
                   which is the arrival process's noise, not the simulator's error.
-The engine's token budget is the profile's unless the row (or its source table) states `max_num_batched_tokens`.
+The engine's token budget is the profile's unless the row (or its source table) states `max_num_batched_tokens`
+(the activation workspace is then sized for it); a row (or its source table) may state `intake_s`, a front end that
+hands the engine one request at a time (`sim.clients.SerialIntake`).
 Per-row error = predicted / measured − 1 (`accuracy.relative_error`).
 
 Fit (`fit_overheads`, `kokuban serving-accuracy --refit`): per engine, on the training rows only (the split is
@@ -67,6 +73,13 @@ FAMILY = {"ttft_s": "ttft", "ttft_median_s": "ttft", "ttft_p95_s": "ttft", "tpot
 FAMILIES = ("ttft", "tpot_itl", "e2e", "throughput")
 LOADS = ("concurrency", "batch", "run")
 STEADY_ROUNDS = 6  # closed-loop replay: this many rounds of C requests, the first and last left out
+#: perf_analyzer's time-window measurement as GenAI-Perf (before AIPerf) ran it (`perf_analyzer_end`): a result is
+#: stable when the last `PA_STABILITY_WINDOWS` windows all completed requests and their throughputs and mean
+#: latencies are within a factor 1 + `GENAI_PERF_STABILITY` (GenAI-Perf's default --stability-percentage 999);
+#: perf_analyzer gives up after `PA_MAX_TRIALS` windows (its default --max-trials)
+PA_STABILITY_WINDOWS = 3
+GENAI_PERF_STABILITY = 9.99
+PA_MAX_TRIALS = 10
 HOLDOUT_FRACTION = 1 / 3
 SPLIT_SEED = 0
 STEP_GRID_S = tuple(float(x) for x in np.round(np.geomspace(0.5e-3, 6e-3, 8), 6))
@@ -106,6 +119,12 @@ class ServingRow:
     # the engine's token budget per step where the setup is not the profile's default (a row's, or its source
     # table's `max_num_batched_tokens`, with why in the source's `assumed`); None: the profile's
     max_num_batched_tokens: int | None = None
+    # perf_analyzer's measurement window (1.2 × --measurement-interval) where the source's benchmark ran it
+    # (GenAI-Perf before AIPerf; a row's, or its source table's): scored by `perf_analyzer_end`; None: steady rounds
+    measurement_window_s: float | None = None
+    # seconds a front end that takes one request at a time spends on each before the engine sees it (a row's, or
+    # its source table's, with why stated there; `sim.clients.SerialIntake`); None: requests reach it at once
+    intake_s: float | None = None
     engine_version: str = ""
     source: Mapping[str, Any] = field(default_factory=dict)
     quote: str = ""
@@ -131,6 +150,14 @@ def _check_row(row: ServingRow, where: str) -> None:
     if budget is not None and not (isinstance(budget, int) and budget >= 1):
         raise KokubanError(f"{where}: max_num_batched_tokens must be a whole number ≥ 1, got {budget!r}",
                            field="max_num_batched_tokens", value=budget)
+    window = row.measurement_window_s
+    if window is not None and not (isinstance(window, int | float) and window > 0 and row.load == "concurrency"):
+        raise KokubanError(f"{where}: measurement_window_s must be > 0 seconds, on a concurrency row, got {window!r}",
+                           field="measurement_window_s", value=window)
+    intake = row.intake_s
+    if intake is not None and not (isinstance(intake, int | float) and 0 <= intake < math.inf):
+        raise KokubanError(f"{where}: intake_s must be a finite number ≥ 0 seconds, got {intake!r}", field="intake_s",
+                           value=intake)
     if not row.measured:
         raise KokubanError(f"{where}: no measured metric (one of {', '.join(METRICS)})", field="measured")
     for name, value in row.measured.items():
@@ -154,8 +181,9 @@ def load_serving_results(path: str | None = None) -> list[ServingRow]:
         src = raw.pop("source")
         if src not in sources:
             raise KokubanError(f"row {raw.get('id')}: source '{src}' is not in [source.*]", field="source", value=src)
-        if "max_num_batched_tokens" in sources[src]:  # a budget stated (or assumed) for every row of the source
-            raw.setdefault("max_num_batched_tokens", sources[src]["max_num_batched_tokens"])
+        for key in ("max_num_batched_tokens", "measurement_window_s", "intake_s"):  # for every row of the source
+            if key in sources[src]:
+                raw.setdefault(key, sources[src][key])
         row = ServingRow(source={"key": src, **sources[src]}, **raw)
         _check_row(row, f"row {row.id}")
         rows.append(row)
@@ -180,10 +208,12 @@ def _setup(row: ServingRow, overrides: Mapping[str, float] | None, efficiency: E
     eff = base if step_s is None else base.updated(step_overhead_s=step_s)
     model, acc = load_model(row.model), load_accelerator(row.gpu)
     budget = row.max_num_batched_tokens or prof.batched_tokens(min(model.max_context, 2**20))
-    # the KV pool by the engine's own memory rule (`sim.profiles`), as `simulate --engine` sizes it
+    # the KV pool by the engine's own memory rule (`sim.profiles`), as `simulate --engine` sizes it, with the
+    # activation workspace of the row's stated budget (the tokens one step may hold) where it states one
     fraction = prof.fraction(acc.memory_bytes, budget or 0, row.gpus) or 0.9
+    chunk = {"prefill_chunk_tokens": row.max_num_batched_tokens} if row.max_num_batched_tokens else {}
     dep = Deployment.make(model, acc, row.gpus, layout=row.layout, weights_dtype=row.weights, kv_dtype=row.kv,
-                          efficiency=eff, memory_utilization=fraction, memory_rule=prof.memory_rule)
+                          efficiency=eff, memory_utilization=fraction, memory_rule=prof.memory_rule, **chunk)
     terms = (prof.overheads or Overheads()).as_dict() | over
     if row.load == "batch":
         terms["front_end_s"] = 0.0  # offline: no HTTP server, no streaming
@@ -201,6 +231,63 @@ def _requests(row: ServingRow) -> int:
     return int(row.num_prompts)  # type: ignore[arg-type]
 
 
+def perf_analyzer_end(arrival_s: np.ndarray, finish_s: np.ndarray, window_s: float) -> float:
+    """When perf_analyzer's time-window measurement of a run whose load started at t = 0 ends, in seconds.
+
+    perf_analyzer (`inference_profiler.cc`, `ProfileHelper` / `Measure` / `ValidLatencyMeasurement`,
+    triton-inference-server/client at 25185bf5, 2024-06-12) measures back-to-back windows of `window_s` (1.2 ×
+    --measurement-interval) from the start of the load; a window counts the requests that finished in it, its
+    throughput is their number / `window_s` and its latency their mean E2E. It stops after window k ≥
+    `PA_STABILITY_WINDOWS` when the last `PA_STABILITY_WINDOWS` windows each counted a request and their
+    throughputs and latencies are each within max / min ≤ 1 + `GENAI_PERF_STABILITY`, else after
+    `PA_MAX_TRIALS` windows. The result is then k · `window_s`; GenAI-Perf's metrics are over every request
+    that finished by then (every window's requests are exported, `ProfileDataCollector::AddData`).
+    Assumes requests finishing exactly on a boundary count in the earlier window (perf_analyzer's check is
+    inclusive at both ends; the first match wins)."""
+    latency = finish_s - arrival_s
+    per_s: list[float] = []
+    mean_latency: list[float] = []
+    for k in range(PA_MAX_TRIALS):
+        done = (finish_s > k * window_s) & (finish_s <= (k + 1) * window_s)
+        per_s.append(float(done.sum()) / window_s)
+        mean_latency.append(float(latency[done].mean()) if done.any() else math.inf)
+        if k + 1 >= PA_STABILITY_WINDOWS:
+            ips, lat = per_s[-PA_STABILITY_WINDOWS:], mean_latency[-PA_STABILITY_WINDOWS:]
+            if (min(ips) > 0 and max(ips) / min(ips) <= 1 + GENAI_PERF_STABILITY
+                    and max(lat) / min(lat) <= 1 + GENAI_PERF_STABILITY):
+                return (k + 1) * window_s
+    return PA_MAX_TRIALS * window_s
+
+
+def _client(row: ServingRow, arrival_s: np.ndarray):
+    """Who sends `row`'s requests: the load's own client (`clients.client_for`), behind a one-at-a-time front end
+    when the row states an `intake_s` (`clients.SerialIntake`); None (the engine's default) otherwise."""
+    from kokuban.sim.clients import SerialIntake, client_for
+
+    if not row.intake_s:
+        return None
+    return SerialIntake(client_for(arrival_s, row.concurrency), row.intake_s)
+
+
+def _windowed_run(row: ServingRow, dep, sched):
+    """The closed loop of `row` (every client's first request at t = 0) run past the end of perf_analyzer's
+    measurement (`perf_analyzer_end`), and which requests it scores (finished by then). Starts with
+    `STEADY_ROUNDS` rounds and runs longer while the last request was sent before the measurement's end (the
+    loop would have run out of requests)."""
+    from kokuban.sim import simulate
+    from kokuban.sim.workload import synthetic
+
+    c = int(row.concurrency)  # type: ignore[arg-type]
+    n = STEADY_ROUNDS * c
+    while True:
+        wl = synthetic(n, float("inf"), row.input_tokens, row.output_tokens, arrival="poisson", seed=0)
+        res = simulate(dep, wl, sched, client=_client(row, wl.arrival_s))
+        end = perf_analyzer_end(res.arrival_s, res.finish_s, float(row.measurement_window_s))  # type: ignore[arg-type]
+        if res.arrival_s.max() >= end:
+            return res, res.finish_s <= end
+        n = c + math.ceil(1.25 * n * end / float(res.finish_s.max()))
+
+
 def replay(row: ServingRow, overrides: Mapping[str, float] | None = None,
            efficiency: Efficiency | None = None) -> dict[str, float]:
     """kokuban's prediction of every metric `row` measured (see the module docstring for each load). TPOT is
@@ -210,19 +297,27 @@ def replay(row: ServingRow, overrides: Mapping[str, float] | None = None,
     from kokuban.sim.workload import synthetic
 
     dep, sched = _setup(row, overrides, efficiency)
-    n = _requests(row)
-    wl = synthetic(n, row.rate_per_s, row.input_tokens, row.output_tokens, arrival="poisson", seed=0)
-    if np.isfinite(row.rate_per_s) and wl.arrival_s[-1] > 0:  # the rate asked for, not one draw's (module doc)
-        wl = replace(wl, arrival_s=wl.arrival_s * (n / row.rate_per_s / wl.arrival_s[-1]))
-    res = simulate(dep, wl, sched)
+    c = int(row.concurrency or 0)
+    if row.measurement_window_s is not None:  # perf_analyzer's windows: as long a run as they measured
+        res, keep = _windowed_run(row, dep, sched)
+    else:
+        n = _requests(row)
+        wl = synthetic(n, row.rate_per_s, row.input_tokens, row.output_tokens, arrival="poisson", seed=0)
+        if np.isfinite(row.rate_per_s) and wl.arrival_s[-1] > 0:  # the rate asked for, not one draw's (module doc)
+            wl = replace(wl, arrival_s=wl.arrival_s * (n / row.rate_per_s / wl.arrival_s[-1]))
+        res = simulate(dep, wl, sched, client=_client(row, wl.arrival_s))
+        keep = np.zeros(n, bool)
+        keep[c:n - c] = row.load == "concurrency"
     ttft, e2e, out = res.ttft_s, res.e2e_s, res.output_tokens.astype(float)
     tpot = res.tpot_s
-    c = int(row.concurrency or 0)
     if row.load == "concurrency":
-        keep = slice(c, n - c)
         pred = {"ttft_s": float(ttft[keep].mean()), "tpot_s": float(np.nanmean(tpot[keep])),
                 "e2e_s": float(e2e[keep].mean())}
-        pred["output_tokens_per_s"] = c * float(out[keep].mean()) / pred["e2e_s"]
+        if row.measurement_window_s is not None:  # GenAI-Perf: tokens over the span of the requests it counted
+            span = float(res.finish_s[keep].max() - res.arrival_s[keep].min())
+            pred["output_tokens_per_s"] = float(out[keep].sum()) / span
+        else:
+            pred["output_tokens_per_s"] = c * float(out[keep].mean()) / pred["e2e_s"]
     elif row.load == "batch":
         pred = {"ttft_s": float(ttft.mean()), "tpot_s": float(np.nanmean(tpot)), "e2e_s": float(res.finish_s.max()),
                 "output_tokens_per_s": float(out.sum() / res.finish_s.max())}
@@ -230,7 +325,7 @@ def replay(row: ServingRow, overrides: Mapping[str, float] | None = None,
         pred = {"ttft_s": float(ttft.mean()), "tpot_s": float(np.nanmean(tpot)), "e2e_s": float(e2e.mean()),
                 "output_tokens_per_s": float(out.sum() / res.duration_s)}
     # percentiles over every request scored (`vllm bench serve` takes them over its requests, linear interpolation)
-    scored = slice(c, n - c) if row.load == "concurrency" else slice(None)
+    scored = keep if row.load == "concurrency" else slice(None)
     for name, values in (("ttft", ttft), ("tpot", tpot), ("e2e", e2e)):
         pred[f"{name}_median_s"] = float(np.nanmedian(values[scored]))
         pred[f"{name}_p95_s"] = float(np.nanpercentile(values[scored], 95))
