@@ -302,3 +302,92 @@ def test_others_cores_by_hand():
     assert lc.others_cores(1.9, 2.0, 1.0) == 0.0  # tick rounding never makes it negative
     assert lc.others_cores(1.0, 0.0, 0.0) == float("inf")  # no wall time: never counted as quiet
     assert lc.cpu_busy_s() >= 0.0
+
+
+def test_tensor_types_reproduce_the_committed_files():
+    """`body_matrices` gives every committed file's body: its count of tensors per type and its bytes exactly
+    (gguf_bytes of the record), so the per-tensor kernel paths are those of the files measured."""
+    from kokuban.specs.dtypes import use_more_bits
+
+    # use_more_bits(i, n): i < n//8, i ≥ 7n//8 or (i − n//8) mod 3 = 2 → 4 layers: {2, 3}; 6: {2, 5}; 8: {0, 3, 6, 7}
+    assert [i for i in range(4) if use_more_bits(i, 4)] == [2, 3]
+    assert [i for i in range(6) if use_more_bits(i, 6)] == [2, 5]
+    assert [i for i in range(8) if use_more_bits(i, 8)] == [0, 3, 6, 7]
+    raw = json.loads((Path(__file__).parents[1] / "validation" / "cpu" / "llamacpp.json").read_text())
+    for name, case in raw["cases"].items():
+        spec = ModelSpec.from_config(case["config"], name=name)
+        for gguf_type, f in case["files"].items():
+            matrices = lc.body_matrices(spec, gguf_type)
+            counts: dict[str, int] = {}
+            for _matrix, _weights, tensor_type in matrices:
+                counts[f"body:{tensor_type}"] = counts.get(f"body:{tensor_type}", 0) + 1
+            assert counts == {k: v for k, v in f["tensor_types"].items() if k.startswith("body:")}, (name, gguf_type)
+            assert sum(w for _m, w, _t in matrices) == f["parts"]["body"]["weights"]
+            assert lc.file_body_bytes(spec, gguf_type) == f["parts"]["body"]["bytes"], (name, gguf_type)
+        # every matrix has a multiple of 8 output rows (hidden, KV width, MLP width), as the repacking needs
+        # (ne[1] % 8 == 0), so every Q4_0 and Q4_K matrix is repacked
+        assert all(x % 8 == 0 for x in (spec.hidden_size, spec.kv_elements_per_token_per_layer // 2, spec.mlp_width))
+    # by hand, the 4-layer Llama-2 shape's Q4_K_M body: attn_v 1024² = 1,048,576 and ffn_down 2816·1024 = 2,883,584
+    # weights in Q6_K (210/256 B) in layers 2 and 3, the other 51,380,224 − 2·3,932,160 = 43,515,904 in Q4_K (144/256 B)
+    spec = ModelSpec.from_config(raw["cases"]["llama2-h1024-L4"]["config"])
+    assert lc.file_body_bytes(spec, "Q4_K_M") == 2 * 3_932_160 * 210 / 256 + 43_515_904 * 144 / 256 == 30_928_896
+
+
+def test_gemm_rows_by_kernel():
+    """KERNEL_SOURCE: repacked Q4_0/Q4_K run their GEMM on whole blocks of 4 rows when there are more than 3 (GEMV on
+    the rest), Q6_K the tiled matmul from 8 rows (vec_dot below), F16 and Q8_0 tinyBLAS from 2 rows."""
+    for t in ("Q4_0", "Q4_K"):
+        assert [lc.gemm_rows(t, m) for m in (1, 2, 3, 4, 5, 7, 8, 128)] == [0, 0, 0, 4, 4, 4, 8, 128]
+    assert [lc.gemm_rows("Q6_K", m) for m in (1, 2, 4, 7, 8, 32)] == [0, 0, 0, 0, 8, 32]
+    for t in ("F16", "Q8_0"):
+        assert [lc.gemm_rows(t, m) for m in (1, 2, 4, 8)] == [0, 2, 4, 8]
+
+
+def test_kernel_paths_and_file_bytes_by_hand():
+    """A step of M = 2 or 4 rows in the repacked types prices each matrix by the kernel it runs (compute, and a pass
+    over the weights per GEMV row); a one-sequence prompt (every matrix on a GEMM kernel, one output) is unchanged;
+    the weight read moves to the file's bytes."""
+    from kokuban.core.roofline import decode_step, prefill
+
+    spec = ModelSpec.from_config(TINY)
+    eff = lc.step_efficiency(Efficiency(compute=0.5, memory=1.0, step_overhead_s=0.0), 4.0, 2)
+    # TINY's matrices per layer: q 64·64 = 4,096, k and v 64·32 = 2,048 each, o 4,096, gate/up/down 3·64·128 = 24,576:
+    # 36,864 per layer, 73,728 in 2 layers. At M = 2 the GEMM curve is 0.5·2 ÷ (2 + 4) = 1/6 of peak, the GEMV 0.5.
+    q40 = lc.llamacpp_deployment(spec, ENTRY, "Q4_0", eff)
+    step = decode_step(q40, 2, 10)
+    moved = lc.with_kernel_paths(q40, step, 2, 2)
+    # Q4_0 at M = 2 runs the repacked GEMV: 2·73,728·2 FLOP at 0.5 instead of 1/6 of 1e9 FLOP/s:
+    # 294,912·(2 − 6) ÷ 1e9 = −1.179648 ms
+    assert moved.compute_s - step.compute_s == pytest.approx(-1.179648e-3, rel=1e-9)
+    # … and each of its 2 GEMV calls passes over the weights: one more pass over 73,728 × 18/32 = 41,472 B, and
+    # over the Q6_K LM head (vec_dot for 2 outputs): 100·64 = 6,400 × 210/256 = 5,250 B; 46,722 B at 1e9 B/s
+    assert moved.weights_s - step.weights_s == pytest.approx(46_722 / 1e9, rel=1e-9)
+    assert [lc.weight_passes("Q4_0", m) for m in (1, 2, 3, 4, 5, 7, 8)] == [1, 2, 3, 1, 2, 4, 1]
+    assert [lc.weight_passes("Q6_K", m) for m in (1, 2, 7, 8)] == [1, 2, 7, 1]
+    assert [lc.weight_passes(t, m) for t in ("F16", "Q8_0") for m in (1, 3)] == [1, 1, 1, 1]
+    assert [lc.lm_head_tensor_type(t) for t in lc.GGUF_TYPES] == ["F16", "Q8_0", "Q6_K", "Q6_K"]
+    # Q4_K_M at M = 4: 2 layers → use_more_bits(i, 2) only for i = 1 (i ≥ 7·2//8 = 1): attn_v 2,048 + ffn_down 8,192
+    # = 10,240 weights in Q6_K run vec_dot (M < 8) at 0.5 instead of the curve's 0.5·4 ÷ 8 = 0.25; the Q4_K ones run
+    # the repacked GEMM on all 4 rows, as before: 2·10,240·4·(2 − 4) ÷ 1e9 = −0.16384 ms
+    eff4 = lc.step_efficiency(Efficiency(compute=0.5, memory=1.0, step_overhead_s=0.0), 4.0, 4)
+    qkm = lc.llamacpp_deployment(spec, ENTRY, "Q4_K_M", eff4)
+    step = decode_step(qkm, 4, 10)
+    moved = lc.with_kernel_paths(qkm, step, 4, 4)
+    assert moved.compute_s - step.compute_s == pytest.approx(-0.16384e-3, rel=1e-9)
+    # passes: Q4_K one (its GEMM takes all 4 rows), the Q6_K matrices and LM head 4 (vec_dot per row): 3 more over
+    # 10,240 × 210/256 = 8,400 B and 5,250 B → 3·13,650 = 40,950 B
+    assert moved.weights_s - step.weights_s == pytest.approx(40_950 / 1e9, rel=1e-9)
+    # a 32-row prompt: every matrix on a GEMM kernel (Q4_K repacked GEMM, Q6_K tiled): the same step
+    pp = prefill(qkm, 1, 32)
+    assert lc.with_kernel_paths(qkm, pp, 32, 1) is pp
+    # the GEMV deployment (M = 1) has no curves: unchanged
+    gemv = lc.llamacpp_deployment(spec, ENTRY, "Q4_K_M", lc.step_efficiency(eff, 4.0, 1))
+    one = decode_step(gemv, 1, 10)
+    assert lc.with_kernel_paths(gemv, one, 1, 1) is one
+    # the file's bytes: 10,240 weights at 210/256 B and 63,488 at 144/256 B = 8,400 + 35,712 = 44,112 B, against
+    # 73,728 × kokuban's q4_k_m bytes per weight; the read moves by the difference at 1e9 B/s × 1.0
+    delta = 44_112 - 73_728 * qkm.weight_bytes_per_param
+    assert lc.file_body_bytes(spec, "Q4_K_M") == 44_112
+    assert lc.with_file_bytes(gemv, one).weights_s - one.weights_s == pytest.approx(delta / 1e9, rel=1e-9)
+    q40_one = decode_step(lc.llamacpp_deployment(spec, ENTRY, "Q4_0", lc.step_efficiency(eff, 4.0, 1)), 1, 10)
+    assert lc.with_file_bytes(q40, q40_one) is q40_one  # one type per body: nothing to move

@@ -65,7 +65,7 @@ def _error_block(title: str, result: dict[str, Any]) -> list[str]:
 def report_text(record: dict[str, Any], result: dict[str, Any], median: dict[str, Any], probe: dict[str, Any],
                 probe_path: str) -> str:
     from kokuban.specs.dtypes import bytes_per_element
-    from kokuban.validation.llamacpp import GGUF_TYPES
+    from kokuban.validation.llamacpp import GGUF_TYPES, gemm_rows
 
     plan = record["plan"]
     commits = sorted({r.get("build_commit", "") for r in record["runs"] if r.get("build_commit")})
@@ -93,8 +93,13 @@ def report_text(record: dict[str, Any], result: dict[str, Any], median: dict[str
               f"{plan['held_out_depths']} of the fitted cases; the fitted cases' other rows train, their batched-bench "
               "rows included (until 2026-12-03 every batched-bench row was held out)",
               "matmul path of a row (M = rows of activations per matmul): gemv for M = 1 (tg, batched-tg at batch 1: "
-              "ggml's vec_dot), gemm for M ≥ 2 (pp, batched-pp, batched-tg at batch 2–8: tinyBLAS or repacked "
-              "kernels), priced at compute·M ÷ (M + M_half)", ""]
+              "ggml's vec_dot), gemm for M ≥ 2 (pp, batched-pp, batched-tg at batch 2–8); within it each weight "
+              "tensor runs the kernel of its own type (KERNEL_SOURCE): "
+              + "; ".join(f"{t} a GEMM kernel from M = {next(m for m in range(1, 64) if gemm_rows(t, m))}"
+                          for t in ("F16", "Q8_0", "Q4_0", "Q4_K", "Q6_K"))
+              + " (the repacked Q4_0/Q4_K GEMM on whole blocks of 4 rows); a GEMM kernel's rows priced at "
+              "compute·M ÷ (M + M_half), a GEMV kernel's rows at compute, each a pass over the weights; the read at "
+              "the file's bytes per tensor type", ""]
     fa = result.get("flash_attention")
     lines.append("attention: ggml's CPU flash-attention kernel (-fa auto → on), "
                  + ("not fitted (no depth pairs): the roofline's attention" if fa is None else
