@@ -26,11 +26,12 @@ from kokuban.usecases.economics import (
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True)
 
 # (model, accelerator, GPUs, layout): dense TP on one and several GPUs (all-reduces), MoE TP and EP
-# (all-to-alls, expert touching), MLA; each tried with the shipped and the textbook fractions, with
-# communication overlapped or not, and with kernels that hide only part of the shorter time (overlap < 1)
+# (all-to-alls, expert touching), MLA; each tried with the shipped default (the kernel curves), the scalar set and
+# the textbook fractions, with communication overlapped or not, and with kernels that hide only part of the shorter
+# time (overlap < 1)
 CONFIGS = [("llama-3.1-8b", "h100-sxm", 1, "tp"), ("llama-3.1-70b", "h100-sxm", 4, "tp"),
            ("mixtral-8x7b", "h200", 2, "tp"), ("qwen3-30b-a3b", "h100-sxm", 4, "ep"), ("deepseek-v3", "h200", 8, "ep")]
-EFFICIENCIES = [Efficiency(), Efficiency.textbook(), Efficiency().updated(overlap=0.4)]
+EFFICIENCIES = [Efficiency.shipped(), Efficiency.scalar(), Efficiency.textbook(), Efficiency().updated(overlap=0.4)]
 
 
 def make(config, eff, overlap_comm):

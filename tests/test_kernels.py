@@ -130,6 +130,8 @@ def test_mi300x_gemm_ceiling_is_scaled_by_amds_measured_best_case():
     assert KernelCurves().attainable_factor(mi, "fp8") == pytest.approx(0.88837, abs=1e-5)
     assert KernelCurves().attainable_factor(mi, "bf16") == pytest.approx(0.67946, abs=1e-5)
     assert KernelCurves().attainable_factor(load_accelerator("h100-sxm"), "fp8") == 1.0
+    # int8 (W8A8) follows fp8 in the curves, so it takes fp8's factor, not 1 (which would price it 12 % above fp8)
+    assert KernelCurves().attainable_factor(mi, "int8") == pytest.approx(0.88837, abs=1e-5)
     assert gemm_attainable_factor(0.0, 1e15, 0.5) == 1.0
     dep = Deployment.make(load_model("llama-3.1-70b"), mi, 8, weights_dtype="fp8", efficiency=KERNEL)
     assert float(linear_compute_fractions(dep, 560.0)[0]) == pytest.approx(0.392462, abs=1e-6)

@@ -22,17 +22,20 @@ from kokuban.prices.sheets import find_price, hand_price
 from kokuban.specs.catalog import load_accelerator, load_model
 from kokuban.specs.deployment import Deployment
 from kokuban.specs.hardware import Efficiency
+from kokuban.specs.kernels import KernelCurves
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True)
 MODELS = ["llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3", "gpt-oss-120b"]
 GPUS = ["h100-sxm", "h200", "mi300x", "b200"]
 
 fractions = st.floats(0.05, 1.0)
+# with the kernel curves (the shipped default's form) or without (the scalar set's)
 efficiencies = st.builds(
-    lambda c, m, kv, link, ov, lat, over: Efficiency(compute=c, memory=m, kv_memory=kv, interconnect=link, overlap=ov,
-                                                     collective_latency_s=lat, step_overhead_s=over),
+    lambda c, m, kv, link, ov, lat, over, curves: Efficiency(
+        compute=c, memory=m, kv_memory=kv, interconnect=link, overlap=ov, collective_latency_s=lat,
+        step_overhead_s=over, kernels=KernelCurves() if curves else None),
     fractions, fractions, st.none() | fractions, fractions, st.floats(0.0, 1.0), st.floats(0.0, 1e-4),
-    st.floats(0.0, 1e-2))
+    st.floats(0.0, 1e-2), st.booleans())
 deployments = st.builds(
     lambda m, g, n, layout, e: Deployment.make(load_model(m), load_accelerator(g), n, efficiency=e,
                                                layout=layout if load_model(m).is_moe else "tp"),

@@ -236,8 +236,6 @@ def test_each_fitted_profile_names_the_step_model_its_overheads_were_fitted_with
     2026-12-02 (compute 0.74, memory 0.89), not the shipped refit (0.70 / 0.63); each with its own step overhead."""
     from dataclasses import replace
 
-    from kokuban.sim.profiles import EngineProfile
-
     for name, overhead in (("trtllm", 0.713e-3), ("sglang", 1.5e-3)):
         assert load_profile(name).base_efficiency() == Efficiency.scalar().updated(step_overhead_s=overhead)
     vllm = load_profile("vllm-v1").base_efficiency()
@@ -249,4 +247,3 @@ def test_each_fitted_profile_names_the_step_model_its_overheads_were_fitted_with
     bad = replace(load_profile("vllm-v1"), efficiency_fractions=(("memroy", 0.9),))
     with pytest.raises(KokubanError, match="efficiency_fractions"):
         bad.base_efficiency()
-    assert isinstance(bad, EngineProfile)

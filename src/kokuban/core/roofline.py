@@ -271,6 +271,17 @@ def kernel_comm_time_s(dep: Deployment, tokens: Any) -> tuple[np.ndarray, np.nda
     return count * one, count * sent
 
 
+def gemm_ceiling_fraction(dep: Deployment) -> float:
+    """The fraction of dense peak a large GEMM reaches (M → ∞): `Efficiency.compute` under the scalar set; under the
+    kernel curves compute × the compute dtype's ratio × the accelerator's attainable factor, at most 1."""
+    eff = dep.efficiency
+    if eff.kernels is None:
+        return eff.compute
+    k = eff.kernels
+    return min(eff.compute * k.dtype_ratio(dep.compute_dtype) * k.attainable_factor(dep.accelerator, dep.compute_dtype),
+               1.0)
+
+
 def linear_compute_fractions(dep: Deployment, tokens: Any) -> tuple[Any, Any]:
     """(fraction of peak for the dense matrix multiplies, for the routed experts') of a pass over `tokens`.
 
@@ -287,8 +298,7 @@ def linear_compute_fractions(dep: Deployment, tokens: Any) -> tuple[Any, Any]:
     from kokuban.specs.kernels import gemm_fraction
 
     m, k = dep.model, eff.kernels
-    peak = min(eff.compute * k.dtype_ratio(dep.compute_dtype)
-               * k.attainable_factor(dep.accelerator, dep.compute_dtype), 1.0)
+    peak = gemm_ceiling_fraction(dep)
     dense = gemm_fraction(peak, tokens / dep.parallel.data_parallel_ranks, k.m_half_tokens, k.gemv_max_tokens)
     if not m.is_moe:
         return dense, dense

@@ -28,7 +28,10 @@ def blackboard(con: Console, est: Estimate) -> None:
     )
     con.print(
         f"precision: weights {prec['weights']}, KV {prec['kv']}, compute {prec['compute']}; "
-        f"peak {si(hw['peak_flops'], 'FLOP/s')} × {eff['compute']}, HBM "
+        f"peak {si(hw['peak_flops'], 'FLOP/s')} × {eff['compute']}"
+        + (" (bf16 large-GEMM fraction; the kernel curves scale it by dtype and token count)"
+           if "kernels" in eff else "")
+        + ", HBM "
         f"{si(hw['memory_bandwidth_bytes_per_s'], 'B/s')} × {eff['memory']}"
     )
     for note in m["notes"]:

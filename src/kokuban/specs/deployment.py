@@ -57,7 +57,7 @@ class Deployment:
     weights_dtype: str = "bf16"
     kv_dtype: str = "bf16"
     compute_dtype: str = "bf16"
-    efficiency: Efficiency = field(default_factory=Efficiency)
+    efficiency: Efficiency = field(default_factory=Efficiency.shipped)
     memory_utilization: float = MEMORY_UTILIZATION
     prefill_chunk_tokens: int = 8192
     price_per_hour_usd: float = 0.0

@@ -135,9 +135,13 @@ class KernelCurves:
 
     def attainable_factor(self, accelerator: Any, dtype: str) -> float:
         """`gemm_attainable_factor` of `accelerator` in `dtype`: its measured best-case GEMM (`max_achievable_flops`)
-        against the tables' fraction of that dtype; 1 where the catalog lists no measurement."""
-        return gemm_attainable_factor(accelerator.max_achievable_flops.get(dtype, 0.0), accelerator.flops(dtype),
-                                      TABLE_GEMM_FRACTION.get(dtype, 0.0))
+        against the tables' fraction of that dtype; 1 where the catalog lists no measurement. int8 (W8A8) takes
+        fp8's factor, as it takes fp8's ratio (`int8_ratio`: no int8 table; AMD's MAF table has no int8 column).
+        The factor may exceed 1 (MI325X fp8: 1519 ÷ 2614.9 ÷ 0.548 = 1.06): a vendor whose best case reaches a
+        larger share of its peak than the NVIDIA tables did is priced so; the fraction stays ≤ 1 (`compute` < 1)."""
+        key = "fp8" if dtype == "int8" else dtype
+        return gemm_attainable_factor(accelerator.max_achievable_flops.get(key, 0.0), accelerator.flops(key),
+                                      TABLE_GEMM_FRACTION.get(key, 0.0))
 
     def moe_constants(self, dtype: str) -> tuple[float, float]:
         """(α per MoE layer, β per routed pair) of `moe_dispatch_time_s` for a compute dtype: for fp4 the B200 nvfp4

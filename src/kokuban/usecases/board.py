@@ -136,12 +136,13 @@ def run_blackboard(request: EstimateRequest) -> Blackboard:
 
     from kokuban.core import cost
     from kokuban.core.intensity import attainable_flops_per_s, ridge_intensity
+    from kokuban.core.roofline import gemm_ceiling_fraction
     from kokuban.economics.batch import crossover_batch
 
     est = run_estimate(request)
     dep = est.deployment
     n, acc, eff = dep.num_gpus, dep.accelerator, dep.efficiency
-    peak = n * acc.flops(dep.compute_dtype) * eff.compute
+    peak = n * acc.flops(dep.compute_dtype) * gemm_ceiling_fraction(dep)  # a large GEMM's ceiling in this dtype
     bw = n * acc.memory_bandwidth_bytes_per_s * eff.memory
     dec, pre = est.decode, est.prefill
     ratio = float(cost.cost_ratio(cost.usd_per_m_output(dep, dec), cost.usd_per_m_input(dep, pre),
