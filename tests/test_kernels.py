@@ -305,7 +305,7 @@ def test_kernel_step_times_positive_and_more_batch_never_faster(batch, context, 
 
 
 def test_repeated_holdout_pools_each_splits_held_out_rows():
-    """Two stub 'calibrations' (no fit: the shipped fractions, rows a, b held out in split 0 and b, c in split 1)
+    """Two stub 'calibrations' (no fit: the scalar set, rows a, b held out in split 0 and b, c in split 1)
     pool to 4 rows: b twice. The pooled median is the median of those four rows' errors from `accuracy`."""
     from types import SimpleNamespace
 
@@ -372,7 +372,7 @@ def test_plain_nccl_engine_pays_nccls_allreduce_latency():
     assert gptfast.kernels.plain_nccl and not KERNEL.kernels.plain_nccl
     trtllm = rows["trtllm10-llama31-405b-h200-fp8-tp8-128-2048"]
     assert row_efficiency(trtllm, KERNEL) == KERNEL  # TensorRT-LLM keeps its custom all-reduce
-    assert row_efficiency(rows["gptfast-llama2-70b-bf16-tp8-a100"], Efficiency()) == Efficiency()  # default: flat
+    assert row_efficiency(rows["gptfast-llama2-70b-bf16-tp8-a100"], Efficiency()) == Efficiency()  # scalar: flat
     model, a100 = load_model("llama-2-70b"), load_accelerator("a100-80gb")
     nccl_s, _ = comm_time_s(Deployment.make(model, a100, 8, efficiency=gptfast), 1)
     assert float(nccl_s) == pytest.approx(160 * (5.7e-6 + 1.77e-6 * 7 + 2 * 7 / 8 * 16_384 / (0.65 * 300e9)))
@@ -384,7 +384,8 @@ def test_plain_nccl_engine_pays_nccls_allreduce_latency():
 
 def test_calibrating_the_kernel_profile_fits_compute_memory_and_step(monkeypatch):
     """`kokuban calibrate --source published --efficiency-file kernel` fits compute too (KERNEL_PARAMS since
-    2026-12-03); the default profile keeps its four fields. The fit itself is stubbed: only the choice is tested."""
+    2026-12-03); without it the scalar set's four fields are fitted. The fit itself is stubbed: only the choice is
+    tested."""
     import kokuban.validation.calibrate as cal
     from kokuban.usecases.validation import CalibrateRequest, run_calibrate
 

@@ -247,3 +247,22 @@ def test_each_fitted_profile_names_the_step_model_its_overheads_were_fitted_with
     bad = replace(load_profile("vllm-v1"), efficiency_fractions=(("memroy", 0.9),))
     with pytest.raises(KokubanError, match="efficiency_fractions"):
         bad.base_efficiency()
+
+
+def test_simulate_doc_quotes_the_shipped_engine_overheads():
+    """docs/simulate.md quotes the fitted overheads of vllm-v1 and trtllm; the numbers must be engines.toml's."""
+    from pathlib import Path
+
+    doc = " ".join((Path(__file__).resolve().parents[1] / "docs" / "simulate.md").read_text().split())
+    for name, sentence in (
+        ("vllm-v1", "vLLM V1's {step:.3f} ms per step, {layer:.0f} µs per layer per step, {seq:.0f} µs per sequence, "
+                    "{token:.2f} µs per token and {front:.2f} ms per request"),
+        ("trtllm", "TensorRT-LLM's {step:.3f} ms per step, {layer:.0f} µs per layer per step, {seq:.1f} µs per "
+                   "sequence and {front:.2f} ms per request"),
+    ):
+        profile = load_profile(name)
+        o = profile.overheads
+        assert o is not None and profile.step_overhead_s is not None
+        quoted = sentence.format(step=profile.step_overhead_s * 1e3, layer=o.per_layer_s * 1e6, seq=o.per_seq_s * 1e6,
+                                 token=o.per_token_s * 1e6, front=o.front_end_s * 1e3)
+        assert quoted in doc, f"docs/simulate.md no longer quotes {name}'s overheads as {quoted!r}"

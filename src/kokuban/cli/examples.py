@@ -1,6 +1,7 @@
 """A worked example for every command's `--help`, taken from the runs the README and docs show (each is
-parsed by `tests/test_cli_examples.py`, so an example cannot name a flag that does not exist). The worked examples
-are stated at the scalar set (`--efficiency-file scalar`), as the docs that show their output are."""
+parsed by `tests/test_cli_examples.py`, so an example cannot name a flag that does not exist). Those that carry
+`--efficiency-file scalar` (estimate, batch, io, lanes, frontier, context, accuracy) are stated at the scalar set;
+the others carry no efficiency flag and run at their command's own default."""
 
 from __future__ import annotations
 

@@ -285,7 +285,7 @@ def gemm_ceiling_fraction(dep: Deployment) -> float:
 def linear_compute_fractions(dep: Deployment, tokens: Any) -> tuple[Any, Any]:
     """(fraction of peak for the dense matrix multiplies, for the routed experts') of a pass over `tokens`.
 
-    Default profile: `Efficiency.compute` for both. Kernel profile (`Efficiency.kernels`): `gemm_fraction`
+    Scalar profile (no curves): `Efficiency.compute` for both. Kernel profile (`Efficiency.kernels`): `gemm_fraction`
     of compute × the compute dtype's ratio × the accelerator's attainable factor (`KernelCurves.attainable_factor`:
     1 unless its vendor measured its GEMMs, e.g. MI300X), at M = the tokens one GPU's dense GEMMs see (tokens ÷
     data-parallel ranks; up to `KernelCurves.gemv_max_tokens` a matrix-vector kernel, unpadded) and, for the

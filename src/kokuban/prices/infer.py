@@ -212,7 +212,7 @@ def infer_open(row: PriceRow, dep: Deployment, *, context: int = 8192, prompt_to
              f"{prompt:,}-token prompt"),
             ("efficiency range compute/memory/KV/link: pessimistic " + describe_efficiency(effs["pessimistic"])
              + " … central " + describe_efficiency(effs["central"]) + " … optimistic "
-             + describe_efficiency(effs["optimistic"]) + " (each the worst/best of the central, calibrated and "
+             + describe_efficiency(effs["optimistic"]) + " (each the worst/best of the central, scalar and "
              "textbook sets)"),
             "the fleet is busy all the time (utilisation 1); margins are on accelerator rent only",
             *([f"measured speed {speed:g} tokens/s per user taken as ±{SPEED_SPREAD:.0%}"] if speed else []),

@@ -129,9 +129,11 @@ class Efficiency:
 
     The scalar defaults were fitted (`kokuban calibrate --source published`, log-error least squares) on two thirds
     of the 43 published serving measurements then in `data/published_results.toml` and judged on the held-out third;
-    on today's 48 rows and split: median |error| 21.3 % → 19.2 %, p90 120 % → 56 % (all rows: see the README): since
-    the MLPerf rows carry their sourced prompt length the fit beats the textbook median there by little (today's
-    refit, compute 0.465, gives 17.5 %, p90 45 %; docs/validation.md says why it is not shipped).
+    on today's 48 rows and held-out third (seed 0) the scalar defaults give median |error| 19.8 %, p90 56 %, against
+    the textbook fractions' 21.3 %, p90 120 % (the unrounded fit, 0.742 / 0.835 / 0.271 / 2.74 ms, gives 19.2 %,
+    p90 56 %; all rows: see the README): since the MLPerf rows carry their sourced prompt length the fit beats the
+    textbook median there by little (today's refit, compute 0.465, gives 17.5 %, p90 45 %; docs/validation.md says
+    why it is not shipped).
     Before calibration they were the textbook fractions (compute 0.6, memory 0.8, interconnect 0.75, overhead 0).
 
     - compute 0.74: fraction of dense peak FLOP/s reached (cuBLAS GEMMs reach ~70-80 % of H100 peak;

@@ -72,7 +72,8 @@ def comma_separated(value: Any, kind: type = int) -> Any:
 
 class TextbookEfficiencyRequest(EfficiencyRequest):
     """An efficiency request whose unset fractions are the textbook ones (`Efficiency.textbook()`), not the
-    shipped calibrated set: the one default of `validate` and `calibrate`, from every face."""
+    shipped step model (`Efficiency.shipped()`, the kernel profile): the one default of `validate` and
+    `calibrate`, from every face."""
 
     @staticmethod
     def base_efficiency() -> Efficiency:
