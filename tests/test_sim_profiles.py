@@ -240,13 +240,11 @@ def test_each_fitted_profile_names_the_step_model_its_overheads_were_fitted_with
         assert load_profile(name).base_efficiency() == Efficiency.scalar().updated(step_overhead_s=overhead)
     vllm = load_profile("vllm-v1").base_efficiency()
     assert vllm.kernels is not None and (vllm.compute, vllm.memory, vllm.step_overhead_s) == (0.74, 0.89, 0.713e-3)
-    from kokuban.specs.hardware import KERNEL_FRACTIONS_2026_12_02 as OLD  # the same fractions, named in the code
-
-    assert (vllm.compute, vllm.memory) == (OLD["compute"], OLD["memory"])
     assert load_profile("kokuban").base_efficiency() == Efficiency.shipped()
-    bad = replace(load_profile("vllm-v1"), efficiency_fractions=(("memroy", 0.9),))
-    with pytest.raises(KokubanError, match="efficiency_fractions"):
+    bad = replace(load_profile("vllm-v1"), efficiency="kernel-2026-12-03")  # no such profile: a one-line error
+    with pytest.raises(KokubanError, match="kernel-2026-12-03") as err:
         bad.base_efficiency()
+    assert err.value.field == "efficiency"
 
 
 def test_simulate_doc_quotes_the_shipped_engine_overheads():

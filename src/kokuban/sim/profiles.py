@@ -98,14 +98,13 @@ class EngineProfile:
     memory_rule: MemoryRule | None = None
     memory_fraction: float | str | None = None  # a number, or "sglang" (`sglang_mem_fraction_static`)
     efficiency: str | None = None  # the step model's fractions: a profile of `specs.hardware.PROFILES`
-    efficiency_fractions: tuple[tuple[str, float], ...] = ()  # Efficiency fields set on top of that profile
     sources: tuple[tuple[str, str], ...] = ()
 
     def base_efficiency(self) -> Efficiency:
         """The step model this engine is simulated with when no efficiency is asked for: its `efficiency`
-        profile (None: the shipped step model, `Efficiency.shipped()`) with its `efficiency_fractions` set on
-        top (the fractions a profile's overheads were fitted at, where the named profile has moved since) and
-        its `step_overhead_s` (None: the profile's own). The fitted overheads of the data file were fitted with
+        profile (None: the shipped step model, `Efficiency.shipped()`; a dated name such as "kernel-2026-12-02"
+        where the profile's overheads were fitted before a refit of the named profile) with its `step_overhead_s`
+        (None: the profile's own). The fitted overheads of the data file were fitted with
         exactly this (`kokuban serving-accuracy --refit`), so a profile with fitted overheads names its step model."""
         from kokuban.specs.hardware import PROFILES
 
@@ -113,11 +112,6 @@ class EngineProfile:
             raise KokubanError(f"engine profile '{self.name}': efficiency '{self.efficiency}' is not one of "
                                f"{', '.join(PROFILES)}", field="efficiency", value=self.efficiency)
         eff = PROFILES[self.efficiency or "default"]()
-        try:
-            eff = eff.updated(**dict(self.efficiency_fractions))
-        except KokubanError as exc:
-            raise KokubanError(f"engine profile '{self.name}': efficiency_fractions: {exc.reason}",
-                               field="efficiency_fractions") from None
         return eff if self.step_overhead_s is None else eff.updated(step_overhead_s=self.step_overhead_s)
 
     def fraction(self, memory_bytes: float, chunk_tokens: int | None, parallel_size: int) -> float | None:
@@ -197,7 +191,6 @@ def profiles() -> dict[str, EngineProfile]:
             name=name, description=row["description"], **{k: row[k] for k in _SCHEDULER_KEYS if k in row},
             overheads=Overheads(**over) if over else None, memory_rule=rule, memory_fraction=row.get("memory_fraction"),
             efficiency=row.get("efficiency"),
-            efficiency_fractions=tuple((k, float(v)) for k, v in row.get("efficiency_fractions", {}).items()),
             sources=tuple((k.removesuffix("_source"), v) for k, v in row.items() if k.endswith("_source")))
     return out
 

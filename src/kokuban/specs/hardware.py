@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kokuban.errors import KokubanError, require_positive
@@ -201,16 +202,17 @@ class Efficiency:
         return cls()
 
     @classmethod
-    def kernel_calibrated(cls) -> Efficiency:
+    def kernel_calibrated(cls, fractions: dict[str, float] | None = None) -> Efficiency:
         """The kernel profile: `kernels` set (`specs.kernels`: GEMM fraction by dtype and token count,
         collectives by message size and link, groups that cross a node on the scale-out network), at the global
-        fractions of `KERNEL_PROFILE_FRACTIONS` (compute, memory, step overhead: their fit and source are there).
+        fractions of `KERNEL_PROFILE_FRACTIONS` (compute, memory, step overhead: their fit and source are there), or
+        the `fractions` given (`KERNEL_FRACTIONS_2026_12_02`: the profile "kernel-2026-12-02").
         It is the shipped step model (`shipped()`, the profile named "default"; also named "kernel"). On NVLink
         accelerators the curves replace `interconnect` and `collective_latency_s`; other links keep them
         (`KernelCurves.covers`)."""
         from kokuban.specs.kernels import KernelCurves
 
-        return cls(**KERNEL_PROFILE_FRACTIONS, kernels=KernelCurves())
+        return cls(**(KERNEL_PROFILE_FRACTIONS if fractions is None else fractions), kernels=KernelCurves())
 
     @classmethod
     def shipped(cls, curves: bool = True) -> Efficiency:
@@ -313,9 +315,11 @@ KERNEL_PROFILE_FRACTIONS: dict[str, float] = {"compute": 0.70, "memory": 0.63, "
 
 #: The kernel profile's fractions until 2026-12-04: memory and step_overhead_s refitted with the curves, compute held
 #: at the scalar set's 0.74, on seed 0's two thirds of the 43 rows of 2026-12-02. Kept because what was fitted at
-#: them is only valid at them: vLLM V1's serving overheads (data/engines.toml `efficiency_fractions`) and the MoE
-#: layer constants of `specs.kernels` (validation/kernel_tables.py).
+#: them is only valid at them: vLLM V1's serving overheads (data/engines.toml, the profile "kernel-2026-12-02") and
+#: the MoE layer constants of `specs.kernels` (validation/kernel_tables.py).
 KERNEL_FRACTIONS_2026_12_02: dict[str, float] = {"compute": 0.74, "memory": 0.89, "step_overhead_s": 2.15e-3}
 
-#: Named efficiency profiles `--efficiency-file` accepts instead of a path: "default" is the shipped step model.
-PROFILES = {"default": Efficiency.shipped, "kernel": Efficiency.kernel_calibrated, "scalar": Efficiency.scalar}
+#: Named efficiency profiles `--efficiency-file` accepts instead of a path: "default" is the shipped step model;
+#: "kernel-2026-12-02" the kernel profile at its fractions until that refit (what vLLM V1's serving overheads need).
+PROFILES = {"default": Efficiency.shipped, "kernel": Efficiency.kernel_calibrated, "scalar": Efficiency.scalar,
+            "kernel-2026-12-02": partial(Efficiency.kernel_calibrated, KERNEL_FRACTIONS_2026_12_02)}
