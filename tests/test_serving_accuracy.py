@@ -321,7 +321,10 @@ def test_vllm_bench_file_is_read_with_its_setup():
 def test_cli_file_json_shape(capsys):
     assert main(["serving-accuracy", "--measurements-file", str(FIXTURE), "--json"]) == 0
     data = result_of(capsys.readouterr().out, command="serving-accuracy")
-    assert set(data) == {"split", "held_out", "train", "all", "fit", "rows"}
+    assert set(data) == {"split", "held_out", "train", "all", "fit", "knees", "rows"}
+    # one file is no load sweep: no knee, and a summary that says so
+    assert data["knees"] == {"factor": 2.0, "families": [],
+                             "summary": {"families": 0, "both_reached": 0, "same_interval": 0, "median_ratio": None}}
     assert set(data["held_out"]) == {"by_family", "by_metric", "by_engine"}
     assert set(data["held_out"]["by_family"]) == {"ttft", "tpot_itl", "e2e", "throughput"}
     stats = data["held_out"]["by_family"]["ttft"]
@@ -358,18 +361,42 @@ def test_not_json_refused_in_one_line(tmp_path, capsys):
     assert len(lines) == 1 and "not a readable JSON" in lines[0]
 
 
-def test_docs_and_readme_show_the_commands_numbers():
-    """The held-out table in the README and docs/serving-accuracy.md is `kokuban serving-accuracy`'s (every
-    bundled row replayed once: under a minute, the older NIM's windowed rows most of it)."""
-    from kokuban.present.serving import markdown_table
+@pytest.fixture(scope="module")
+def bundled():
+    """`kokuban serving-accuracy` on the bundled rows (every row replayed once: under a minute, the older NIM's
+    windowed rows most of it), shared by the docs tests."""
     from kokuban.validation.serving import serving_accuracy
 
-    root = Path(__file__).resolve().parents[1]
-    table = markdown_table(serving_accuracy().summary("held_out"))
-    readme = (root / "README.md").read_text(encoding="utf-8")
-    docs = (root / "docs" / "serving-accuracy.md").read_text(encoding="utf-8")
+    return serving_accuracy()
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_docs_and_readme_show_the_commands_numbers(bundled):
+    """The held-out table in the README and docs/serving-accuracy.md is `kokuban serving-accuracy`'s."""
+    from kokuban.present.serving import markdown_table
+
+    table = markdown_table(bundled.summary("held_out"))
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    docs = (ROOT / "docs" / "serving-accuracy.md").read_text(encoding="utf-8")
     assert table in docs
     assert "\n".join("  " + line for line in table.splitlines()) in readme  # inside the README's list item
+
+
+def test_docs_and_readme_show_the_commands_knees(bundled):
+    """The knee table in docs/serving-accuracy.md and the knee summary there and in the README are `kokuban
+    serving-accuracy`'s (regenerate both from the command after a model change)."""
+    from kokuban.present.serving import knee_markdown_table, knee_summary_line
+    from kokuban.validation.serving import knee_summary
+
+    knees = bundled.knees()
+    assert len(knees) >= 30  # the older NIM's 24 deployments × mixes, vLLM 0.30.0's 7, SGLang's 2, NIM 1.8.0's 1
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    docs = (ROOT / "docs" / "serving-accuracy.md").read_text(encoding="utf-8")
+    assert knee_markdown_table(knees) in docs
+    line = " ".join(knee_summary_line(knee_summary(knees)).split())
+    assert line in " ".join(docs.split()) and line in " ".join(readme.split())  # the README wraps it
 
 
 def test_fit_printout_says_which_terms_sit_at_their_bound():

@@ -23,6 +23,9 @@ The engine's token budget is the profile's unless the row (or its source table) 
 (the activation workspace is then sized for it); a row (or its source table) may state `intake_s`, a front end that
 hands the engine one request at a time (`sim.clients.SerialIntake`).
 Per-row error = predicted / measured − 1 (`accuracy.relative_error`).
+TTFT knee (`knee_comparisons`): rows of one setup that differ only in the load (`sweep_load`), at least
+`MIN_KNEE_LOADS` loads, form a sweep; its measured and predicted knees are `knee.ttft_knee` of the measured and
+the predicted TTFT at the same loads (the replays above, none added); a sweep mixes both sides of the split.
 
 Fit (`fit_overheads`, `kokuban serving-accuracy --refit`): per engine, on the training rows only (the split is
 `calibrate.holdout_mask` on the row id: crc32 of "seed:id", `HOLDOUT_FRACTION` held out); a term group is fitted
@@ -62,6 +65,7 @@ import numpy as np
 
 from kokuban.errors import KokubanError
 from kokuban.specs.hardware import Efficiency
+from kokuban.validation.knee import KNEE_FACTOR, Knee, ttft_knee
 
 BUNDLED = "serving_results.toml"
 METRICS = ("ttft_s", "ttft_median_s", "ttft_p95_s", "tpot_s", "tpot_p95_s", "itl_median_s", "e2e_s",
@@ -597,6 +601,134 @@ def fit_overheads(train: Sequence[ServingRow], efficiency: Efficiency | None = N
     return OverheadFit(values, pinned, counts, at_bound, passes, converged)
 
 
+# ---- the TTFT knee of a load sweep (`validation.knee`) ------------------------------------------------------
+#: Fewest loads a family needs for a knee comparison (with two, the crossing has one place to land).
+MIN_KNEE_LOADS = 3
+#: What each kind of load counts (`sweep_load`), for JSON and tables.
+LOAD_UNITS = {"concurrency": "clients", "rate": "requests/s", "batch": "requests", "burst": "requests"}
+
+
+def sweep_load(row: ServingRow) -> tuple[str, float]:
+    """The load a sweep varies, as (kind, value): "concurrency" (closed-loop clients, or `vllm bench serve`'s
+    max concurrency with every request sent at once), "rate" (Poisson requests per second, the cap, if any,
+    then part of the setup), "batch" (an offline batch's requests), "burst" (a run's requests all sent at t = 0
+    with no cap)."""
+    if row.load == "concurrency":
+        return "concurrency", float(row.concurrency)  # type: ignore[arg-type]
+    if row.load == "batch":
+        return "batch", float(row.concurrency)  # type: ignore[arg-type]
+    if math.isfinite(row.rate_per_s):
+        return "rate", row.rate_per_s
+    if row.concurrency:
+        return "concurrency", float(row.concurrency)
+    return "burst", float(row.num_prompts)  # type: ignore[arg-type]
+
+
+def _sweep_key(row: ServingRow) -> tuple:
+    """What every row of one sweep shares: source, engine (+ version), model, GPU and count, layout, dtypes,
+    lengths, load kind and the engine settings the row states; not the load, nor `num_prompts` (the sources
+    scale it with the load). A user's files have no source key: their runs of one setup form a sweep."""
+    kind, _ = sweep_load(row)
+    return (row.source.get("key"), row.engine, row.engine_version, row.model, row.gpu, row.gpus, row.layout,
+            row.weights, row.kv, str(row.input_tokens), str(row.output_tokens), row.load, kind,
+            row.concurrency if kind == "rate" else None, row.kv_blocks, row.max_num_batched_tokens,
+            row.measurement_window_s, row.intake_s)
+
+
+def _family_name(ids: Sequence[str]) -> str:
+    """The rows' common id prefix up to its last '-' (ids "x-c1", "x-c25" → "x"); the first id when none."""
+    prefix = ids[0]
+    for other in ids[1:]:
+        while not other.startswith(prefix):
+            prefix = prefix[:-1]
+    return prefix.rsplit("-", 1)[0] if "-" in prefix else ids[0]
+
+
+@dataclass(frozen=True)
+class KneeComparison:
+    """One sweep's TTFT knee, measured and predicted (`knee.ttft_knee` on `metric` at the same loads): the rows
+    by load, which of them are held out (a family mixes both sides of the per-row split: not a held-out figure)."""
+
+    family: str
+    engine: str
+    load_kind: str
+    metric: str
+    loads: tuple[float, ...]
+    row_ids: tuple[str, ...]
+    measured_s: tuple[float, ...]
+    predicted_s: tuple[float, ...]
+    held_out: tuple[bool, ...]
+
+    @property
+    def measured(self) -> Knee:
+        return ttft_knee(self.loads, self.measured_s)
+
+    @property
+    def predicted(self) -> Knee:
+        return ttft_knee(self.loads, self.predicted_s)
+
+    @property
+    def ratio(self) -> float | None:
+        """Predicted / measured knee load; None unless both are reached."""
+        m, p = self.measured.load, self.predicted.load
+        return None if m is None or p is None else p / m
+
+    @property
+    def same_interval(self) -> bool:
+        """Both knees between the same two measured loads (or both not reached within the sweep)."""
+        return self.measured.bracket == self.predicted.bracket
+
+    @property
+    def held_out_share(self) -> float:
+        return sum(self.held_out) / len(self.held_out)
+
+    def _interval(self, knee: Knee) -> list[float] | None:
+        return None if knee.bracket is None else [self.loads[knee.bracket - 1], self.loads[knee.bracket]]
+
+    def as_dict(self) -> dict[str, Any]:
+        """Stable keys; loads and knees in `load_unit`, TTFTs in seconds; a knee not reached is null."""
+        return {"family": self.family, "engine": self.engine, "load_kind": self.load_kind,
+                "load_unit": LOAD_UNITS[self.load_kind], "metric": self.metric, "loads": list(self.loads),
+                "rows": list(self.row_ids), "measured_ttft_s": list(self.measured_s),
+                "predicted_ttft_s": list(self.predicted_s), "measured_knee": self.measured.load,
+                "predicted_knee": self.predicted.load, "measured_interval": self._interval(self.measured),
+                "predicted_interval": self._interval(self.predicted), "knee_ratio": self.ratio,
+                "same_interval": self.same_interval, "held_out_rows": sum(self.held_out),
+                "held_out_share": self.held_out_share}
+
+
+def knee_comparisons(results: Sequence[RowResult]) -> tuple[KneeComparison, ...]:
+    """Every sweep among `results` (rows sharing `_sweep_key`, differing only in the load) with at least
+    `MIN_KNEE_LOADS` distinct loads and a TTFT metric every row measured (the first of mean, median, p95 that
+    all have: the same one measured and predicted), in the order of their first row; a family with two rows at
+    one load is not a sweep and is left out."""
+    groups: dict[tuple, list[RowResult]] = {}
+    for res in results:
+        groups.setdefault(_sweep_key(res.row), []).append(res)
+    out = []
+    for members in groups.values():
+        members = sorted(members, key=lambda r: sweep_load(r.row)[1])
+        loads = tuple(sweep_load(r.row)[1] for r in members)
+        metric = next((m for m in TTFT_METRICS if all(m in r.row.measured for r in members)), None)
+        if len(set(loads)) < max(len(loads), MIN_KNEE_LOADS) or metric is None:
+            continue
+        out.append(KneeComparison(
+            family=_family_name([r.row.id for r in members]), engine=members[0].row.engine,
+            load_kind=sweep_load(members[0].row)[0], metric=metric, loads=loads,
+            row_ids=tuple(r.row.id for r in members), measured_s=tuple(r.row.measured[metric] for r in members),
+            predicted_s=tuple(r.predicted[metric] for r in members), held_out=tuple(r.held_out for r in members)))
+    return tuple(out)
+
+
+def knee_summary(knees: Sequence[KneeComparison]) -> dict[str, Any]:
+    """How many families, how many have both knees reached, how many put both in the same interval of measured
+    loads, and the median predicted / measured knee ratio over those with both (None when none has)."""
+    ratios = [k.ratio for k in knees if k.ratio is not None]
+    return {"families": len(knees), "both_reached": len(ratios),
+            "same_interval": sum(k.same_interval for k in knees),
+            "median_ratio": float(np.median(ratios)) if ratios else None}
+
+
 @dataclass(frozen=True)
 class ServingAccuracy:
     """Every scored row and the summaries: held-out rows (what is published), training rows, all rows."""
@@ -609,11 +741,19 @@ class ServingAccuracy:
         chosen = [r for r in self.results if pick(r)]
         return summarize(chosen) if chosen else {"by_family": {}, "by_metric": {}, "by_engine": {}}
 
+    def knees(self) -> tuple[KneeComparison, ...]:
+        """The TTFT knee of every load sweep among the rows, measured vs predicted (`knee_comparisons`; the
+        predictions already made, no further replay)."""
+        return knee_comparisons(self.results)
+
     def as_dict(self) -> dict[str, Any]:
+        knees = self.knees()
         return {"split": {"method": "crc32 of 'seed:id' (calibrate.holdout_mask)", "holdout_fraction": HOLDOUT_FRACTION,
                           "seed": SPLIT_SEED},
                 "held_out": self.summary("held_out"), "train": self.summary("train"), "all": self.summary("all"),
                 "fit": self.fit.as_dict() if self.fit else None,
+                "knees": {"factor": KNEE_FACTOR, "families": [k.as_dict() for k in knees],
+                          "summary": knee_summary(knees)},
                 "rows": [r.as_dict() for r in self.results]}
 
 
