@@ -128,3 +128,24 @@ def test_lm_head_bytes_are_the_committed_files():
             assert f["parts"][head]["weights"] == spec.params_lm_head
             dep = llamacpp_deployment(spec, entry, gguf_type)
             assert lm_head_bytes(dep) == pytest.approx(f["parts"][head]["bytes"], rel=1e-12), (name, gguf_type)
+
+
+def test_pooled_per_type_figures_are_the_csv_rows():
+    """The pooled per-type figures README and the docs quote, recomputed here from the committed CSV alone: every
+    held-out row's |predicted_fit_s ÷ best_s − 1| (each row predicted by its own type's fit), median by phase
+    (decode = tg + batched-tg, prefill = pp + batched-pp), and the report's JSON agrees."""
+    import statistics
+
+    report = json.loads(REPORT.read_text())
+    rows = [r for r in csv.DictReader(open(CPU / "llamacpp.csv")) if r["held_out"] == "True"]
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    docs = " ".join(_docs_section().split())
+    for name in ("decode", "prefill"):
+        errs = [abs(float(r["predicted_fit_s"]) / float(r["best_s"]) - 1) for r in rows
+                if r["regime"].endswith("tg") == (name == "decode")]
+        median = statistics.median(errs)
+        assert report["per_type_pooled"]["by_phase"][name]["count"] == len(errs)
+        assert report["per_type_pooled"]["by_phase"][name]["median_abs_error"] == pytest.approx(median, rel=1e-9)
+        assert f"{name} {100 * median:.1f} % ({len(errs)} rows)" in readme
+        assert f"{name} {100 * median:.1f} % ({len(errs)} rows)" in docs
+        assert f"| each type's fit, pooled | {name} | {len(errs)} | {100 * median:.1f} % |" in _docs_section()

@@ -55,6 +55,9 @@ def _error_block(title: str, result: dict[str, Any]) -> list[str]:
         lines += _phase_lines("after", cal)
         for regime, s in cal["holdout_after"].get("by_regime", {}).items():
             lines.append(_summary_line(f"after, {regime}", s))
+    if result.get("per_type_pooled"):
+        lines += [" every type under its own fit, pooled (the per-type calibration as one figure)",
+                  *_phase_lines("pooled", {"phases": result["per_type_pooled"]})]
     joint = result["all_types"]
     lines += [f" one Efficiency for every type {_fractions(joint)}", *_phase_lines("after", joint)]
     for regime, s in joint["holdout_after"].get("by_regime", {}).items():
@@ -113,6 +116,8 @@ def report_text(record: dict[str, Any], result: dict[str, Any], median: dict[str
     lines += ["", "same per-type fit judged on the MEDIAN repetition instead of the fastest:"]
     for t, cal in median["per_type"].items():
         lines += _phase_lines(f"{t} after", cal)
+    if median.get("per_type_pooled"):
+        lines += _phase_lines("pooled", {"phases": median["per_type_pooled"]})
     lines += ["", "rows (s = whole test; spread = slowest ÷ fastest repetition − 1; flat = the previous model)",
               "  id                                              held path  measured   spread  predicted(fit)  error"
               "    flat error"]
@@ -210,9 +215,11 @@ def cmd_report(args: argparse.Namespace) -> int:
             "holdout_rows")
     summary = {"statistic": "best", "per_type": {t: {k: c[k] for k in keys} for t, c in result["per_type"].items()},
                "flat": {t: {k: c[k] for k in keys} for t, c in result["flat"].items()},
+               "per_type_pooled": result["per_type_pooled"],
                "all_types": {k: result["all_types"][k] for k in keys},
                "flash_attention": result["flash_attention"],
-               "median_statistic": {t: c["phases"] for t, c in median["per_type"].items()}}
+               "median_statistic": {t: c["phases"] for t, c in median["per_type"].items()}
+               | {"pooled": median["per_type_pooled"]}}
     (out / "llamacpp-report.json").write_text(json.dumps(summary, indent=1) + "\n")
     with open(out / "llamacpp.csv", "w", newline="") as fh:
         cols = ["id", "model", "gguf_type", "regime", "tokens", "depth", "batch", "held_out", "path", "best_s",

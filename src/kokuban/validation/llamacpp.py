@@ -1105,8 +1105,9 @@ def analyse(record: dict[str, Any], accelerator_entry: dict[str, Any], *, statis
     compute fraction: `FLAT_PARAMS`, no curve, the roofline's attention), fitted and judged on the same rows, to
     report beside it.
 
-    Returns {"per_type": {type: Calibration.as_dict() + m_half_tokens, phases}, "flat": {type: the same for the flat
-    model}, "all_types": ..., "flash_attention": FlashAttention as a dict (None when it could not be fitted),
+    Returns {"per_type": {type: Calibration.as_dict() + m_half_tokens, phases}, "per_type_pooled": the held-out
+    summary (overall and by phase) of every type's rows under its own fit together, "flat": {type: the same for the
+    flat model}, "all_types": ..., "flash_attention": FlashAttention as a dict (None when it could not be fitted),
     "rows": [...]} where each row carries its measured and predicted seconds (defaults,
     per-type fit, flat per-type fit, joint fit), its matmul path and whether it was held out; `phases` are the
     held-out summaries by phase (`phase`: decode, prefill) and overall."""
@@ -1151,6 +1152,11 @@ def analyse(record: dict[str, Any], accelerator_entry: dict[str, Any], *, statis
             predicted[i] = (pr["predicted_before"], pr["predicted_after"],
                             flat_fits[gguf_type]["rows"][k]["predicted_after"] if flat else float("nan"))
     joint = fitted(rows, held, "curve")
+    # every type's held-out rows under its own fit, pooled: the error of the per-type calibration as one figure
+    pooled = [(pr["measured"], pr["predicted_after"], phase(r.regime)) for t, cal in per_type.items()
+              for r, pr in zip([r for r in rows if r.gguf_type == t], cal["rows"], strict=True) if pr["held_out"]]
+    per_type_pooled = error_summary([m for m, _, _ in pooled], [p for _, p, _ in pooled],
+                                    groups=[g for _, _, g in pooled]) if pooled else {}
     out_rows = []
     for i, r in enumerate(rows):
         if i not in predicted:
@@ -1160,7 +1166,8 @@ def analyse(record: dict[str, Any], accelerator_entry: dict[str, Any], *, statis
                          "path": matmul_path(step_tokens(r.kind, r.tokens, r.batch)), "predicted_default_s": before,
                          "predicted_fit_s": after, "predicted_flat_s": flat_after,
                          "predicted_joint_s": joint["rows"][i]["predicted_after"]})
-    return {"statistic": statistic, "per_type": per_type, "flat": flat_fits, "all_types": joint, "rows": out_rows,
+    return {"statistic": statistic, "per_type": per_type, "per_type_pooled": per_type_pooled, "flat": flat_fits,
+            "all_types": joint, "rows": out_rows,
             "skipped": skipped, "flash_attention": None if attention is None else asdict(attention)}
 
 
