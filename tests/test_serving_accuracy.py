@@ -82,6 +82,32 @@ def test_the_older_nims_rows_are_scored_over_genai_perfs_time_windows():
     assert dli.intake_s == 0.001 and "ASSUMPTION" in dli.source["intake_source"] and nim.intake_s is None
 
 
+def test_the_sglang_runs_replay_at_their_versions_memory_fraction_and_the_profiles_scheduler():
+    """SGLang 0.4.0.post1's mem_fraction_static by TP size (0.85 at TP4, 0.81 at TP8; assumed in the source tables,
+    the 405B's chosen on training rows), not the profile's later GPU-tier rule; the sglang policy and the eager
+    launch floor of the profile. vLLM rows state none (the profile's 0.9)."""
+    rows = {r.id: r for r in load_serving_results()}
+    r70 = rows["dc-sglang-l33-70b-h200x4-bf16-rand1024-rate4"]
+    r405 = rows["dc-sglang-l31-405b-h200x8-bf16-rand1024-1024-rate4"]
+    off = rows["dc-sglang-l33-70b-h200x4-bf16-rand256-512-offline-n6000"]
+    assert (r70.memory_fraction, off.memory_fraction, r405.memory_fraction) == (0.85, 0.85, 0.81)
+    assert all("ASSUMPTION" in r.source["memory_fraction_source"] for r in (r70, r405, off))
+    dep, cfg = serving._setup(r70, None)
+    assert dep.memory_utilization == 0.85 and cfg.policy == "sglang"
+    assert (cfg.overheads.graph_max_batch, cfg.overheads.eager_per_layer_s) == (160, 1.05e-3)
+    assert serving._setup(r405, None)[0].memory_utilization == 0.81
+    vllm = next(r for r in rows.values() if r.engine == "vllm-v1")
+    assert vllm.memory_fraction is None and serving._setup(vllm, None)[0].memory_utilization == 0.9
+
+
+@pytest.mark.parametrize("fraction", [0, 1.2, -0.5, "0.85"])
+def test_a_bad_memory_fraction_is_refused_naming_the_field(fraction):
+    row = next(r for r in load_serving_results() if r.engine == "sglang")
+    with pytest.raises(KokubanError, match=r"memory_fraction must be a number in \(0, 1\]") as err:
+        serving._check_row(replace(row, memory_fraction=fraction), "row x")
+    assert err.value.field == "memory_fraction"
+
+
 @pytest.mark.parametrize("intake", [-0.001, math.inf, "1ms"])
 def test_a_bad_intake_is_refused_naming_the_field(intake):
     row = next(r for r in load_serving_results() if r.id == "nim180-l33-70b-h100x2-fp8-5000-500-c25")

@@ -74,6 +74,9 @@ def test_every_profile_default_has_a_source_and_every_overhead_says_how_it_was_g
             value = p.step_overhead_s if key == "step_overhead" else getattr(p.overheads, f"{key}_s", None)
             if value is not None:
                 assert sources[key].startswith(("assumed", "observed", "fitted")), (p.name, key)
+        if p.overheads is not None and p.overheads.eager_per_layer_s:  # the CUDA-graph terms where a profile sets them
+            assert sources["eager_per_layer"].startswith(("assumed", "observed", "fitted")), p.name
+            assert p.overheads.graph_max_batch and sources["graph_max_batch"], p.name
         assert p.preemption in (None, "recompute")  # the only preemption kokuban simulates
 
 

@@ -28,7 +28,7 @@ def traces(draw):
 @st.composite
 def schedulers(draw):
     return SchedulerConfig(
-        policy=draw(st.sampled_from(["continuous", "prefill_first", "static", "inflight"])),
+        policy=draw(st.sampled_from(["continuous", "prefill_first", "static", "inflight", "sglang"])),
         max_num_seqs=draw(st.integers(1, 8)), max_num_batched_tokens=draw(st.integers(8, 400)),
         block_size=draw(st.sampled_from([4, 16])), prefix_caching=draw(st.booleans()),
         batch_timeout_s=draw(st.sampled_from([0.0, 0.05])),

@@ -128,7 +128,7 @@ CLIENTS = {"open": lambda wl: OpenLoop(wl.arrival_s), "cap2": lambda wl: Concurr
 
 
 @SETTINGS
-@given(wl=traces(), policy=st.sampled_from(["continuous", "prefill_first", "static", "inflight", "drain"]),
+@given(wl=traces(), policy=st.sampled_from(["continuous", "prefill_first", "static", "inflight", "sglang", "drain"]),
        client=st.sampled_from(sorted(CLIENTS)), constant=st.booleans(), seqs=st.integers(1, 6),
        budget=st.integers(8, 300), slack=st.integers(0, 20))
 def test_any_assembly_conserves_requests_and_tokens(drain, wl, policy, client, constant, seqs, budget, slack):

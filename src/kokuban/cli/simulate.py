@@ -38,7 +38,8 @@ def workload_options(func: Any) -> Any:
                      help="Gamma shape for --arrival gamma (< 1: burstier than Poisson)."),
         option("--seed", type=int, default=0, show_default=True),
         click.option("--scheduler", default=None,
-                     help="Scheduling policy: continuous, prefill_first, static or inflight (default: the engine's)."),
+                     help=("Scheduling policy: continuous, prefill_first, static, inflight or sglang (default: the "
+                           "engine's).")),
         click.option("--max-num-seqs", type=int, default=None, help="Running requests at most (default: vLLM's)."),
         click.option("--max-num-batched-tokens", type=int, default=None, help="Tokens per step (default: vLLM's)."),
         click.option("--block-size", type=int, default=None, help="KV block size, tokens (default: the engine's; 16)."),

@@ -49,7 +49,9 @@ def engine(con: Any, s: dict[str, Any]) -> None:
         o = sched.get("overheads") or {}
         con.print(f"engine profile {sched['engine']}: front end {secs(o.get('front_end_s', 0.0))} per request, "
                   f"{secs(o.get('per_seq_s', 0.0))} per sequence per step, "
-                  f"{o.get('stream_tokens', 1)} token(s) per stream chunk")
+                  f"{o.get('stream_tokens', 1)} token(s) per stream chunk"
+                  + (f"; steps without a CUDA graph (decode batches above {o.get('graph_max_batch', 0)}, prefills) "
+                     f"last at least {secs(o['eager_per_layer_s'])} per layer" if o.get("eager_per_layer_s") else ""))
     for i, rank in enumerate(s.get("ranks", ())):
         lat = rank["latency_s"]
         con.print(f"rank {i} ({s['router']}): {rank['requests']:,} requests · "

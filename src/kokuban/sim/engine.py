@@ -28,7 +28,7 @@ many are in flight, as `vllm bench serve --max-concurrency` does; its arrival ti
 was sent.
 
 The pieces the engine is assembled from, each behind a small interface, so a variant adds a piece, not a branch:
-    policy      `policies.Policy`: what each step schedules and admits (continuous, prefill_first, static)
+    policy      `policies.Policy`: what each step schedules and admits (`policies.POLICIES`)
     step time   `steptime.StepTimeModel`: seconds of a step from its terms (`StepModel`: the core's roofline;
                 an engine profile is another implementation, passed as `simulate(..., step_model=...)`)
     client      `clients.Client`: when each request is sent (open loop; a concurrency cap; `simulate(...,
@@ -43,6 +43,7 @@ The pieces the engine is assembled from, each behind a small interface, so a var
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -325,16 +326,21 @@ class Engine:
         wait, self.reload_s = self.reload_s, 0.0
         return wait
 
-    def admit_waiting(self, budget: int, t: float, reserve: str = "chunk", *, whole_prompt: bool = False) -> int:
+    def admit_waiting(self, budget: int, t: float, reserve: str = "chunk", *, whole_prompt: bool = False,
+                      gate: Callable[[int], bool] | None = None) -> int:
         """Admit from the head of the queue while budget, sequence slots and blocks last. Returns tokens.
         Static batching ("all" without `whole_prompt`) admits a whole batch regardless of the budget and
         schedules it later. `whole_prompt` (no chunking): a request is admitted only with the whole rest of its
         prompt inside the budget left, and the first that does not fit stops admission; only into an empty step
         (nothing running, nothing admitted yet) is the head admitted as a chunk, so that a prompt longer than
-        the whole budget still runs: alone, in budget-sized chunks."""
+        the whole budget still runs: alone, in budget-sized chunks. `gate(r)`: the policy's own admission check
+        of the head request r (the engine's state as it stands, those admitted before it included); False stops
+        admission as a failed block allocation does."""
         used, S, waiting = 0, self.max_seqs, self.waiting
         batch = reserve == "all" and not whole_prompt
         while waiting and (batch or budget > used) and self.n < S:
+            if gate is not None and not gate(waiting[0]):
+                break
             whole = whole_prompt and bool(self.n or used)
             got = self._admit(waiting[0], 0 if batch else budget - used, t, reserve, whole)
             if got < 0:
@@ -342,6 +348,18 @@ class Engine:
             waiting.popleft()
             used += got
         return used
+
+    def steps(self) -> int:
+        """Steps taken so far."""
+        return len(self.timeline)
+
+    def free_tokens(self) -> int:
+        """Tokens the free KV blocks hold."""
+        return self.pool.available * self.bs
+
+    def request_tokens(self, r: int) -> tuple[int, int, int]:
+        """Request r's (prompt tokens, output tokens asked for, tokens generated so far)."""
+        return self.prompt_l[r], self.out_l[r], int(self.generated[r])
 
     def _publish(self, i: int, blocks: int) -> None:
         key = int(self.wl.prefix_key[self.rid[i]])

@@ -9,7 +9,9 @@ overheads (`Overheads`) reach a run through two seams:
                         base(T, h, …) + per_seq_s·h + per_token_s·T + per_layer_s·L
                  (CPU work the GPU waits for; per_layer_s: a fixed time per layer per step — kernel launches and
                  latency-bound small kernels the roofline leaves out — so one engine's fixed cost can differ
-                 between a 32-layer and an 80-layer model)
+                 between a 32-layer and an 80-layer model), then `launch_bound_s`: an engine that replays
+                 CUDA graphs for decode batches up to graph_max_batch runs every other step eagerly, launching
+                 its kernels from Python, so that step lasts at least eager_per_layer_s·L
     client       `FrontEndClient` wraps the run's client: a finish reaches the client front_end_s later, so a
                  concurrency-capped client (`vllm bench serve --max-concurrency`) sends its next request then
     metrics      `client_view(record, overheads)`: what a client sees of a run
@@ -62,20 +64,27 @@ class Overheads:
     front_end_s: float = 0.0
     stream_tokens: int = 1
     per_layer_s: float = 0.0
+    # CUDA graphs (`launch_bound_s`): decode batches of at most graph_max_batch requests replay a CUDA graph (0:
+    # none); every other step runs eagerly and lasts at least eager_per_layer_s per layer
+    graph_max_batch: int = 0
+    eager_per_layer_s: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("per_seq_s", "per_token_s", "front_end_s", "per_layer_s"):
+        for name in ("per_seq_s", "per_token_s", "front_end_s", "per_layer_s", "eager_per_layer_s"):
             value = getattr(self, name)
             if not (np.isfinite(value) and value >= 0):
                 raise KokubanError(f"must be a finite number ≥ 0 s, got {value!r}", field=name, value=value)
         if not (isinstance(self.stream_tokens, int) and self.stream_tokens >= 1):
             raise KokubanError(f"must be an integer ≥ 1, got {self.stream_tokens!r}", field="stream_tokens",
                                value=self.stream_tokens)
+        if not (isinstance(self.graph_max_batch, int) and self.graph_max_batch >= 0):
+            raise KokubanError(f"must be an integer ≥ 0, got {self.graph_max_batch!r}", field="graph_max_batch",
+                               value=self.graph_max_batch)
 
     @property
     def steps_cost(self) -> bool:
         """Whether the step-time seam has anything to add."""
-        return self.per_seq_s > 0 or self.per_token_s > 0 or self.per_layer_s > 0
+        return self.per_seq_s > 0 or self.per_token_s > 0 or self.per_layer_s > 0 or self.eager_per_layer_s > 0
 
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -135,7 +144,8 @@ class EngineProfile:
 
 _SCHEDULER_KEYS = ("policy", "max_num_seqs", "max_num_batched_tokens", "block_size", "prefix_caching", "preemption",
                    "step_overhead_s")
-_OVERHEAD_KEYS = ("per_seq_s", "per_token_s", "front_end_s", "stream_tokens", "per_layer_s")
+_OVERHEAD_KEYS = ("per_seq_s", "per_token_s", "front_end_s", "stream_tokens", "per_layer_s", "graph_max_batch",
+                  "eager_per_layer_s")
 MIB = 2**20
 
 
@@ -204,13 +214,33 @@ def load_profile(name: str) -> EngineProfile:
     return known[name]
 
 
+def launch_bound_s(step_s: float | np.ndarray, layers: int, batch: int, decode: bool,
+                   o: Overheads) -> float | np.ndarray:
+    """Seconds of a step of `step_s` (the step model and the CPU terms) through a model of `layers` layers, run
+    as SGLang runs it (`model_runner.forward_decode`: a CUDA graph only for a decode batch the graph runner
+    `can_run`, `batch_size <= self.max_bs`; an extend batch never):
+
+        decode batch ≤ graph_max_batch      step_s                               (the CUDA graph replayed)
+        any other step (eager)              max(step_s, eager_per_layer_s · L)
+
+    Eager, the CPU launches every kernel from Python while the GPU runs those launched before, so the step takes
+    the longer of the two. Assumes the launch time grows with the layers only, not with the batch or the
+    tokens. No graph (graph_max_batch 0) and no eager term: `step_s`."""
+    if (decode and batch <= o.graph_max_batch) or not o.eager_per_layer_s:
+        return step_s
+    return np.maximum(step_s, o.eager_per_layer_s * int(layers))
+
+
 class OverheadStepModel:
     """A `StepTimeModel` with the engine's CPU terms added to every step of `base`: seconds = base.seconds(T, h, …)
-    + per_seq_s·h + per_token_s·T + per_layer_s·L (h sampled sequences, T scheduled tokens, L = `layers`)."""
+    + per_seq_s·h + per_token_s·T + per_layer_s·L (h sampled sequences, T scheduled tokens, L = `layers`), then
+    `launch_bound_s` (a step whose every token is sampled, T = h, taken for a decode batch of h)."""
 
     def __init__(self, base: StepTimeModel, overheads: Overheads, layers: int = 0) -> None:
         self.base, self.per_seq_s, self.per_token_s = base, float(overheads.per_seq_s), float(overheads.per_token_s)
         self.fixed_s = float(overheads.per_layer_s) * int(layers)
+        self.overheads, self.layers = overheads, int(layers)
+        self.launch = overheads.eager_per_layer_s > 0
 
     def extra_s(self, tokens: int, heads: int) -> float:
         """per_seq_s·heads + per_token_s·tokens + per_layer_s·layers."""
@@ -226,11 +256,15 @@ class OverheadStepModel:
         return self.base.one_chunk_terms(chunk_start, chunk_end)
 
     def seconds(self, tokens: int, heads: int, attn_s: float, kv_s: float) -> float:
-        return self.base.seconds(tokens, heads, attn_s, kv_s) + self.extra_s(tokens, heads)
+        step_s = self.base.seconds(tokens, heads, attn_s, kv_s) + self.extra_s(tokens, heads)
+        if not self.launch:
+            return step_s
+        return float(launch_bound_s(step_s, self.layers, heads, tokens == heads, self.overheads))
 
     def decode_run_s(self, ctx: np.ndarray) -> np.ndarray:
         n = int(ctx.shape[1])  # every request of a decode step is one token and one sampled sequence
-        return self.base.decode_run_s(ctx) + self.extra_s(n, n)
+        step_s = self.base.decode_run_s(ctx) + self.extra_s(n, n)
+        return launch_bound_s(step_s, self.layers, n, True, self.overheads) if self.launch else step_s
 
 
 class FrontEndClient:

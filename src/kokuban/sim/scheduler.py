@@ -1,7 +1,8 @@
 """Scheduler settings: the policy and the limits, with vLLM's defaults.
 
 Policies (`SchedulerConfig.policy`), one file each in `sim/policies/` with where its behaviour comes from:
-continuous (vLLM V1, chunked prefill), prefill_first (vLLM V0, SGLang), static (the train timetable).
+continuous (vLLM V1, chunked prefill), prefill_first (vLLM V0), static (the train timetable), inflight
+(TensorRT-LLM), sglang (SGLang).
 
 Defaults (vLLM `EngineArgs.get_batch_defaults`, `vllm/engine/arg_utils.py`, for `vllm serve`, i.e. the
 OPENAI_API_SERVER usage context): on a GPU with ≥ 70 GiB that is not an A100 (H100, H200, B200,

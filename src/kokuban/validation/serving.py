@@ -21,7 +21,8 @@ Replay of one row (`replay`):
                   which is the arrival process's noise, not the simulator's error.
 The engine's token budget is the profile's unless the row (or its source table) states `max_num_batched_tokens`
 (the activation workspace is then sized for it); a row (or its source table) may state `intake_s`, a front end that
-hands the engine one request at a time (`sim.clients.SerialIntake`).
+hands the engine one request at a time (`sim.clients.SerialIntake`), and `memory_fraction`, the engine's memory
+fraction where it is not the profile's default (the KV pool is sized with it by the profile's memory rule).
 Per-row error = predicted / measured − 1 (`accuracy.relative_error`).
 TTFT knee (`knee_comparisons`): rows of one setup that differ only in the load (`sweep_load`), at least
 `MIN_KNEE_LOADS` loads, form a sweep; its measured and predicted knees are `knee.ttft_knee` of the measured and
@@ -126,6 +127,9 @@ class ServingRow:
     # perf_analyzer's measurement window (1.2 × --measurement-interval) where the source's benchmark ran it
     # (GenAI-Perf before AIPerf; a row's, or its source table's): scored by `perf_analyzer_end`; None: steady rounds
     measurement_window_s: float | None = None
+    # the engine's memory fraction where the setup is not the profile's default (a row's, or its source table's
+    # `memory_fraction`, e.g. the launch command's --mem-fraction-static, with why stated there); None: the profile's
+    memory_fraction: float | None = None
     # seconds a front end that takes one request at a time spends on each before the engine sees it (a row's, or
     # its source table's, with why stated there; `sim.clients.SerialIntake`); None: requests reach it at once
     intake_s: float | None = None
@@ -162,6 +166,10 @@ def _check_row(row: ServingRow, where: str) -> None:
     if intake is not None and not (isinstance(intake, int | float) and 0 <= intake < math.inf):
         raise KokubanError(f"{where}: intake_s must be a finite number ≥ 0 seconds, got {intake!r}", field="intake_s",
                            value=intake)
+    frac = row.memory_fraction
+    if frac is not None and not (isinstance(frac, int | float) and 0 < frac <= 1):
+        raise KokubanError(f"{where}: memory_fraction must be a number in (0, 1], got {frac!r}",
+                           field="memory_fraction", value=frac)
     if not row.measured:
         raise KokubanError(f"{where}: no measured metric (one of {', '.join(METRICS)})", field="measured")
     for name, value in row.measured.items():
@@ -185,7 +193,7 @@ def load_serving_results(path: str | None = None) -> list[ServingRow]:
         src = raw.pop("source")
         if src not in sources:
             raise KokubanError(f"row {raw.get('id')}: source '{src}' is not in [source.*]", field="source", value=src)
-        for key in ("max_num_batched_tokens", "measurement_window_s", "intake_s"):  # for every row of the source
+        for key in ("max_num_batched_tokens", "measurement_window_s", "intake_s", "memory_fraction"):  # every row
             if key in sources[src]:
                 raw.setdefault(key, sources[src][key])
         row = ServingRow(source={"key": src, **sources[src]}, **raw)
@@ -214,7 +222,7 @@ def _setup(row: ServingRow, overrides: Mapping[str, float] | None, efficiency: E
     budget = row.max_num_batched_tokens or prof.batched_tokens(min(model.max_context, 2**20))
     # the KV pool by the engine's own memory rule (`sim.profiles`), as `simulate --engine` sizes it, with the
     # activation workspace of the row's stated budget (the tokens one step may hold) where it states one
-    fraction = prof.fraction(acc.memory_bytes, budget or 0, row.gpus) or 0.9
+    fraction = row.memory_fraction or prof.fraction(acc.memory_bytes, budget or 0, row.gpus) or 0.9
     chunk = {"prefill_chunk_tokens": row.max_num_batched_tokens} if row.max_num_batched_tokens else {}
     dep = Deployment.make(model, acc, row.gpus, layout=row.layout, weights_dtype=row.weights, kv_dtype=row.kv,
                           efficiency=eff, memory_utilization=fraction, memory_rule=prof.memory_rule, **chunk)

@@ -6,9 +6,10 @@ set's `known`, `comp`, `gen`, `sched` rows and `n`; `waiting`, `budget`, `max_se
 times the step, samples tokens and retires finished requests; the policy never touches time or tokens.
 
     continuous      vLLM V1: chunked prefill mixed with decodes in every step   (continuous.py)
-    prefill_first   vLLM V0 / SGLang: a step is all prefill or all decode     (prefill_first.py)
+    prefill_first   vLLM V0: a step is all prefill or all decode              (prefill_first.py)
     static          the train timetable: a whole batch departs and returns    (static.py)
     inflight        TensorRT-LLM: decodes, then whole prompts while they fit   (inflight.py)
+    sglang          SGLang: prefill_first with SGLang's admission check        (sglang.py)
 
 A new policy is a class with the `Policy` attributes and methods in a new file, plus one line in `POLICIES`.
 """
@@ -19,11 +20,12 @@ from kokuban.sim.policies.base import EngineView, Policy, SchedulerLimits
 from kokuban.sim.policies.continuous import Continuous
 from kokuban.sim.policies.inflight import Inflight
 from kokuban.sim.policies.prefill_first import PrefillFirst
+from kokuban.sim.policies.sglang import SGLang
 from kokuban.sim.policies.static import Static
 
 #: The policies by name (the value of `SchedulerConfig.policy`): each builds from the resolved configuration.
 POLICIES: dict[str, type] = {"continuous": Continuous, "prefill_first": PrefillFirst, "static": Static,
-                             "inflight": Inflight}
+                             "inflight": Inflight, "sglang": SGLang}
 
 
 def make_policy(cfg: SchedulerLimits) -> Policy:
@@ -31,5 +33,5 @@ def make_policy(cfg: SchedulerLimits) -> Policy:
     return POLICIES[cfg.policy](cfg)
 
 
-__all__ = ["POLICIES", "Continuous", "EngineView", "Inflight", "Policy", "PrefillFirst", "SchedulerLimits", "Static",
-           "make_policy"]
+__all__ = ["POLICIES", "Continuous", "EngineView", "Inflight", "Policy", "PrefillFirst", "SGLang", "SchedulerLimits",
+           "Static", "make_policy"]

@@ -6,6 +6,7 @@ the scheduler names the policies, the engine runs them, and a policy imports nei
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -21,8 +22,10 @@ class SchedulerLimits(Protocol):
 
 class EngineView(Protocol):
     """The engine's scheduling state and primitives (`sim.engine.Engine`): the running set's rows (`known`,
-    `comp`, `gen`, `sched`) and count `n`, the step's `tokens` and `budget`, the `waiting` queue, the `client`
-    that releases requests, and `fill`, `allocate`, `admit_waiting`. A policy fills `sched` and `tokens`."""
+    `comp`, `gen`, `out`, `sched`) and count `n`, the step's `tokens` and `budget`, the `waiting` queue, the
+    `client` that releases requests, `fill`, `allocate`, `admit_waiting`, and what a policy's own admission check
+    reads: `steps` (steps taken so far), `free_tokens` (tokens the free KV blocks hold) and `request_tokens(r)`
+    (r's prompt, output and generated tokens). A policy fills `sched` and `tokens`."""
 
     n: int
     tokens: int
@@ -30,6 +33,7 @@ class EngineView(Protocol):
     known: np.ndarray
     comp: np.ndarray
     gen: np.ndarray
+    out: np.ndarray
     sched: np.ndarray
     waiting: Any
     client: Any
@@ -38,7 +42,14 @@ class EngineView(Protocol):
 
     def allocate(self, c1: np.ndarray) -> bool: ...
 
-    def admit_waiting(self, budget: int, t: float, reserve: str = "chunk", *, whole_prompt: bool = False) -> int: ...
+    def admit_waiting(self, budget: int, t: float, reserve: str = "chunk", *, whole_prompt: bool = False,
+                      gate: Callable[[int], bool] | None = None) -> int: ...
+
+    def steps(self) -> int: ...
+
+    def free_tokens(self) -> int: ...
+
+    def request_tokens(self, r: int) -> tuple[int, int, int]: ...
 
 
 class Policy(Protocol):

@@ -1,7 +1,7 @@
-"""prefill_first — vLLM V0's default scheduler without chunked prefill, and SGLang's default.
+"""prefill_first — vLLM V0's default scheduler without chunked prefill (SGLang's, with its admission check: `sglang`).
 
 vLLM V0 (`vllm/core/scheduler.py`, `_schedule_default`: "First, it batches as many prefill requests as possible.
-And it schedules decodes.") and SGLang's separate prefill and decode batches. A step is either a prefill batch
+And it schedules decodes."). A step is either a prefill batch
 (unfinished prompts, then waiting requests, within the token budget; prompts longer than the budget are
 chunked; admission needs blocks for the whole prompt, as V0's `can_allocate`) or, when no prefill can run, a
 decode step of every running request.
