@@ -100,7 +100,7 @@ def test_the_sglang_runs_replay_at_their_versions_memory_fraction_and_the_profil
     assert vllm.memory_fraction is None and serving._setup(vllm, None)[0].memory_utilization == 0.9
 
 
-@pytest.mark.parametrize("fraction", [0, 1.2, -0.5, "0.85"])
+@pytest.mark.parametrize("fraction", [0, 1.2, -0.5, "0.85", True])
 def test_a_bad_memory_fraction_is_refused_naming_the_field(fraction):
     row = next(r for r in load_serving_results() if r.engine == "sglang")
     with pytest.raises(KokubanError, match=r"memory_fraction must be a number in \(0, 1\]") as err:
@@ -314,9 +314,23 @@ def test_step_fit_follows_a_diagonal_valley_to_the_joint_best(monkeypatch):
         rows.append(ServingRow(id=model, engine="trtllm", model=model, gpu="h100-sxm", gpus=1, input_tokens=100,
                                output_tokens=10, load="concurrency", concurrency=2,
                                measured={"tpot_s": tpot, "output_tokens_per_s": 100.0}))
-    fit = fit_overheads(rows)
+    calls = []
+    fit = fit_overheads(rows, progress=lambda done, total: calls.append((done, total)))
     assert fit.values["trtllm"]["step_overhead_s"] == 2.068e-3 and fit.values["trtllm"]["per_layer_s"] == 20e-6
     assert fit.converged["trtllm"]
+    # the search reports each newly replayed point: counts 1, 2, 3, … (a point met again is not replayed), each
+    # against at least itself; a scan's last new point closes its stage (done == total)
+    assert [d for d, _ in calls] == list(range(1, len(calls) + 1)) and all(d <= t for d, t in calls)
+    assert calls[-1][0] == calls[-1][1]
+
+
+def test_scoring_reports_each_row_replayed(monkeypatch):
+    """serving_accuracy's progress: (rows replayed, rows) after each row, ending at (n, n)."""
+    monkeypatch.setattr(serving, "replay", lambda row, overrides=None, efficiency=None: dict(row.measured))
+    rows = load_serving_results()[:3]
+    calls = []
+    serving.serving_accuracy(rows, split_rows=False, progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(1, 3), (2, 3), (3, 3)]
 
 
 def test_summary_medians_by_hand():

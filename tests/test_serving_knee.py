@@ -187,3 +187,13 @@ def test_knee_printout():
     assert "TTFT knee" in text and "1, 10, 100 clients" in text and "mean" in text
     assert "19.6" in text and "not reached" in text and "0 of 3" in text
     assert "both knees reached in 0" in text
+
+
+def test_two_knees_not_reached_do_not_count_as_agreeing():
+    # measured and predicted flat (10 ms at 1, 10, 100 clients): neither reaches 20 ms, so both brackets are None and
+    # `same_interval` is True for the family, but the summary counts agreement only where both knees exist: 0 of 0
+    results = [_result(_row(f"f-c{c}", c, 0.010), 0.010) for c in (1, 10, 100)]
+    (knee,) = knee_comparisons(results)
+    assert knee.ratio is None and knee.same_interval
+    summary = ServingAccuracy(tuple(results)).as_dict()["knees"]["summary"]
+    assert summary == {"families": 1, "both_reached": 0, "same_interval": 0, "median_ratio": None}

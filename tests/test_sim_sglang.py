@@ -26,15 +26,21 @@ def test_admission_check_by_hand():
     # running (left 5, holding 50) and (10, 40); the candidate (20 left, its 10-token prompt): sorted L = 5, 10, 20,
     # O = 50, 40, 10, k = 3, r = free − 10. Needs r − L2·3 > 0, r + 50 − L3·2 > 0, r + 90 − L3·1 > 0:
     # the first binds: r > 30, i.e. free > 40
-    left, held = np.array([5, 10, 20]), np.array([50, 40, 10])
+    # (the candidate is element 0 of the arrays)
+    left, held = np.array([20, 5, 10]), np.array([10, 50, 40])
     assert not sglang_admits(40, 10, left, held)  # r = 30: 30 − 30 = 0, not > 0
     assert sglang_admits(41, 10, left, held)  # r = 31: 1, 31 + 50 − 40 = 41, 31 + 90 − 20 = 101
     # the code's D_i is the NEXT request's tokens left: one running request (1 left, holding 100), a candidate with
     # 40 left and a 10-token prompt, 60 free: r = 50, 50 − 40·2 = −30, refused (with D_i = L_i it would pass:
     # 50 − 1·2 = 48 and 50 + 100 − 40 = 110)
-    assert not sglang_admits(60, 10, np.array([1, 40]), np.array([100, 10]))
+    assert not sglang_admits(60, 10, np.array([40, 1]), np.array([10, 100]))
     # a request with nothing left is left out: (0 left, holding 500) does not count as running
-    assert sglang_admits(41, 10, np.array([5, 10, 20, 0]), np.array([50, 40, 10, 500]))
+    assert sglang_admits(41, 10, np.array([20, 5, 10, 0]), np.array([10, 50, 40, 500]))
+    # ties: the candidate sorts FIRST among equals, as SGLang inserts it. Candidate (10 left, holding 10), running
+    # (10, 500) and (100, 20), 110 free, 10-token prompt: r = 100; order candidate, (10, 500), (100, 20):
+    # 100 − 10·3 = 70, then 100 + 10 − 100·2 = −90: refused. (Candidate after its equal: 70, 100 + 500 − 200 =
+    # 400, 100 + 510 − 100 = 510: admitted — the order matters.)
+    assert not sglang_admits(110, 10, np.array([10, 10, 100]), np.array([10, 500, 20]))
 
 
 def test_prefill_budget_and_new_token_ratio_by_hand():
@@ -74,9 +80,10 @@ def test_steps_run_eagerly_last_at_least_their_launches():
     assert launch_bound_s(0.030, 80, 1, False, o) == 0.080
     assert np.array_equal(launch_bound_s(np.array([0.03, 0.2]), 80, 161, True, o), [0.08, 0.2])
     assert launch_bound_s(0.030, 80, 161, False, Overheads()) == 0.030  # no term: the step as it is
-    with pytest.raises(KokubanError) as err:
-        Overheads(graph_max_batch=-1)
-    assert err.value.field == "graph_max_batch"
+    for bad in (-1, True, 1.5):  # a bool is not a batch size
+        with pytest.raises(KokubanError) as err:
+            Overheads(graph_max_batch=bad)
+        assert err.value.field == "graph_max_batch"
 
 
 def test_the_engine_applies_the_launch_floor_and_event_skipping_agrees():

@@ -218,8 +218,8 @@ def cmd_report(args: argparse.Namespace) -> int:
                "per_type_pooled": result["per_type_pooled"],
                "all_types": {k: result["all_types"][k] for k in keys},
                "flash_attention": result["flash_attention"],
-               "median_statistic": {t: c["phases"] for t, c in median["per_type"].items()}
-               | {"pooled": median["per_type_pooled"]}}
+               "median_statistic": {t: c["phases"] for t, c in median["per_type"].items()},
+               "median_statistic_pooled": median["per_type_pooled"]}
     (out / "llamacpp-report.json").write_text(json.dumps(summary, indent=1) + "\n")
     with open(out / "llamacpp.csv", "w", newline="") as fh:
         cols = ["id", "model", "gguf_type", "regime", "tokens", "depth", "batch", "held_out", "path", "best_s",

@@ -206,7 +206,8 @@ def serving_accuracy(**kw: Any) -> None:
     from kokuban.usecases.serving import ServingAccuracyRequest, run_serving_accuracy
 
     kw["files"] = kw.pop("measurements_file")  # the request's field
-    result = run_serving_accuracy(request(ServingAccuracyRequest, kw))
+    with progress_bar("serving-accuracy", "replay") as progress:
+        result = run_serving_accuracy(request(ServingAccuracyRequest, kw), progress=progress)
     if kw["as_json"]:
         emit_json(result.as_dict())
     else:

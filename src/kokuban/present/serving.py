@@ -129,7 +129,7 @@ def knee_summary_line(summary: dict[str, Any]) -> str:
     ratio = "—" if summary["median_ratio"] is None else f"{summary['median_ratio']:.2f}×"
     return (f"TTFT knee ({KNEE_FACTOR:g} × the lowest load's TTFT) in {summary['families']} load sweeps: both knees "
             f"reached in {summary['both_reached']}, predicted / measured knee load median {ratio}; both between the "
-            f"same two measured loads in {summary['same_interval']} of {summary['families']} (the sweeps mix "
+            f"same two measured loads in {summary['same_interval']} of {summary['both_reached']} (the sweeps mix "
             f"training and held-out rows: not a held-out figure)")
 
 

@@ -74,10 +74,12 @@ class Overheads:
             value = getattr(self, name)
             if not (np.isfinite(value) and value >= 0):
                 raise KokubanError(f"must be a finite number ≥ 0 s, got {value!r}", field=name, value=value)
-        if not (isinstance(self.stream_tokens, int) and self.stream_tokens >= 1):
+        if not (isinstance(self.stream_tokens, int) and not isinstance(self.stream_tokens, bool)
+                and self.stream_tokens >= 1):
             raise KokubanError(f"must be an integer ≥ 1, got {self.stream_tokens!r}", field="stream_tokens",
                                value=self.stream_tokens)
-        if not (isinstance(self.graph_max_batch, int) and self.graph_max_batch >= 0):
+        if not (isinstance(self.graph_max_batch, int) and not isinstance(self.graph_max_batch, bool)
+                and self.graph_max_batch >= 0):
             raise KokubanError(f"must be an integer ≥ 0, got {self.graph_max_batch!r}", field="graph_max_batch",
                                value=self.graph_max_batch)
 

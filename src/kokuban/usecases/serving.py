@@ -13,6 +13,7 @@ from typing import Annotated
 from pydantic import Field, field_validator
 
 from kokuban.errors import KokubanError
+from kokuban.progress import Progress
 from kokuban.usecases.request import Dtype, EfficiencyRequest, Name
 from kokuban.validation.serving import ServingAccuracy, ServingRow
 
@@ -75,17 +76,19 @@ class ServingAccuracyRequest(EfficiencyRequest):
         return rows
 
 
-def run_serving_accuracy(request: ServingAccuracyRequest) -> ServingAccuracy:
+def run_serving_accuracy(request: ServingAccuracyRequest, *, progress: Progress | None = None) -> ServingAccuracy:
     """The error by metric and by engine (`validation.serving.serving_accuracy`): the bundled rows split by
-    hash of id, or the request's files, all of them held out."""
+    hash of id, or the request's files, all of them held out. `progress(done, total)` follows the refit's grid
+    search (when asked for), then the rows replayed."""
     from kokuban.validation.serving import fit_overheads, load_serving_results, serving_accuracy, split
 
     eff = request.efficiency_spec() if request.efficiency_given() else None  # None: each engine's own
     if not request.files:
-        return serving_accuracy(refit=request.refit, efficiency=eff)
+        return serving_accuracy(refit=request.refit, efficiency=eff, progress=progress)
     rows = request.user_rows()
     if not request.refit:
-        return serving_accuracy(rows, split_rows=False, efficiency=eff)
+        return serving_accuracy(rows, split_rows=False, efficiency=eff, progress=progress)
     bundled = load_serving_results()
-    fit = fit_overheads([r for r, held in zip(bundled, split(bundled), strict=True) if not held], eff)
-    return serving_accuracy(rows, split_rows=False, fit=fit, efficiency=eff)
+    fit = fit_overheads([r for r, held in zip(bundled, split(bundled), strict=True) if not held], eff,
+                        progress=progress)
+    return serving_accuracy(rows, split_rows=False, fit=fit, efficiency=eff, progress=progress)

@@ -1152,11 +1152,6 @@ def analyse(record: dict[str, Any], accelerator_entry: dict[str, Any], *, statis
             predicted[i] = (pr["predicted_before"], pr["predicted_after"],
                             flat_fits[gguf_type]["rows"][k]["predicted_after"] if flat else float("nan"))
     joint = fitted(rows, held, "curve")
-    # every type's held-out rows under its own fit, pooled: the error of the per-type calibration as one figure
-    pooled = [(pr["measured"], pr["predicted_after"], phase(r.regime)) for t, cal in per_type.items()
-              for r, pr in zip([r for r in rows if r.gguf_type == t], cal["rows"], strict=True) if pr["held_out"]]
-    per_type_pooled = error_summary([m for m, _, _ in pooled], [p for _, p, _ in pooled],
-                                    groups=[g for _, _, g in pooled]) if pooled else {}
     out_rows = []
     for i, r in enumerate(rows):
         if i not in predicted:
@@ -1166,6 +1161,11 @@ def analyse(record: dict[str, Any], accelerator_entry: dict[str, Any], *, statis
                          "path": matmul_path(step_tokens(r.kind, r.tokens, r.batch)), "predicted_default_s": before,
                          "predicted_fit_s": after, "predicted_flat_s": flat_after,
                          "predicted_joint_s": joint["rows"][i]["predicted_after"]})
+    # every type's held-out rows under its own fit, pooled: the error of the per-type calibration as one figure
+    pooled = [r for r in out_rows if r["held_out"]]
+    per_type_pooled = error_summary([r["best_s" if statistic == "best" else "median_s"] for r in pooled],
+                                    [r["predicted_fit_s"] for r in pooled],
+                                    groups=[phase(r["regime"]) for r in pooled]) if pooled else {}
     return {"statistic": statistic, "per_type": per_type, "per_type_pooled": per_type_pooled, "flat": flat_fits,
             "all_types": joint, "rows": out_rows,
             "skipped": skipped, "flash_attention": None if attention is None else asdict(attention)}

@@ -65,6 +65,7 @@ from typing import Any
 import numpy as np
 
 from kokuban.errors import KokubanError
+from kokuban.progress import Progress, tick
 from kokuban.specs.hardware import Efficiency
 from kokuban.validation.knee import KNEE_FACTOR, Knee, ttft_knee
 
@@ -167,7 +168,7 @@ def _check_row(row: ServingRow, where: str) -> None:
         raise KokubanError(f"{where}: intake_s must be a finite number ≥ 0 seconds, got {intake!r}", field="intake_s",
                            value=intake)
     frac = row.memory_fraction
-    if frac is not None and not (isinstance(frac, int | float) and 0 < frac <= 1):
+    if frac is not None and not (isinstance(frac, int | float) and not isinstance(frac, bool) and 0 < frac <= 1):
         raise KokubanError(f"{where}: memory_fraction must be a number in (0, 1], got {frac!r}",
                            field="memory_fraction", value=frac)
     if not row.measured:
@@ -458,6 +459,7 @@ class _StepSearch:
     grids: dict[str, tuple[float, ...]]
     losses: dict[tuple[tuple[str, float], ...], float] = field(default_factory=dict)
     passes: int = 0
+    progress: Progress | None = None  # (points replayed, those + the ones the current scan still needs)
 
     def loss(self, point: Mapping[str, float]) -> float:
         key = tuple(sorted((k, v) for k, v in point.items() if k != "front_end_s"))  # replayed without it
@@ -465,12 +467,26 @@ class _StepSearch:
             self.losses[key] = _step_loss(self.rows, point, self.efficiency)
         return self.losses[key]
 
+    def scan(self, points: Sequence[Mapping[str, float]]) -> list[float]:
+        """`loss` of each point, reporting to `progress` after each new one: replayed so far, of so far + the
+        scan's points still to replay (a grid search has no total known in advance: each scan is a stage)."""
+        keys = {tuple(sorted((k, v) for k, v in pt.items() if k != "front_end_s")) for pt in points}
+        todo = len(keys - self.losses.keys())
+        out = []
+        for pt in points:
+            before = len(self.losses)
+            out.append(self.loss(pt))
+            if len(self.losses) > before:
+                todo -= 1
+                tick(self.progress, len(self.losses), len(self.losses) + todo)
+        return out
+
     def best(self, got: Mapping[str, float], name: str) -> float:
         """The grid value of `name` with the least loss, the others at `got`; the grid extended (and kept so
         for the next passes) while the best sits at an edge short of its bound. Ties: the lowest value."""
         while True:
             grid = self.grids[name]
-            losses = [self.loss(dict(got) | {name: v}) for v in grid]
+            losses = self.scan([dict(got) | {name: v} for v in grid])
             best = int(np.argmin(losses))
             wider = _extended(grid, best, FIT_BOUNDS[name])
             if wider == grid:
@@ -493,7 +509,7 @@ class _StepSearch:
                             points.append(dict(got) | {a: self.grids[a][ia], b: self.grids[b][ib]})
         if not points:
             return None
-        losses = [self.loss(p) for p in points]
+        losses = self.scan(points)
         best = int(np.argmin(losses))
         return points[best] if losses[best] < self.loss(got) else None
 
@@ -555,14 +571,16 @@ def _fit_ttft_line(rows: Sequence[ServingRow], got: dict[str, float], pins: list
         pins.append("front_end_s")
 
 
-def fit_overheads(train: Sequence[ServingRow], efficiency: Efficiency | None = None) -> OverheadFit:
+def fit_overheads(train: Sequence[ServingRow], efficiency: Efficiency | None = None, *,
+                  progress: Progress | None = None) -> OverheadFit:
     """Fit the overhead terms per engine on `train` only (see the module docstring), the step model at
     `efficiency`: the step terms from `FIT_START` to convergence, then the TTFT line, then both again while the
     line's per-token term moves the step terms. The result does not depend on the profile's shipped overheads
     (only an engine with too few rows for a term group keeps the profile's values for it). A step term whose
     best value is its `FIT_BOUNDS` bound keeps the bound value, reported in `at_bound` and not pinned: keeping
     the profile's value instead would make the fit depend on what the profile ships again, and the bound is the
-    best the search range offers; the term then stands for more than an overhead (a missing effect)."""
+    best the search range offers; the term then stands for more than an overhead (a missing effect).
+    `progress(points replayed, those + the current scan's rest)` follows the grid search (`_StepSearch.scan`)."""
     from kokuban.sim.profiles import Overheads, load_profile
 
     values: dict[str, dict[str, float]] = {}
@@ -584,7 +602,7 @@ def fit_overheads(train: Sequence[ServingRow], efficiency: Efficiency | None = N
         got |= {"per_token_s": 0.0 if len(ttft_rows) >= MIN_FIT_ROWS else over.per_token_s,
                 "front_end_s": float(over.front_end_s)}
         pins: list[str] = []
-        search = _StepSearch(step_rows, efficiency, _step_grids(step_rows))
+        search = _StepSearch(step_rows, efficiency, _step_grids(step_rows), progress=progress)
         converged[engine] = True
         for round_ in range(FIT_ROUNDS):
             before = {k: got[k] for k in STEP_TERMS}
@@ -640,7 +658,7 @@ def _sweep_key(row: ServingRow) -> tuple:
     return (row.source.get("key"), row.engine, row.engine_version, row.model, row.gpu, row.gpus, row.layout,
             row.weights, row.kv, str(row.input_tokens), str(row.output_tokens), row.load, kind,
             row.concurrency if kind == "rate" else None, row.kv_blocks, row.max_num_batched_tokens,
-            row.measurement_window_s, row.intake_s)
+            row.measurement_window_s, row.intake_s, row.memory_fraction)
 
 
 def _family_name(ids: Sequence[str]) -> str:
@@ -729,11 +747,12 @@ def knee_comparisons(results: Sequence[RowResult]) -> tuple[KneeComparison, ...]
 
 
 def knee_summary(knees: Sequence[KneeComparison]) -> dict[str, Any]:
-    """How many families, how many have both knees reached, how many put both in the same interval of measured
-    loads, and the median predicted / measured knee ratio over those with both (None when none has)."""
+    """How many families, how many have both knees reached, how many of those put both in the same interval of
+    measured loads (two knees not reached are not counted as agreeing), and the median predicted / measured knee
+    ratio over those with both (None when none has)."""
     ratios = [k.ratio for k in knees if k.ratio is not None]
     return {"families": len(knees), "both_reached": len(ratios),
-            "same_interval": sum(k.same_interval for k in knees),
+            "same_interval": sum(k.same_interval for k in knees if k.ratio is not None),
             "median_ratio": float(np.median(ratios)) if ratios else None}
 
 
@@ -766,20 +785,23 @@ class ServingAccuracy:
 
 
 def serving_accuracy(rows: Sequence[ServingRow] | None = None, *, refit: bool = False, split_rows: bool = True,
-                     fit: OverheadFit | None = None, efficiency: Efficiency | None = None) -> ServingAccuracy:
+                     fit: OverheadFit | None = None, efficiency: Efficiency | None = None,
+                     progress: Progress | None = None) -> ServingAccuracy:
     """Score `rows` (default: the bundled set). `split_rows`: the hash split decides held_out (else every row
     is held out, as for a user's own files, which the fit never sees). `refit`: fit the overheads on the
     training rows first (`fit_overheads`) and score every row with the fitted values; `fit`: score with these
     fitted values (fitted elsewhere, e.g. on the bundled rows for a user's files); `efficiency`: the step model's
-    fractions for every row (default: each engine's own, `EngineProfile.base_efficiency`)."""
+    fractions for every row (default: each engine's own, `EngineProfile.base_efficiency`); `progress(done,
+    total)`: the fit's search (`fit_overheads`), then the rows scored."""
     rows = list(load_serving_results() if rows is None else rows)
     held = split(rows) if split_rows else np.ones(len(rows), bool)
     if refit:
-        fit = fit_overheads([r for r, h in zip(rows, held, strict=True) if not h], efficiency)
+        fit = fit_overheads([r for r, h in zip(rows, held, strict=True) if not h], efficiency, progress=progress)
     results = []
-    for row, h in zip(rows, held, strict=True):
+    for i, (row, h) in enumerate(zip(rows, held, strict=True)):
         over = dict(fit.values.get(row.engine, {})) if fit else None
         results.append(RowResult(row, replay(row, over, efficiency), bool(h)))
+        tick(progress, i + 1, len(rows))
     return ServingAccuracy(tuple(results), fit)
 
 

@@ -53,8 +53,10 @@ def sglang_admits(free_tokens: int, prompt_tokens: int, left: np.ndarray, occupi
 
     (the code's `decode_steps = self.req_states[i + 1][0] if i + 1 < len(self.req_states) else tokens_left`:
     each request still decoding needs D_i more tokens once the i − 1 shortest have finished and freed what
-    they hold). Requests with nothing left (L ≤ 0) are left out, as SGLang leaves them out. A stable sort, the
-    candidate first among equals (SGLang inserts it before the first equal)."""
+    they hold). Requests with nothing left (L ≤ 0) are left out, as SGLang leaves them out. `left[0]` and
+    `occupied[0]` are the candidate's: the stable sort keeps it first among equals (SGLang inserts it before the
+    first equal). Left out: SGLang's `insert_sort` puts a later candidate of the same step that is the longest
+    before the last entry rather than after it (a quirk of its loop), which this sort does not reproduce."""
     keep = left > 0
     left, occupied = left[keep], occupied[keep]
     k = left.size
@@ -115,28 +117,33 @@ class SGLang(PrefillFirst):
             decoding = ~((e.gen[:n0] == 0) | (e.known[:n0] - e.comp[:n0] > 1))
             running_left = (e.out[:n0] - e.gen[:n0])[decoding]
 
+            def spent(n_now: int) -> bool:
+                """SGLang's budget_state after this step's admissions: NO_TOKEN (the budget is used up)."""
+                done = np.concatenate([~decoding, np.ones(n_now - n0, bool)])
+                done &= e.comp[:n_now] + e.sched[:n_now] >= e.known[:n_now]
+                out = int(np.minimum(e.out[:n_now], CLIP_MAX_NEW_TOKENS)[done].sum())
+                free = e.free_tokens()
+                return free <= 0 or sglang_budget_left(free, self.ratio, running_left, out) <= 0
+
             def gate(r: int) -> bool:
                 n_now = e.n
                 if n_now == 0:  # alone in the engine: admitted (the pool was checked to hold every request)
                     return True
-                free = e.free_tokens()
-                if n_now > n0:  # budget_state after the previous admission (the first is not checked against it)
-                    done = np.concatenate([~decoding, np.ones(n_now - n0, bool)])
-                    done &= e.comp[:n_now] + e.sched[:n_now] >= e.known[:n_now]
-                    out = int(np.minimum(e.out[:n_now], CLIP_MAX_NEW_TOKENS)[done].sum())
-                    if free <= 0 or sglang_budget_left(free, self.ratio, running_left, out) <= 0:
-                        refused.append(r)
-                        return False
+                if n_now > n0 and spent(n_now):  # after the previous admission (the first is not checked)
+                    refused.append(r)
+                    return False
                 prompt, output, generated = e.request_tokens(r)
-                left = np.append(e.out[:n_now] - e.gen[:n_now], output - generated)
-                occupied = np.append(e.known[:n_now], prompt + generated)
-                if not sglang_admits(free, prompt, left, occupied):
+                left = np.concatenate([[output - generated], e.out[:n_now] - e.gen[:n_now]])  # the candidate first
+                occupied = np.concatenate([[prompt + generated], e.known[:n_now]])
+                if not sglang_admits(e.free_tokens(), prompt, left, occupied):
                     refused.append(r)
                     return False
                 return True
 
             e.tokens += e.admit_waiting(e.budget - e.tokens, t, "prompt", gate=gate)
-            if refused or e.n >= self.cfg.max_num_seqs:
+            # batch_is_full: admission refused, the running cap reached, or the last admission spent the budget
+            # (SGLang's budget_state says NO_TOKEN right after it, whether or not anyone is still waiting)
+            if refused or e.n >= self.cfg.max_num_seqs or (e.n > n0 and spent(e.n)):
                 self.full_at = e.n
         return e.tokens > 0
 
