@@ -94,6 +94,25 @@ def test_fit_recovers_known_efficiency():
     assert loss < 1e-4
 
 
+def test_robust_losses_by_hand():
+    """Huber on r = |ln(predicted ÷ measured)| with corner 0.1: r²/2 inside, 0.1·(r − 0.05) beyond."""
+    from kokuban.validation.calibrate import LOSSES, log_abs_loss, log_huber_loss, log_loss
+
+    assert set(LOSSES) == {"log_squared", "log_huber", "log_abs"}
+    near, far = np.array([1.05]), np.array([np.e ** 0.6])  # r = ln 1.05 = 0.04879; r = 0.6
+    assert log_huber_loss(near, np.array([1.0])) == pytest.approx(0.5 * 0.048790**2, rel=1e-4)
+    assert log_huber_loss(far, np.array([1.0])) == pytest.approx(0.1 * 0.55, rel=1e-9)
+    assert log_abs_loss(np.array([2.0, 0.5]), np.array([1.0, 1.0])) == pytest.approx(0.693147, rel=1e-5)
+    # the docstring's weights: a row 80 % off (r = ln 1.8 = 0.5878) against rows 10 % off (r = ln 1.1 = 0.09531)
+    heavy, light = np.array([1.8]), np.array([1.1])
+    one = np.array([1.0])
+    assert log_loss(heavy, one) / log_loss(light, one) == pytest.approx(0.5878**2 / 0.09531**2, rel=1e-3)  # ≈ 38
+    assert log_huber_loss(heavy, one) / log_huber_loss(light, one) == pytest.approx(
+        0.1 * (0.5878 - 0.05) / (0.5 * 0.09531**2), rel=1e-3)  # ≈ 11.8
+    assert 37 < log_loss(heavy, one) / log_loss(light, one) < 39
+    assert 11 < log_huber_loss(heavy, one) / log_huber_loss(light, one) < 13
+
+
 def test_validate_errors_are_one_line(capsys):
     assert main(["validate", "--model", "mixtral-8x7b", "--layers", "1"]) == 2
     err = capsys.readouterr().err.strip()
