@@ -89,9 +89,14 @@ def decode_params(z: np.ndarray, base: Efficiency, params: Sequence[str]) -> Eff
     return base.updated(**changes)
 
 
+def _log_ratio(predicted: np.ndarray, measured: np.ndarray) -> np.ndarray:
+    """ln(predicted ÷ measured), row by row: the error every loss below is a function of."""
+    return np.log(np.asarray(predicted) / np.asarray(measured))
+
+
 def log_loss(predicted: np.ndarray, measured: np.ndarray) -> float:
     """mean(ln(predicted ÷ measured)²): the shipped fits' loss."""
-    return float(np.mean(np.log(np.asarray(predicted) / np.asarray(measured)) ** 2))
+    return float(np.mean(_log_ratio(predicted, measured) ** 2))
 
 
 #: The Huber loss's corner on |ln(predicted ÷ measured)|: 0.1 ≈ a 10 % error, the issue's median bar.
@@ -101,14 +106,14 @@ HUBER_DELTA = 0.1
 def log_huber_loss(predicted: np.ndarray, measured: np.ndarray) -> float:
     """mean of r²/2 for r ≤ δ, δ(r − δ/2) beyond, r = |ln(predicted ÷ measured)|, δ = `HUBER_DELTA`: quadratic
     near the fit, linear in the tails, so a row 80 % off weighs as much as ~12 rows 10 % off instead of ~38."""
-    r = np.abs(np.log(np.asarray(predicted) / np.asarray(measured)))
+    r = np.abs(_log_ratio(predicted, measured))
     d = HUBER_DELTA
     return float(np.mean(np.where(r <= d, 0.5 * r * r, d * (r - 0.5 * d))))
 
 
 def log_abs_loss(predicted: np.ndarray, measured: np.ndarray) -> float:
     """mean(|ln(predicted ÷ measured)|): the median-fitting loss (not smooth; Nelder–Mead copes, slowly)."""
-    return float(np.mean(np.abs(np.log(np.asarray(predicted) / np.asarray(measured)))))
+    return float(np.mean(np.abs(_log_ratio(predicted, measured))))
 
 
 Loss = Callable[[np.ndarray, np.ndarray], float]
