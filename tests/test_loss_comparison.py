@@ -34,3 +34,14 @@ def test_the_docs_table_rows_are_the_reports():
         label = f"{name} (shipped)" if name == "log_squared" else name
         row = f"| {label} | {_figures(profiles['default'])} | {_figures(profiles['scalar'])} |"
         assert row in doc, row
+
+
+def test_the_readme_quotes_the_training_medians():
+    def train_median(loss: str, profile: str) -> str:
+        seeds = json.loads(REPORTS[loss].read_text())["profiles"][profile]["per_seed"]
+        return f"{100 * sum(s['train_median_abs_error'] for s in seeds) / len(seeds):.2f} %"
+
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    for profile in ("default", "scalar"):
+        quoted = f"{train_median('log_huber', profile)} against {train_median('log_squared', profile)}"
+        assert quoted in readme, quoted
