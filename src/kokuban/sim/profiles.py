@@ -242,7 +242,6 @@ class OverheadStepModel:
         self.base, self.per_seq_s, self.per_token_s = base, float(overheads.per_seq_s), float(overheads.per_token_s)
         self.fixed_s = float(overheads.per_layer_s) * int(layers)
         self.overheads, self.layers = overheads, int(layers)
-        self.launch = overheads.eager_per_layer_s > 0
 
     def extra_s(self, tokens: int, heads: int) -> float:
         """per_seq_s·heads + per_token_s·tokens + per_layer_s·layers."""
@@ -259,14 +258,12 @@ class OverheadStepModel:
 
     def seconds(self, tokens: int, heads: int, attn_s: float, kv_s: float) -> float:
         step_s = self.base.seconds(tokens, heads, attn_s, kv_s) + self.extra_s(tokens, heads)
-        if not self.launch:
-            return step_s
         return float(launch_bound_s(step_s, self.layers, heads, tokens == heads, self.overheads))
 
     def decode_run_s(self, ctx: np.ndarray) -> np.ndarray:
         n = int(ctx.shape[1])  # every request of a decode step is one token and one sampled sequence
         step_s = self.base.decode_run_s(ctx) + self.extra_s(n, n)
-        return launch_bound_s(step_s, self.layers, n, True, self.overheads) if self.launch else step_s
+        return launch_bound_s(step_s, self.layers, n, True, self.overheads)
 
 
 class FrontEndClient:

@@ -461,8 +461,13 @@ class _StepSearch:
     passes: int = 0
     progress: Progress | None = None  # (points replayed, those + the ones the current scan still needs)
 
+    @staticmethod
+    def key(point: Mapping[str, float]) -> tuple[tuple[str, float], ...]:
+        """A point's cache key: its step terms (the step rows are replayed without front_end_s)."""
+        return tuple(sorted((k, v) for k, v in point.items() if k != "front_end_s"))
+
     def loss(self, point: Mapping[str, float]) -> float:
-        key = tuple(sorted((k, v) for k, v in point.items() if k != "front_end_s"))  # replayed without it
+        key = self.key(point)
         if key not in self.losses:
             self.losses[key] = _step_loss(self.rows, point, self.efficiency)
         return self.losses[key]
@@ -470,8 +475,7 @@ class _StepSearch:
     def scan(self, points: Sequence[Mapping[str, float]]) -> list[float]:
         """`loss` of each point, reporting to `progress` after each new one: replayed so far, of so far + the
         scan's points still to replay (a grid search has no total known in advance: each scan is a stage)."""
-        keys = {tuple(sorted((k, v) for k, v in pt.items() if k != "front_end_s")) for pt in points}
-        todo = len(keys - self.losses.keys())
+        todo = len({self.key(pt) for pt in points} - self.losses.keys())
         out = []
         for pt in points:
             before = len(self.losses)

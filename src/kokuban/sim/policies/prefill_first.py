@@ -30,12 +30,18 @@ class PrefillFirst:
         return None
 
 
+def prefilling_rows(e: EngineView, n: int) -> np.ndarray:
+    """Which of the first n running requests are still in their prompt: no token sampled yet, or more than one
+    token to compute (a decode computes exactly one)."""
+    return (e.gen[:n] == 0) | (e.known[:n] - e.comp[:n] > 1)
+
+
 def prefill_or_decode(e: EngineView, t: float, *, admit: bool) -> bool:
     """A prefill step if any running prefill can run (else, with `admit`, one of waiting requests' prompts,
     reserving blocks for the whole prompt), else a decode step of every running request."""
     n = e.n
     need = e.known[:n] - e.comp[:n]
-    prefilling = (e.gen[:n] == 0) | (need > 1)
+    prefilling = prefilling_rows(e, n)
     if np.count_nonzero(prefilling):
         if e.allocate(e.fill(np.where(prefilling, need, 0))):
             e.tokens = int(e.sched[: e.n].sum())

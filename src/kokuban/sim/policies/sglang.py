@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from kokuban.sim.policies.base import EngineView, SchedulerLimits
-from kokuban.sim.policies.prefill_first import PrefillFirst
+from kokuban.sim.policies.prefill_first import PrefillFirst, prefilling_rows
 
 #: SGLang 0.4.0.post1 (`global_config.py`, `schedule_policy.py`): SGLANG_INIT_NEW_TOKEN_RATIO 0.7,
 #: SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR 0.14, SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS 600,
@@ -94,7 +94,7 @@ class SGLang(PrefillFirst):
         if e.n == 0:
             self.ratio = INIT_NEW_TOKEN_RATIO  # idle: SGLang resets the ratio
         n = e.n
-        if e.n == 0 or np.count_nonzero((e.gen[:n] == 0) | (e.known[:n] - e.comp[:n] > 1)):
+        if e.n == 0 or np.count_nonzero(prefilling_rows(e, n)):
             self.full_at = None  # an empty batch, or a prompt being chunked: SGLang clears batch_is_full
         ran = (self.full_at is None and self._prefill(e, t)) or self._decode(e)
         self.steps_seen = e.steps() + ran
@@ -106,7 +106,7 @@ class SGLang(PrefillFirst):
         or by the running cap sets batch_is_full (`full_at`): no prefill is tried again until a request finished."""
         n = e.n
         need = e.known[:n] - e.comp[:n]
-        prefilling = (e.gen[:n] == 0) | (need > 1)
+        prefilling = prefilling_rows(e, n)
         e.sched[:n] = 0
         e.tokens = 0
         if np.count_nonzero(prefilling):
@@ -114,7 +114,7 @@ class SGLang(PrefillFirst):
                 e.tokens = int(e.sched[: e.n].sum())
         if e.waiting and e.tokens < e.budget:
             n0, refused = e.n, []
-            decoding = ~((e.gen[:n0] == 0) | (e.known[:n0] - e.comp[:n0] > 1))
+            decoding = ~prefilling_rows(e, n0)
             running_left = (e.out[:n0] - e.gen[:n0])[decoding]
 
             def spent(n_now: int) -> bool:
