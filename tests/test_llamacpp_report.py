@@ -89,7 +89,8 @@ def test_docs_prose_numbers_match_committed_report():
             ("llama2-h1024-L4", "llama2-h1536-L6", "llama3.2-1b-L4")]
     assert f"Q4_K_M {bits[0]:.3f}, {bits[1]:.3f} and {bits[2]:.3f} bits" in text
     train = sorted(report["per_type"][t]["train_rows"] for t in fractions)
-    assert f"The fit sees {train[0]}–{train[-1]} rows" in text
+    assert (f"The fit sees {train[0]} rows per type" if train[0] == train[-1]
+            else f"The fit sees {train[0]}–{train[-1]} rows") in text
 
 
 def test_readme_numbers_match_committed_report():
@@ -157,3 +158,41 @@ def test_pooled_per_type_figures_are_the_csv_rows():
         assert pooled["count"] == len(errs)
         on_median.append(100 * pooled["median_abs_error"])
     assert "judged on the median repetition instead of the fastest, {:.1f} % and {:.1f} %".format(*on_median) in docs
+
+
+def test_repeat_pass_figures_are_its_report():
+    """The second pass (validation/cpu/repeat/): the per-type medians the docs quote are its own report's, README's
+    worst cell is their maximum, and the between-pass differences the docs quote are recomputed here from the two
+    CSVs: |fastest repetition of pass 1 ÷ that of pass 2 − 1| per test, median and p90 (numpy's linear percentile),
+    over every test, the generation rows (regime ending in tg) and the prompt rows."""
+    import numpy as np
+
+    repeat = json.loads((CPU / "repeat" / "llamacpp-report.json").read_text())
+    docs = " ".join(_docs_section().split())
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    cells = []
+    quoted = []
+    for t in ("F16", "Q8_0", "Q4_0", "Q4_K_M"):
+        phases = repeat["per_type"][t]["phases"]["by_phase"]
+        decode, prefill = (100 * phases[p]["median_abs_error"] for p in ("decode", "prefill"))
+        cells += [decode, prefill]
+        quoted.append(f"{t} {decode:.1f} / {prefill:.1f} %")
+    assert "gives decode / prefill " + ", ".join(quoted) in docs
+    assert max(cells) < 15 and f"(worst cell {max(cells):.1f} %)" in readme
+
+    def best(path: Path) -> dict[str, tuple[str, float]]:
+        with open(path) as fh:
+            return {r["id"]: (r["regime"], float(r["best_s"])) for r in csv.DictReader(fh)}
+
+    first, second = best(CPU / "llamacpp.csv"), best(CPU / "repeat" / "llamacpp.csv")
+    assert first.keys() == second.keys()
+
+    def median_p90(keep) -> tuple[str, str]:
+        d = np.array([abs(first[k][1] / second[k][1] - 1) for k in first if keep(first[k][0])])
+        return f"{100 * np.median(d):.1f}", f"{100 * np.percentile(d, 90):.1f}"
+
+    every = median_p90(lambda r: True)
+    gen = median_p90(lambda r: r.endswith("tg"))
+    prompt = median_p90(lambda r: not r.endswith("tg"))
+    assert (f"differs by {every[0]} % median, {every[1]} % p90 (generation {gen[0]} / {gen[1]} %, "
+            f"prompts {prompt[0]} / {prompt[1]} %") in docs

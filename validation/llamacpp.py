@@ -3,7 +3,7 @@
     python validation/llamacpp.py measure --bin DIR --work DIR --raw validation/cpu/llamacpp.json
     python validation/llamacpp.py report --raw validation/cpu/llamacpp.json --probe validation/cpu/probe.toml \
         --out-dir validation/cpu     (these are report's defaults: `python validation/llamacpp.py report` alone
-                                      regenerates the committed report from the committed record, 4–10 minutes)
+                                      regenerates the committed report from the committed record, ~18 min)
 
 `measure` writes the raw record (every repetition's seconds, the command lines, the files' tensor types, the
 load average around each run); `report` re-predicts from it, so the analysis can be rerun without measuring.

@@ -5,7 +5,8 @@
 # Writes validation/cpu/llamacpp.json (raw: every repetition, command lines, llama.cpp commit, date, machine),
 # llamacpp.csv, llamacpp.txt and llamacpp-report.json (or under $1). Needs probe.toml from validation/cpu.sh,
 # the `gguf` package (pip install 'kokuban[llamacpp]'), cmake and a C++ compiler when the tools must be built.
-# About 30-40 minutes of building on 2 cores and 10-35 minutes of benchmarks (longer on a busy machine).
+# On 2 quiet cores (2026-12-04): under 5 minutes of building and about 8 minutes of benchmarks (268 s of them in
+# llama-bench); on a busy machine 16-32 minutes of building and up to the budget retrying disturbed tests.
 # Environment: LLAMA_CPP_BIN (folder with the three tools; default: build them), LLAMA_WORK (build and model
 # folder, default /tmp/kokuban-llamacpp; the GGUF files take ~6 GB), PYTHON (default: python3), BUDGET_S.
 set -euo pipefail
@@ -29,7 +30,10 @@ if [ -z "$BIN" ]; then
     nice -n 19 cmake --build "$WORK/build" -j2 --target llama-bench llama-batched-bench llama-quantize
   fi
 fi
-COMMIT=$(git -C "$WORK/llama_cpp_python-$VERSION/vendor/llama.cpp" log -1 --format='%H %cI' 2>/dev/null || echo unknown)
+# the sdist carries no git history: the commit of 0.3.36's vendored llama.cpp (its submodule pin) is written here
+PINNED="0c1e57098bba43ac29e6e3b677cdceebdd22334f 2026-10-01T11:11:48+09:00"
+COMMIT=$(git -C "$WORK/llama_cpp_python-$VERSION/vendor/llama.cpp" log -1 --format='%H %cI' 2>/dev/null \
+  || { [ "$VERSION" = 0.3.36 ] && [ -z "${LLAMA_CPP_BIN:-}" ] && echo "$PINNED"; } || echo unknown)
 # 2. models, quantization and the benchmarks (2 threads, niced): each test is its own llama-bench run, started when
 #    the machine is quiet and kept only if other processes used <= 0.15 cores meanwhile; disturbed tests are run
 #    again until every test has a quiet run or $BUDGET_S seconds have passed (what never got one is listed)
