@@ -25,11 +25,13 @@ def _pct(cell: str) -> float:
     return float(cell.strip().strip("*").rstrip("%").strip()) / 100
 
 
-def test_report_files_agree():
-    raw = json.loads((CPU / "llamacpp.json").read_text())
-    rows = list(csv.DictReader(open(CPU / "llamacpp.csv")))
+@pytest.mark.parametrize("folder", [CPU, CPU / "repeat"], ids=["record", "repeat"])
+def test_report_files_agree(folder: Path):
+    raw = json.loads((folder / "llamacpp.json").read_text())
+    rows = list(csv.DictReader(open(folder / "llamacpp.csv")))
     assert len(rows) == len(raw["rows"]) > 0
-    assert "0c1e570" in (CPU / "llamacpp.txt").read_text() and raw["date"]
+    assert "0c1e570" in (folder / "llamacpp.txt").read_text() and raw["date"]
+    assert raw["plan"] == json.loads((CPU / "llamacpp.json").read_text())["plan"]  # the repeat is the same plan
     for run in raw["runs"] + raw.get("attempts", []):
         assert run.get("command") or run.get("commands")  # every run keeps its command line
     assert all(a["others_cores"] <= raw["max_others_cores"] for a in raw["attempts"] if a["kept"])
@@ -169,6 +171,8 @@ def test_repeat_pass_figures_are_its_report():
 
     repeat = json.loads((CPU / "repeat" / "llamacpp-report.json").read_text())
     docs = " ".join(_docs_section().split())
+    attempts = json.loads((CPU / "repeat" / "llamacpp.json").read_text())["attempts"]
+    assert f"{sum(a['kept'] for a in attempts)} of {len(attempts)} runs kept)" in docs
     readme = " ".join((ROOT / "README.md").read_text().split())
     cells = []
     quoted = []
