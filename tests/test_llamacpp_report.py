@@ -200,3 +200,70 @@ def test_repeat_pass_figures_are_its_report():
     prompt = median_p90(lambda r: not r.endswith("tg"))
     assert (f"differs by {every[0]} % median, {every[1]} % p90 (generation {gen[0]} / {gen[1]} %, "
             f"prompts {prompt[0]} / {prompt[1]} %") in docs
+
+
+def test_docs_record_figures_are_the_committed_rows():
+    """The prose figures the docs quote about the 2026-12-04 record, each recomputed here from the committed files:
+    flash-attention rates (both passes), the matmul rate by type (compute fraction × the probe's fp32 rate), what
+    depth 512 adds to the 1024-wide shape's 32-token prompt, the series not monotone in depth, batched-bench's
+    2-row ÷ 1-row generation step in the fitted shape, the held-out shape's batched generation errors, and how far
+    each per-type median moved between the passes."""
+    import tomllib
+
+    docs = " ".join(_docs_section().split())
+    report = json.loads(REPORT.read_text())
+    repeat = json.loads((CPU / "repeat" / "llamacpp-report.json").read_text())
+    fa, fa2 = report["flash_attention"], repeat["flash_attention"]
+    assert (f"**{fa['rows_flops_s'] / 1e9:.1f} GFLOP/s row by row, {fa['tiled_flops_s'] / 1e9:.1f} GFLOP/s tiled** "
+            f"({fa['pairs_fitted']} pairs; the repeat pass: {fa2['rows_flops_s'] / 1e9:.1f} and "
+            f"{fa2['tiled_flops_s'] / 1e9:.1f})") in docs
+    types = ("F16", "Q8_0", "Q4_0", "Q4_K_M")
+    peak = tomllib.loads((CPU / "probe.toml").read_text())["accelerator"][0]["flops_fp32"]
+    rates = [report["per_type"][t]["after"]["compute"] * peak / 1e9 for t in types]
+    assert f"({min(rates):.0f}–{max(rates):.0f} GFLOP/s here, by type)" in docs
+    with open(CPU / "llamacpp.csv") as fh:
+        rows = {r["id"]: r for r in csv.DictReader(fh)}
+
+    def best(case: str, t: str, test: str) -> float:
+        return float(rows[f"{case}/{t}/{test}"]["best_s"])
+
+    added = [1e3 * (best("llama2-h1024-L4", t, "pp32 @ d512") - best("llama2-h1024-L4", t, "pp32")) for t in types]
+    assert f"shape is {min(added):.1f}–{max(added):.1f} ms across the four types" in docs
+    held = [1e3 * (best(c, t, "pp32 @ d512") - best(c, t, "pp32")) for c in ("llama2-h1536-L6", "llama3.2-1b-L4")
+            for t in types]
+    assert f"({min(held):.0f}–{max(held):.0f} ms in the held-out shapes)" in docs
+    raw = json.loads((CPU / "llamacpp.json").read_text())
+    others = max(a["others_cores"] for a in raw["attempts"] if a["kept"])
+    assert f"the kept runs' others used ≤ {others:.2f} cores" in docs
+    # the F16 Llama-3.2 shape's tied LM head (128,256 × 2,048 F16 weights = 525,336,576 B) at the F16 fit's read rate
+    head_s = 128_256 * 2_048 * 2 / (report["per_type"]["F16"]["after"]["memory"] * tomllib.loads(
+        (CPU / "probe.toml").read_text())["accelerator"][0]["memory_bandwidth_bytes_per_s"])
+    assert f"(a 525 MB read in the F16 Llama-3.2 shape, about {1e3 * head_s:.0f} ms at the fitted read rate)" in docs
+    cases = ("llama2-h1024-L4", "llama2-h1536-L6", "llama2-h2048-L8", "llama3.2-1b-L4")
+    series = [[best(c, t, test + s) for s in ("", " @ d256", " @ d512")]
+              for c in cases for t in types for test in ("pp32", "pp128", "tg16")]
+    uneven = sum(not (a <= b <= c) for a, b, c in series)
+    assert f"{uneven} of the {len(series)} series" in docs
+
+    def step_ratio(t: str) -> float:
+        return best("llama2-h1024-L4", t, "batched-tg8-b2@d64") / best("llama2-h1024-L4", t, "batched-tg8-b1@d64")
+
+    q4 = sorted(step_ratio(t) for t in ("Q4_0", "Q4_K_M"))
+    assert (f"takes {q4[0]:.1f}–{q4[1]:.1f}× the 1-row step in Q4_0 and Q4_K_M (repacked GEMV), "
+            f"{step_ratio('F16'):.1f}× in F16 and {step_ratio('Q8_0'):.1f}× in Q8_0") in docs
+
+    def err(t: str, batch: int) -> float:
+        r = rows[f"llama2-h1536-L6/{t}/batched-tg8-b{batch}@d64"]
+        return 100 * (float(r["predicted_fit_s"]) / float(r["best_s"]) - 1)
+
+    def signed(x: float) -> str:
+        return f"{'−' if round(x) < 0 else '+'}{abs(round(x))}"
+
+    spans = [[err(t, b) for b in (2, 4, 8)] for t in types]
+    quoted = [f"{t} {signed(min(v))} to {signed(max(v))} %" for t, v in zip(types, spans, strict=True)]
+    assert f"{quoted[0]}, {quoted[1]}, {quoted[2]} and {quoted[3]}" in docs
+    assert max(abs(err(t, 1)) for t in types) <= 9 and "at batch 1 it is within 9 % in every type" in docs
+    moved = [abs(report["per_type"][t]["phases"]["by_phase"][p]["median_abs_error"]
+                 - repeat["per_type"][t]["phases"]["by_phase"][p]["median_abs_error"]) * 100
+             for t in types for p in ("decode", "prefill")]
+    assert f"moved by {min(moved):.1f}–{max(moved):.1f} points between passes" in docs

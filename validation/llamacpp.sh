@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 OUT_DIR=${1:-validation/cpu}
 WORK=${LLAMA_WORK:-/tmp/kokuban-llamacpp}
 PY=${PYTHON:-python3}
-VERSION=0.3.36  # llama-cpp-python's sdist vendors llama.cpp (commit 0c1e570 of 2026-10-01 for 0.3.36)
+VERSION=0.3.36  # llama-cpp-python's sdist vendors llama.cpp (for 0.3.36 the commit PINNED below)
 mkdir -p "$OUT_DIR" "$WORK/models"
 BIN=${LLAMA_CPP_BIN:-}
 if [ -z "$BIN" ]; then
