@@ -26,8 +26,12 @@ def _row(row_id: str):
     return next(r for r in load_published() if r.id == row_id)
 
 
-def test_dataset_has_48_rows():
-    assert len(load_published()) == 48
+def test_dataset_has_77_rows():
+    rows = load_published()
+    assert len(rows) == 77
+    by_metric = {m: sum(r.metric == m for r in rows) for m in ("output_tokens_per_s", "tokens_per_s_per_user",
+                                                              "time_to_first_token_s")}
+    assert by_metric == {"output_tokens_per_s": 56, "tokens_per_s_per_user": 11, "time_to_first_token_s": 10}
 
 
 def test_error_summary_by_hand():
@@ -158,7 +162,7 @@ def test_sglang_decode_row_is_the_blogs_ep72_at_256_per_gpu_with_two_batch_overl
 def test_accuracy_cli_json(capsys):
     assert main(["accuracy", "--json"]) == 0
     data = result_of(capsys.readouterr().out)
-    assert len(data["rows"]) == 48
+    assert len(data["rows"]) == 77
     errs = np.array([r["error"] for r in data["rows"]])
     assert data["summary"]["median_abs_error"] == pytest.approx(np.median(errs))
     assert set(data["summary"]["by_regime"]) <= {"compute", "weights", "kv", "comm", "overhead"}
@@ -167,19 +171,19 @@ def test_accuracy_cli_json(capsys):
 def test_documented_accuracy_figures_hold():
     """docs/validation.md and the README quote these summaries; prose must not drift from the code.
 
-    Shipped step model (the kernel profile): "all 48 rows 10.1 % median (p90 25.6 %), signed -1.0 %"; the scalar set
-    (`--efficiency-file scalar`): "24.1 % median, p90 78.7 %, signed +20.9 %"; textbook fractions (the table of
+    Shipped step model (the kernel profile): "all 77 rows 12.4 % median (p90 44.4 %), signed -3.4 %"; the scalar set
+    (`--efficiency-file scalar`): "21.1 % median, p90 75.4 %, signed +10.1 %"; textbook fractions (the table of
     `kokuban accuracy --efficiency-file scalar --compute-eff 0.6 --memory-eff 0.8 --link-eff 0.75 --step-overhead 0`):
-    all 48 rows 35.5 % median, 132.4 % p90, 272.5 % max, +35.4 % signed."""
+    all 77 rows 30.0 % median, 110.5 % p90, 272.5 % max, +21.9 % signed."""
     from kokuban.usecases.validation import AccuracyRequest, run_accuracy
 
     def quoted(s):
         return tuple(round(100 * s[k], 1) for k in ("median_abs_error", "p90_abs_error", "median_signed_error"))
 
     shipped = run_accuracy(AccuracyRequest()).summary
-    assert shipped["count"] == 48 and quoted(shipped) == (10.1, 25.6, -1.0)
+    assert shipped["count"] == 77 and quoted(shipped) == (12.4, 44.4, -3.4)
     scalar = run_accuracy(AccuracyRequest(efficiency_file="scalar")).summary
-    assert quoted(scalar) == (24.1, 78.7, 20.9)
+    assert quoted(scalar) == (21.1, 75.4, 10.1)
     textbook = run_accuracy(AccuracyRequest(efficiency_file="scalar", compute_eff=0.6, memory_eff=0.8, link_eff=0.75,
                                             step_overhead=0)).summary
-    assert quoted(textbook) == (35.5, 132.4, 35.4) and round(100 * textbook["max_abs_error"], 1) == 272.5
+    assert quoted(textbook) == (30.0, 110.5, 21.9) and round(100 * textbook["max_abs_error"], 1) == 272.5

@@ -132,8 +132,8 @@ def test_catalog_sizes_the_readme_quotes():
     verified = sum(bool(entry.get("verified")) for entry in models.values())
     says(README, f"{len(models)} models ship", f"({verified} of {len(models)} are); the other {len(models) - verified}",
          f"{len(accelerator_catalog())} accelerators", f"{len(load_prices())} rows: Anthropic",
-         f"{len(load_published())} rows in `data/published_results.toml`", "all 48 rows median")
-    assert (len(models), verified, len(accelerator_catalog()), len(load_published())) == (36, 21, 25, 48)
+         f"{len(load_published())} rows in `data/published_results.toml`", "all 77 rows median")
+    assert (len(models), verified, len(accelerator_catalog()), len(load_published())) == (36, 21, 25, 77)
 
 
 # ---- the crossover batch (README, docs/economics.md, economics.batch docstrings) -------------------
@@ -428,7 +428,7 @@ def test_readme_accuracy_figures():
                        (SCALAR, "scalar set (0.74 / 0.84 / 0.27 / 2.7 ms)"),
                        (Efficiency.shipped(), "shipped default: kernel profile (0.70 / 0.63 / 0.36 ms + curves)")):
         err, held, _ = errors(eff)
-        assert held.sum() == 15
+        assert held.sum() == 22
         says(README, f"| {label} | {pct(np.median(err[held]))} | {whole(np.percentile(err[held], 90))} | "
                      f"{pct(np.median(err))} | {whole(np.percentile(err, 90))} |")
     _, _, regimes = errors(Efficiency.shipped())
@@ -519,7 +519,8 @@ def test_efficiency_docstring_calibration_figures():
     says((ROOT / "docs" / "validation.md").read_text(), f"| 0.742 | 0.835 | 0.271 | 2.74 ms | **{m1}** |")
     today = Efficiency().updated(compute=0.465, memory=0.565, interconnect=0.374, step_overhead_s=0.634e-3)
     m2, _ = held_out(today)
-    says(Efficiency.__doc__, f"today's refit, compute 0.465, gives {m2}")
+    doc = " ".join(Efficiency.__doc__.split())
+    says(doc, f"the refit of 2026-12-03 (33 of the 48 rows then), compute 0.465, gives {m2}")
     says((ROOT / "docs" / "validation.md").read_text(), f"| 0.465 | 0.565 | 0.374 | 0.63 ms | **{m2}** |")
 
 
@@ -558,7 +559,8 @@ def test_validation_doc_accuracy_tables_are_the_commands_output(capsys, monkeypa
 
     s = accuracy(Efficiency.shipped()).summary
     r = {k: f"{100 * v['median_abs_error']:.1f} % ({v['count']}" for k, v in s["by_regime"].items()}
-    says(text, f"all 48 rows {100 * s['median_abs_error']:.1f} % median (p90 {100 * s['p90_abs_error']:.1f} %), signed "
+    says(text, f"all {s['count']} rows {100 * s['median_abs_error']:.1f} % median "
+               f"(p90 {100 * s['p90_abs_error']:.1f} %), signed "
                f"{100 * s['median_signed_error']:+.1f} %; by regime weights {r['weights']} rows), comm {r['comm']}), "
                f"compute {r['compute']}), KV {r['kv']}), overhead {r['overhead']})")
 

@@ -214,6 +214,11 @@ def plot_validation(report: Any, path: str | Path) -> None:
 
 
 # ---- accuracy ----------------------------------------------------------------------------------------
+#: each published metric's short name and how its value prints (rates in tokens/s, a time in s/ms/µs)
+METRIC_COLUMNS = {"tokens_per_s_per_user": ("tok/s/user", lambda v: f"{v:,.1f}"),
+                  "output_tokens_per_s": ("tok/s", lambda v: f"{v:,.1f}"), "time_to_first_token_s": ("TTFT", secs)}
+
+
 def print_accuracy(console: Any, result: Any) -> None:
     """Every published row beside its prediction, the error by regime and by metric, the fractions used."""
     from rich.table import Table
@@ -222,9 +227,9 @@ def print_accuracy(console: Any, result: Any) -> None:
     for col in ("id", "metric", "layout", "batch", "regime", "measured", "predicted", "error"):
         table.add_column(col, justify="left" if col in ("id", "metric", "regime", "layout") else "right")
     for r in result.predictions:
-        table.add_row(r.id, "tok/s/user" if r.metric == "tokens_per_s_per_user" else "tok/s",
-                      f"{r.replicas:g}×{r.tp_or_ep}", str(r.batch_per_replica), r.regime,
-                      f"{r.measured:,.1f}", f"{r.predicted:,.1f}", pct(r.error))
+        unit, show = METRIC_COLUMNS[r.metric]
+        table.add_row(r.id, unit, f"{r.replicas:g}×{r.tp_or_ep}", str(r.batch_per_replica), r.regime,
+                      show(r.measured), show(r.predicted), pct(r.error))
     console.print(table)
     summary = result.summary
     console.print(summary_table("error by regime (the step's bound)", summary, "by_regime"))

@@ -213,10 +213,11 @@ def run_validate(request: ValidateRequest, *, progress: Progress | None = None) 
 Count = Annotated[int, Field(ge=0, le=2**24)]
 Positive = Annotated[float, Field(gt=0, le=1e12, allow_inf_nan=False)]
 Text = Annotated[str, Field(min_length=1, max_length=1000)]
-#: Units of a measured value: tokens/s (whole deployment), tokens/s/gpu (per GPU, per_gpu rows), and for a
-#: per-user decode speed its time per output token, s/token or ms/token (converted: tokens/s = 1 ÷ seconds).
-UNITS = ("tokens/s", "tokens/s/gpu", "s/token", "ms/token")
-Metric = Literal["output_tokens_per_s", "tokens_per_s_per_user"]
+#: Units of a measured value: tokens/s (whole deployment), tokens/s/gpu (per GPU, per_gpu rows), for a
+#: per-user decode speed its time per output token, s/token or ms/token (converted: tokens/s = 1 ÷ seconds),
+#: and for a time to first token s or ms (converted to seconds).
+UNITS = ("tokens/s", "tokens/s/gpu", "s/token", "ms/token", "s", "ms")
+Metric = Literal["output_tokens_per_s", "tokens_per_s_per_user", "time_to_first_token_s"]
 
 
 class PublishedRow(BaseModel):
@@ -242,6 +243,12 @@ class PublishedRow(BaseModel):
     output_tokens: Count = 0
     scenario: str = ""
     source: Text
+
+    @model_validator(mode="after")
+    def _per_gpu_is_a_rate(self) -> PublishedRow:
+        if self.per_gpu and self.metric != "output_tokens_per_s":
+            raise ValueError("per_gpu: only an output_tokens_per_s row is quoted per GPU")
+        return self
 
 
 class MeasurementRow(BaseModel):
@@ -270,15 +277,19 @@ class MeasurementRow(BaseModel):
     def _unit_fits_metric(self) -> MeasurementRow:
         if self.unit in ("s/token", "ms/token") and self.metric != "tokens_per_s_per_user":
             raise ValueError("unit: a time per token is a per-user speed: use metric tokens_per_s_per_user")
+        if (self.unit in ("s", "ms")) != (self.metric == "time_to_first_token_s"):
+            raise ValueError("unit: a time to first token is in s or ms, and s or ms is only for "
+                             "metric time_to_first_token_s")
         return self
 
     def published(self, default_id: str) -> dict[str, Any]:
-        """The row in the published schema (value in tokens/s)."""
+        """The row in the published schema (rates in tokens/s, a time to first token in seconds)."""
         seconds = {"s/token": 1.0, "ms/token": 1e-3}.get(self.unit)
+        value = 1.0 / (self.value * seconds) if seconds else self.value * {"ms": 1e-3}.get(self.unit, 1.0)
         return {"id": self.id or default_id, "model": self.model, "accelerator": self.gpu, "num_gpus": self.gpus,
                 "tensor_parallel": self.gpus if self.layout == "tp" else 0, "expert_parallel": self.layout == "ep",
                 "weights_dtype": self.weights, "kv_dtype": self.kv, "engine": self.engine, "metric": self.metric,
-                "value": 1.0 / (self.value * seconds) if seconds else self.value,
+                "value": value,
                 "per_gpu": self.unit == "tokens/s/gpu", "batch": self.batch, "input_tokens": self.prompt,
                 "output_tokens": self.output, "scenario": "user", "source": self.source}
 
@@ -291,8 +302,9 @@ def _row_error(path: str, row: str, exc: ValidationError | KokubanError) -> Koku
         first = exc.errors()[0]
         field = ".".join(str(x) for x in first["loc"]) or "row"
         reason, value = first["msg"].removeprefix("Value error, "), first.get("input")
-        if field == "row" and reason.startswith("unit:"):
-            field, reason = "unit", reason.removeprefix("unit: ")
+        head, _, rest = reason.partition(": ")
+        if field == "row" and head in ("unit", "per_gpu"):
+            field, reason = head, rest
     got = "" if value is None or isinstance(value, dict) else f" (got {value!r})"
     return KokubanError(f"{path} {row}: {field}: {reason}{got}", field="file", value=path)
 

@@ -12,6 +12,10 @@ How each published row is predicted from the core (pure functions below, one rul
   (`row_memory`: TensorRT-LLM and vLLM as their profiles in data/engines.toml; others kokuban's).
 - `tokens_per_s_per_user` = 1 ÷ decode step at the row's batch (1 if not stated) and the mean
   context of the generation, input + output/2. Prefill is left out (engines quote decode speed).
+- `time_to_first_token_s` = the prefill step of the row's batch (1 if not stated) of input-token prompts
+  (`roofline.prefill`, its step overhead included): the time from the request to its first token when
+  nothing else runs, as a benchmark that asks for one output token measures it. Lower is better; the
+  error is still |predicted − measured| ÷ measured.
 - `output_tokens_per_s`: replicas × batch·output ÷ (prefill of the batch + the output−1 decode steps)
   (`estimate.generation`), batch = the stated one, or for batch 0 (engine-chosen) the largest that
   fits at input+output tokens (`memory.max_batch`), capped at `OFFLINE_BATCH_CAP`. Rows whose engine
@@ -29,9 +33,9 @@ Errors are relative, |predicted − measured| ÷ measured, on the metric itself 
 
 Beyond the bound regime, each row falls in any of the issue-13 workloads (`row_workloads`, overlapping):
 decode batch 1 (a per-user speed at batch 1 per replica), throughput (an output_tokens_per_s row),
-prefill (prefill outlasts decode when the two run apart), MoE (the model has routed experts), multi-GPU
-(the replica's TP/EP group has more than one GPU); and in one weights dtype and one engine family
-(`engine_family`). Each group's median |error| carries a percentile-bootstrap interval
+prefill (prefill outlasts decode when the two run apart, and every time-to-first-token row), MoE (the model has
+routed experts), multi-GPU (the replica's TP/EP group has more than one GPU); and in one weights dtype and one
+engine family (`engine_family`). Each group's median |error| carries a percentile-bootstrap interval
 (`bootstrap_median_ci`: `BOOTSTRAP_RESAMPLES` resamples, level `BOOTSTRAP_LEVEL`, seed `BOOTSTRAP_SEED`).
 """
 
@@ -50,7 +54,7 @@ from kokuban.specs.hardware import Efficiency
 UNKNOWN_INPUT_TOKENS = 512  # assumption where a source does not state its prompt length
 UNKNOWN_OUTPUT_TOKENS = 256  # assumption where a source does not state its output length
 OFFLINE_BATCH_CAP = 2048  # TensorRT-LLM's default max_batch_size; vLLM's max_num_seqs is lower (256–1024)
-METRICS = ("output_tokens_per_s", "tokens_per_s_per_user")
+METRICS = ("output_tokens_per_s", "tokens_per_s_per_user", "time_to_first_token_s")
 BOOTSTRAP_RESAMPLES = 10_000  # resamples of each group's rows behind its interval of the median |error|
 BOOTSTRAP_LEVEL = 0.95  # the interval's level: the 2.5th to 97.5th percentile of the resampled medians
 BOOTSTRAP_SEED = 0  # numpy default_rng seed: the same rows always give the same interval
@@ -188,6 +192,8 @@ def load_published(path: str | None = None) -> list[PublishedResult]:
     for r in rows:
         if r.metric not in METRICS:
             raise KokubanError(f"published result '{r.id}' has metric '{r.metric}'; allowed: {', '.join(METRICS)}")
+        if r.per_gpu and r.metric != "output_tokens_per_s":
+            raise KokubanError(f"published result '{r.id}': per_gpu is for output_tokens_per_s only, not {r.metric}")
     return rows
 
 
@@ -236,7 +242,8 @@ def overlaps_communication(row: PublishedResult) -> bool:
 
 
 INFLIGHT_ENGINES = ("TensorRT-LLM", "vLLM", "SGLang")  # engine families that batch in flight, prefill fused into decode
-STATIC_BATCH_TOOLS = ("benchmark_latency",)  # vLLM's latency benchmark runs one static batch, prefill then decode
+# tools that run one static batch, prefill then decode: vLLM's latency benchmark, TensorRT-LLM's GptSession benchmark
+STATIC_BATCH_TOOLS = ("benchmark_latency", "gptSessionBenchmark")
 
 
 def is_inflight_batching(row: PublishedResult) -> bool:
@@ -378,6 +385,10 @@ def predict_row(row: PublishedResult, efficiency: Efficiency | None = None) -> P
         batch = max(int(row.batch // replicas), 1) if row.batch else 1
         step = decode_step(dep, batch, mid_context)
         value, regime = 1.0 / float(step.step_time_s), str(step.bound)
+    elif row.metric == "time_to_first_token_s":
+        batch = max(int(row.batch // replicas), 1) if row.batch else 1
+        step, phase, prefill_longer = prefill(dep, batch, inp), "prefill", True
+        value, regime = float(step.step_time_s), str(step.bound)
     else:
         batch = max(int(row.batch // replicas), 1) if row.batch else offline_batch(dep, row)
         step = decode_step(dep, batch, mid_context)
