@@ -467,3 +467,22 @@ def test_docs_the_set_grows():
     assert (round(weights / 1e9, 1), round(kv / 1e9, 1), round(1e3 * per_token_s, 1), round(share, 2)) == (
         13.2, 36.2, 31.1, 0.78)
     assert "13.2 GB of weights and 36.2 GB of KV" in text and "every 31.1 ms, 0.78 of the A100's 2.04 TB/s" in text
+
+
+def test_docs_gqa_kv_diagnosis():
+    """docs/validation.md, "The worst rows": the seven Llama-2-70B throughput rows of TensorRT-LLM 0.5/0.6.1 with the
+    KV read k times slower (kv_memory = memory ÷ k, the shipped fractions otherwise): the range of signed errors."""
+    rows = [r for r in load_published() if "77d24b5fa178f11ed7fafdd9833b7245e075f721" in r.source
+            and r.model == "llama-2-70b" and r.metric == "output_tokens_per_s"]
+    base = Efficiency.shipped()
+
+    def signed(x):
+        return f"{100 * x:+.0f}".replace("-", "−")
+
+    spans = {}
+    for k in (8, 4, 2):
+        errors = [predict_row(r, base.updated(kv_memory=base.memory / k)).signed_error for r in rows]
+        spans[k] = f"{signed(min(errors))} … {signed(max(errors))} %"
+    assert len(rows) == 7
+    quoted = f"k = 8 (every load from HBM) turns the errors to {spans[8]}, k = 4 to {spans[4]}, k = 2 to {spans[2]}"
+    assert quoted in " ".join(_docs().split()), quoted
