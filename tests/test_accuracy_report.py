@@ -129,24 +129,44 @@ def test_documented_intervals_hold():
 
 
 def test_docs_worst_rows_paragraph():
-    """docs/validation.md, "The worst rows": the measured step of the worst row by hand, the places and errors of the
-    other rows it names, and the 7B rows' range, from the report."""
+    """docs/validation.md, "The worst rows": the worst row's measured step by hand from its data, the places and
+    signed errors of the other rows it names, the first-token rows' missing milliseconds and the 7B throughput rows'
+    range, each rebuilt from the report and looked up in the text."""
     acc = accuracy()
+    text = " ".join(_docs().split())
     worst = {p.id: (i + 1, p) for i, p in enumerate(acc.worst)}
     row = next(r for r in load_published() if r.id == "trtllm061-llama2-70b-fp8-tp4-h100-sxm-b480-128-2048")
-    assert (row.value, row.batch, row.num_gpus, row.output_tokens, row.per_gpu) == (1486, 480, 4, 2048, True)
-    assert round(1e3 * 480 * 2048 / (4 * 1486) / 2048, 1) == 80.8  # output tokens ÷ total tokens/s, per step
-    place = {k: (worst[k][0], round(100 * worst[k][1].signed_error, 1)) for k in (
-        "trtllm061-llama2-70b-fp8-tp2-h100-sxm-b64-2048-2048", "trtllm061-llama2-70b-fp16-tp4-a100-80gb-b240-128-2048",
-        "trtllm10-qwen3-235b-h100-fp8-tp8-128-2048", "oracle-llama31-405b-mi300x-fp8-bs1-128-128",
-        "trtllm05-ttft-llama2-70b-fp8-tp4-h100-sxm-128", "trtllm05-ttft-llama2-7b-fp8-tp1-h100-sxm-128",
-        "mlc-llama2-7b-int4-rtx4090")}
-    assert list(place.values()) == [(2, 92.3), (8, 46.9), (3, 81.9), (4, 57.0), (5, -53.4), (7, -49.0), (6, -51.8)]
-    ttft = ("trtllm05-ttft-llama2-70b-fp8-tp4-h100-sxm-128", "trtllm05-ttft-llama2-7b-fp8-tp1-h100-sxm-128")
-    assert [round(1e3 * worst[k][1].predicted, 1) for k in ttft] == [12.1, 3.6]
-    long_7b = [p.signed_error for p in acc.predictions if p.id.startswith("trtllm061-llama2-7b")
-               or p.id.startswith("trtllm05-llama2-7b") if "2048" in p.id]
-    assert len(long_7b) == 9 and (round(-100 * max(long_7b)), round(-100 * min(long_7b))) == (14, 22)
+    step_ms = 1e3 * row.batch * row.output_tokens / (row.num_gpus * row.value) / row.output_tokens
+    assert row.per_gpu and f"leave 480 × 2,048 ÷ (4 × 1,486) ÷ 2,048 = {step_ms:.1f} ms per generated token" in text
+
+    def signed(row_id):
+        return f"{100 * worst[row_id][1].signed_error:+.1f} %"
+
+    tp2 = "trtllm061-llama2-70b-fp8-tp2-h100-sxm-b64-2048-2048"
+    a100 = "trtllm061-llama2-70b-fp16-tp4-a100-80gb-b240-128-2048"
+    assert (worst[tp2][0], worst[a100][0]) == (2, 8)
+    assert f"are second (TP2, batch 64 at 2,048/2,048: {signed(tp2)}) and eighth (A100 fp16, TP4, batch 240: " \
+           f"{signed(a100)})" in text
+    qwen, mi300x = "trtllm10-qwen3-235b-h100-fp8-tp8-128-2048", "oracle-llama31-405b-mi300x-fp8-bs1-128-128"
+    assert worst[qwen][0] == 3 and f"128/2,048 tokens, {signed(qwen)}, the worst before" in text
+    assert f"at batch 1 ({signed(mi300x)}, vLLM)" in text
+    ttft = {r.id: r for r in load_published() if r.metric == "time_to_first_token_s" and r.input_tokens == 128}
+    preds = {p.id: p for p in acc.predictions if p.id in ttft}
+    h70, h7 = "trtllm05-ttft-llama2-70b-fp8-tp4-h100-sxm-128", "trtllm05-ttft-llama2-7b-fp8-tp1-h100-sxm-128"
+    a70, a7 = "trtllm05-ttft-llama2-70b-fp16-tp4-a100-80gb-128", "trtllm05-ttft-llama2-7b-fp16-tp1-a100-80gb-128"
+
+    def missing(row_id):
+        return f"{1e3 * (ttft[row_id].value - preds[row_id].predicted):.1f}"
+
+    assert (f"70B at TP4 {signed(h70)}, 7B {signed(h7)}, measured 26 and 7 ms against "
+            f"{1e3 * preds[h70].predicted:.1f} and {1e3 * preds[h7].predicted:.1f} ms predicted; the missing time, "
+            f"{missing(h70)} and {missing(h7)} ms, grows with the model, as on the A100, {missing(a70)} and "
+            f"{missing(a7)} ms") in text
+    assert f"RTX 4090 ({signed('mlc-llama2-7b-int4-rtx4090').replace('-', '−')}:" in text
+    long_7b = [p.signed_error for p in acc.predictions if p.metric == "output_tokens_per_s"
+               and p.id.startswith(("trtllm061-llama2-7b", "trtllm05-llama2-7b")) and "2048" in p.id]
+    span = f"{round(-100 * max(long_7b))}–{round(-100 * min(long_7b))} % too slow"
+    assert len(long_7b) == 9 and f"Llama-2-7B throughput rows with a 2,048-token prompt or output are {span}" in text
 
 
 def test_documented_held_out_intervals_hold():
@@ -243,6 +263,8 @@ def test_time_to_first_token_row_by_hand():
     p = predict_row(row, Efficiency.textbook())
     assert p.predicted == pytest.approx(want, rel=1e-9) and p.terms["bound"] == "compute"
     assert round(want, 4) == 0.1476 and p.workloads == ("prefill",) and p.error == pytest.approx(want / 0.133 - 1)
+    # a longer predicted time is a slower prediction: the signed error (> 0 = too fast) is negative here
+    assert p.signed_error == pytest.approx(-(want / 0.133 - 1))
 
 
 def test_ttft_rows_in_a_users_file(tmp_path):
@@ -254,6 +276,9 @@ def test_ttft_rows_in_a_users_file(tmp_path):
                  "llama-2-7b,a100-80gb,1,tp,fp16,1,2048,1,output_tokens_per_s,133,ms,,x"):
         with pytest.raises(KokubanError, match="row 2: unit: a time to first token is in s or ms"):
             read_measurements(_csv(tmp_path, line))
+    for metric in ("tokens_per_s_per_user", "time_to_first_token_s"):  # only a whole-deployment rate is split per GPU
+        with pytest.raises(KokubanError, match="row 2: unit: tokens/s/gpu is for metric output_tokens_per_s only"):
+            read_measurements(_csv(tmp_path, f"llama-2-7b,a100-80gb,2,tp,fp16,1,128,128,{metric},50,tokens/s/gpu,,x"))
     toml_path = tmp_path / "per_gpu.toml"
     toml_path.write_text('[[result]]\nid = "t"\nmodel = "llama-2-7b"\naccelerator = "a100-80gb"\nnum_gpus = 1\n'
                          'weights_dtype = "fp16"\nmetric = "time_to_first_token_s"\nvalue = 0.1\nper_gpu = true\n'
@@ -442,8 +467,8 @@ def test_docs_the_set_grows():
     assert (len(rows), metrics.count("output_tokens_per_s"), metrics.count("time_to_first_token_s")) == (29, 19, 10)
     assert sum(r.weights_dtype == "fp16" for r in rows) == 11
     assert {r.model for r in rows} == {"llama-2-7b", "llama-2-70b"}
-    # left out: GPT-J 6B 12 throughput + 6 first-token rows, Falcon 180B 6 + 4 (the document's tables, counted by hand)
-    assert 12 + 6 + 6 + 4 == 28 and "so their 28 rows are left out" in text
+    # left out, counted by hand in the document's tables: GPT-J 6B 12 throughput + 6 first-token rows, Falcon 180B 6 + 4
+    assert "so their 28 rows are left out" in text
 
     def pct(x):
         return f"{100 * x:.1f} %"
@@ -486,3 +511,22 @@ def test_docs_gqa_kv_diagnosis():
     assert len(rows) == 7
     quoted = f"k = 8 (every load from HBM) turns the errors to {spans[8]}, k = 4 to {spans[4]}, k = 2 to {spans[2]}"
     assert quoted in " ".join(_docs().split()), quoted
+
+
+def test_docs_signed_errors_of_the_new_rows():
+    """docs/validation.md: a signed error > 0 is a faster prediction (a higher rate, a shorter time). On the 29 new
+    rows the default is too slow on throughput and too fast on first tokens; the scalar set's first tokens are too
+    fast in 8 of 10; with the scalar set 21 of the 25 compute-bound rows of the whole set are too fast."""
+    text = " ".join(_docs().split())
+    rows = [r for r in load_published() if "77d24b5fa178f11ed7fafdd9833b7245e075f721" in r.source]
+    by_metric = accuracy(rows=rows).summary["by_metric"]
+    thr, ttft = (by_metric[m]["median_signed_error"] for m in ("output_tokens_per_s", "time_to_first_token_s"))
+    assert thr < 0 < ttft
+    assert f"(median signed {100 * thr:.1f} % and {100 * ttft:+.1f} %, which cancel".replace("-", "−") in text
+    scalar = [p for p in accuracy(Efficiency.scalar(), rows=rows).predictions if p.metric == "time_to_first_token_s"]
+    faster = [p for p in scalar if p.predicted < p.measured]  # a shorter predicted time, by definition too fast
+    assert all(p.signed_error > 0 for p in faster) and len(scalar) == 10
+    median = 100 * float(np.median([p.signed_error for p in scalar]))
+    assert f"({len(faster)} of 10 predicted shorter than measured; median signed {median:+.1f} %)" in text
+    compute = [p for p in accuracy(Efficiency.scalar()).predictions if p.regime == "compute"]
+    assert f"{sum(p.signed_error > 0 for p in compute)} of the {len(compute)} compute-bound rows are too fast" in text

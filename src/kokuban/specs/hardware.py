@@ -310,9 +310,9 @@ def _kernel_curves_type() -> type:
 #: 2026-12-02 below, fitted on the 43 rows then, read 5.5 % / 24.1 % there; they are not kept, since choosing by
 #: that held-out score would spend it. The memory fraction is lower than vLLM's own H100 runs reach: the published
 #: rows mix engines that stream weights more slowly. The 29 TensorRT-LLM 0.5/0.6.1 rows added later the same day were
-#: never fitted: on them these fractions read 15.5 % / 49.9 %, too slow on the median row (−14 %: static batches
-#: that read KV at ~0.78 of HBM bandwidth); not refitted, so that those rows stay a test (docs/validation.md, "The
-#: set grows").
+#: never fitted: on them these fractions read 15.5 % / 49.9 %; the 19 static-batch throughput rows too slow on the
+#: median row (−14 %: they read KV at ~0.78 of HBM bandwidth), the 10 first-token rows too fast (+13 %). Not
+#: refitted, so that those rows stay a test (docs/validation.md, "The set grows").
 KERNEL_FRACTIONS_2026_12_04: dict[str, float] = {"compute": 0.70, "memory": 0.63, "step_overhead_s": 0.36e-3}
 #: The shipped ones are that dated set: a refit adds a new dated set and points this name at it, so that what was
 #: fitted at the old one (TensorRT-LLM's serving overheads: the profile "kernel-2026-12-04") keeps its step model.

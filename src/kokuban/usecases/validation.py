@@ -277,6 +277,9 @@ class MeasurementRow(BaseModel):
     def _unit_fits_metric(self) -> MeasurementRow:
         if self.unit in ("s/token", "ms/token") and self.metric != "tokens_per_s_per_user":
             raise ValueError("unit: a time per token is a per-user speed: use metric tokens_per_s_per_user")
+        if self.unit == "tokens/s/gpu" and self.metric != "output_tokens_per_s":
+            raise ValueError("unit: tokens/s/gpu is for metric output_tokens_per_s only (a per-user speed or a time "
+                             "is not divided among GPUs)")
         if (self.unit in ("s", "ms")) != (self.metric == "time_to_first_token_s"):
             raise ValueError("unit: a time to first token is in s or ms, and s or ms is only for "
                              "metric time_to_first_token_s")

@@ -55,6 +55,7 @@ UNKNOWN_INPUT_TOKENS = 512  # assumption where a source does not state its promp
 UNKNOWN_OUTPUT_TOKENS = 256  # assumption where a source does not state its output length
 OFFLINE_BATCH_CAP = 2048  # TensorRT-LLM's default max_batch_size; vLLM's max_num_seqs is lower (256–1024)
 METRICS = ("output_tokens_per_s", "tokens_per_s_per_user", "time_to_first_token_s")
+TIME_METRICS = ("time_to_first_token_s",)  # lower is faster: a signed error > 0 is a predicted time below the measured
 BOOTSTRAP_RESAMPLES = 10_000  # resamples of each group's rows behind its interval of the median |error|
 BOOTSTRAP_LEVEL = 0.95  # the interval's level: the 2.5th to 97.5th percentile of the resampled medians
 BOOTSTRAP_SEED = 0  # numpy default_rng seed: the same rows always give the same interval
@@ -69,6 +70,13 @@ def relative_error(predicted: Any, measured: Any) -> np.ndarray:
     return np.abs(p - m) / m
 
 
+def signed_error(predicted: Any, measured: Any, direction: Any = 1.0) -> np.ndarray:
+    """direction · (predicted − measured) ÷ measured. direction +1 (the default): > 0 is too high a value; for the
+    published metrics `speed_direction` (+1 for a rate, −1 for a time): > 0 is faster than measured."""
+    p, m = np.asarray(predicted, dtype=np.float64), np.asarray(measured, dtype=np.float64)
+    return np.asarray(direction, dtype=np.float64) * (p - m) / m
+
+
 def _stats(err: np.ndarray, signed: np.ndarray) -> dict[str, Any]:
     if err.size == 0:
         return {"count": 0}
@@ -78,13 +86,14 @@ def _stats(err: np.ndarray, signed: np.ndarray) -> dict[str, Any]:
 
 
 def error_summary(measured: Sequence[float], predicted: Sequence[float], regimes: Sequence[str] | None = None,
-                  groups: Sequence[str] | None = None) -> dict[str, Any]:
+                  groups: Sequence[str] | None = None, direction: Any = 1.0) -> dict[str, Any]:
     """Median, 90th percentile and max of the relative error, overall and split by regime (and group).
 
-    `median_signed_error` > 0 means kokuban predicts too high a value on the median row.
+    `median_signed_error` (`signed_error` with `direction`, one per row or one for all) > 0 means kokuban predicts
+    too high a value on the median row, or with `speed_direction` per row, faster than measured.
     """
     m, p = np.asarray(measured, dtype=np.float64), np.asarray(predicted, dtype=np.float64)
-    err, signed = relative_error(p, m), (p - m) / m
+    err, signed = relative_error(p, m), signed_error(p, m, direction)
     out = _stats(err, signed)
     for key, labels in (("by_regime", regimes), ("by_phase", groups)):
         if labels is not None:
@@ -126,13 +135,14 @@ def _with_ci(stats: dict[str, Any], err: np.ndarray) -> dict[str, Any]:
 
 
 def add_intervals(summary: dict[str, Any], measured: Sequence[float], predicted: Sequence[float],
-                  labels: dict[str, Sequence[str]], groups: dict[str, Sequence[Sequence[str]]] | None = None
-                  ) -> dict[str, Any]:
-    """`summary` (an `error_summary` of these rows) with a bootstrap interval of the median |error| added to the
-    whole and to each group of `summary[key]` (rows labelled by `labels[key]`), plus new splits `groups[key]`
-    (each row listing every group it belongs to; a row may be in several or none), and a `bootstrap` key."""
+                  labels: dict[str, Sequence[str]], groups: dict[str, Sequence[Sequence[str]]] | None = None,
+                  direction: Any = 1.0) -> dict[str, Any]:
+    """`summary` (an `error_summary` of these rows, same `direction`) with a bootstrap interval of the median
+    |error| added to the whole and to each group of `summary[key]` (rows labelled by `labels[key]`), plus new
+    splits `groups[key]` (each row listing every group it belongs to; a row may be in several or none), and a
+    `bootstrap` key."""
     m, p = np.asarray(measured, dtype=np.float64), np.asarray(predicted, dtype=np.float64)
-    err, signed = relative_error(p, m), (p - m) / m
+    err, signed = relative_error(p, m), signed_error(p, m, direction)
     _with_ci(summary, err)
     for key, lab in labels.items():
         lab = np.asarray(lab)
@@ -198,6 +208,12 @@ def load_published(path: str | None = None) -> list[PublishedResult]:
 
 
 # ---- the rules ------------------------------------------------------------------------------------------
+def speed_direction(metric: str) -> int:
+    """+1 for a rate (tokens/s: higher is faster), −1 for a time of `TIME_METRICS` (seconds: lower is faster), so
+    that a signed error > 0 always means kokuban predicts faster than measured."""
+    return -1 if metric in TIME_METRICS else 1
+
+
 def assumed_lengths(row: PublishedResult) -> tuple[int, int]:
     """(input, output) tokens, unknowns (0) replaced by UNKNOWN_INPUT_TOKENS / UNKNOWN_OUTPUT_TOKENS."""
     return row.input_tokens or UNKNOWN_INPUT_TOKENS, row.output_tokens or UNKNOWN_OUTPUT_TOKENS
@@ -354,7 +370,7 @@ class Prediction:
     input_tokens: int
     output_tokens: int
     lengths_assumed: bool
-    signed_error: float = 0.0  # (predicted − measured) ÷ measured: > 0 predicts too fast
+    signed_error: float = 0.0  # ±(predicted − measured) ÷ measured (`speed_direction`): > 0 predicts too fast
     engine: str = ""  # the row's engine, as its source names it
     weights_dtype: str = ""
     workloads: tuple[str, ...] = ()  # `row_workloads`
@@ -419,8 +435,9 @@ def predict_row(row: PublishedResult, efficiency: Efficiency | None = None) -> P
         tp_or_ep=f"{dep.layout}{dep.num_gpus}",
         input_tokens=inp,
         output_tokens=out,
-        lengths_assumed=not (row.input_tokens and row.output_tokens),
-        signed_error=(value - row.value) / row.value, engine=row.engine, weights_dtype=row.weights_dtype,
+        lengths_assumed=not (row.input_tokens and (row.output_tokens or row.metric in TIME_METRICS)),
+        signed_error=float(signed_error(value, row.value, speed_direction(row.metric))), engine=row.engine,
+        weights_dtype=row.weights_dtype,
         workloads=row_workloads(row, int(batch), dep.num_gpus, prefill_longer, dep.model.num_experts > 0),
         phase=phase, step=step,
     )
@@ -467,8 +484,10 @@ def accuracy(efficiency: Efficiency | None = None, rows: Sequence[PublishedResul
     preds = tuple(predict_row(r, efficiency) for r in rows)
     measured, predicted = [p.measured for p in preds], [p.predicted for p in preds]
     regimes, metrics = [p.regime for p in preds], [p.metric for p in preds]
-    summary = error_summary(measured, predicted, regimes, metrics)
+    direction = [speed_direction(m) for m in metrics]
+    summary = error_summary(measured, predicted, regimes, metrics, direction)
     summary["by_metric"] = summary.pop("by_phase")
-    add_intervals(summary, measured, predicted, {"by_regime": regimes, "by_metric": metrics}, prediction_groups(preds))
+    add_intervals(summary, measured, predicted, {"by_regime": regimes, "by_metric": metrics}, prediction_groups(preds),
+                  direction)
     return Accuracy(predictions=preds, summary=summary, efficiency=efficiency,
                     source=source or "data/published_results.toml")

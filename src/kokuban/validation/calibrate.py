@@ -201,10 +201,12 @@ def calibrate(
     groups: Callable[[Efficiency], dict[str, list[tuple[str, ...]]]] | None = None,
     progress: Progress | None = None,
     loss_of: Loss = log_loss,
+    direction: Sequence[float] | None = None,
 ) -> Calibration:
     """Split, fit on the training rows, and summarise both sides before and after.
 
     `predict(eff)` returns (predicted values, regime labels) for all rows, in the order of `ids`.
+    `direction` (per row, `accuracy.speed_direction`) signs the summaries' signed errors; default +1.
     The split is `holdout_mask(ids, holdout_fraction, seed)` unless `held_out` gives it row by row.
     `groups(eff)`, if given, names further splits of the held-out summaries ({key: per row, its groups}).
     `progress` follows the fit (`fit_efficiency`, minimising `loss_of`).
@@ -218,13 +220,16 @@ def calibrate(
     after, _ = fit_efficiency(lambda e: predict(e)[0][~held], m[~held], params, start, progress, loss_of)
     (pred_b, reg_b), (pred_a, reg_a) = (tuple(np.asarray(x) for x in predict(e)) for e in (start, after))
 
+    sign = np.ones_like(m) if direction is None else np.asarray(direction, dtype=np.float64)
+
     def side(pred: np.ndarray, regime: np.ndarray, mask: np.ndarray) -> dict[str, Any]:
-        return error_summary(m[mask], pred[mask], regime[mask])
+        return error_summary(m[mask], pred[mask], regime[mask], direction=sign[mask])
 
     def held_side(pred: np.ndarray, regime: np.ndarray, eff: Efficiency) -> dict[str, Any]:
         """The held-out summary with bootstrap intervals, on held-out rows only."""
         extra = {k: [g for g, h in zip(v, held, strict=True) if h] for k, v in (groups(eff) if groups else {}).items()}
-        return add_intervals(side(pred, regime, held), m[held], pred[held], {"by_regime": regime[held]}, extra)
+        return add_intervals(side(pred, regime, held), m[held], pred[held], {"by_regime": regime[held]}, extra,
+                             sign[held])
 
     rows = tuple({"id": str(i), "measured": float(v), "predicted_before": float(b), "predicted_after": float(a),
                   "regime_after": str(r), "held_out": bool(h)}
@@ -243,7 +248,7 @@ def calibrate_published(params: Sequence[str] = PUBLISHED_PARAMS, *, start: Effi
                         seed: int = 0, progress: Progress | None = None, loss_of: Loss = log_loss) -> Calibration:
     """Fit to data/published_results.toml (rules of `accuracy.predict_row`), minimising `loss_of`; `progress`
     follows the fit."""
-    from kokuban.validation.accuracy import load_published, predict_row, prediction_groups
+    from kokuban.validation.accuracy import load_published, predict_row, prediction_groups, speed_direction
 
     rows = load_published()
 
@@ -255,7 +260,8 @@ def calibrate_published(params: Sequence[str] = PUBLISHED_PARAMS, *, start: Effi
         return prediction_groups([predict_row(r, eff) for r in rows])
 
     return calibrate("published", [r.id for r in rows], [r.value for r in rows], predict, params, start=start,
-                     holdout_fraction=holdout_fraction, seed=seed, groups=groups, progress=progress, loss_of=loss_of)
+                     holdout_fraction=holdout_fraction, seed=seed, groups=groups, progress=progress, loss_of=loss_of,
+                     direction=[speed_direction(r.metric) for r in rows])
 
 
 def read_validation(csv_path: str) -> tuple[Any, dict[str, Any]]:
@@ -381,7 +387,7 @@ def repeated_holdout(seeds: Sequence[int], holdout_fraction: float = 1 / 3,
     engine: `accuracy.add_intervals`). The pooled rows are not independent (a row recurs across splits, the
     fitted fractions are correlated), so the intervals are narrower than the truth; the per-seed spread is the
     other honest measure."""
-    from kokuban.validation.accuracy import load_published, predict_row, prediction_groups
+    from kokuban.validation.accuracy import load_published, predict_row, prediction_groups, speed_direction
 
     rows = {r.id: r for r in load_published()}
     procedures = procedures or profile_procedures()
@@ -399,8 +405,8 @@ def repeated_holdout(seeds: Sequence[int], holdout_fraction: float = 1 / 3,
                              "train_median_abs_error": cal.train_after["median_abs_error"],
                              "train_p90_abs_error": cal.train_after["p90_abs_error"]})
         measured, predicted = [p.measured for p in preds], [p.predicted for p in preds]
-        regimes = [p.regime for p in preds]
-        pooled = error_summary(measured, predicted, regimes)
-        add_intervals(pooled, measured, predicted, {"by_regime": regimes}, prediction_groups(preds))
+        regimes, direction = [p.regime for p in preds], [speed_direction(p.metric) for p in preds]
+        pooled = error_summary(measured, predicted, regimes, direction=direction)
+        add_intervals(pooled, measured, predicted, {"by_regime": regimes}, prediction_groups(preds), direction)
         out["profiles"][name] = {"per_seed": per_seed, "pooled": pooled}
     return out
