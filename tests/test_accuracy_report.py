@@ -29,6 +29,13 @@ from kokuban.validation.accuracy import (
 HEADER = "model,gpu,gpus,layout,weights,batch,prompt,output,metric,value,unit,engine,source"
 
 ROOT = Path(__file__).resolve().parents[1]
+#: the commit of TensorRT-LLM's v0.6.1 performance document, in the source of each of the 29 rows added 2026-12-04
+TRTLLM_061_DOC = "77d24b5fa178f11ed7fafdd9833b7245e075f721"
+
+
+def _new_rows():
+    """The 29 rows added on 2026-12-04 (TensorRT-LLM 0.5/0.6.1's tables), found by their source."""
+    return [r for r in load_published() if TRTLLM_061_DOC in r.source]
 
 
 # ---- the bootstrap, by hand ------------------------------------------------------------------------------
@@ -433,7 +440,7 @@ def test_readme_quotes_the_report():
     # the rows the shipped fit (seed 0's training two thirds of the 48 rows of 2026-12-04) never saw: its held-out
     # third and every row added since, the 29 of TensorRT-LLM's v0.6.1 performance document (found by its source here)
     data = tomllib.loads((ROOT / "src/kokuban/data/published_results.toml").read_text())["result"]
-    new = np.array(["77d24b5fa178f11ed7fafdd9833b7245e075f721" in r["source"] for r in data])
+    new = np.array([TRTLLM_061_DOC in r["source"] for r in data])
     err = np.array([r["error"] for r in report["rows"]])
     unseen = new | holdout_mask([r["id"] for r in report["rows"]])
     assert (new.sum(), unseen.sum(), len(data)) == (29, 44, 77)
@@ -462,7 +469,7 @@ def test_docs_the_set_grows():
     from kokuban.specs.catalog import load_accelerator
 
     text = " ".join(_docs().split())
-    rows = [r for r in load_published() if "77d24b5fa178f11ed7fafdd9833b7245e075f721" in r.source]
+    rows = _new_rows()
     metrics = [r.metric for r in rows]
     assert (len(rows), metrics.count("output_tokens_per_s"), metrics.count("time_to_first_token_s")) == (29, 19, 10)
     assert sum(r.weights_dtype == "fp16" for r in rows) == 11
@@ -497,8 +504,7 @@ def test_docs_the_set_grows():
 def test_docs_gqa_kv_diagnosis():
     """docs/validation.md, "The worst rows": the seven Llama-2-70B throughput rows of TensorRT-LLM 0.5/0.6.1 with the
     KV read k times slower (kv_memory = memory ÷ k, the shipped fractions otherwise): the range of signed errors."""
-    rows = [r for r in load_published() if "77d24b5fa178f11ed7fafdd9833b7245e075f721" in r.source
-            and r.model == "llama-2-70b" and r.metric == "output_tokens_per_s"]
+    rows = [r for r in _new_rows() if r.model == "llama-2-70b" and r.metric == "output_tokens_per_s"]
     base = Efficiency.shipped()
 
     def signed(x):
@@ -518,7 +524,7 @@ def test_docs_signed_errors_of_the_new_rows():
     rows the default is too slow on throughput and too fast on first tokens; the scalar set's first tokens are too
     fast in 8 of 10; with the scalar set 21 of the 25 compute-bound rows of the whole set are too fast."""
     text = " ".join(_docs().split())
-    rows = [r for r in load_published() if "77d24b5fa178f11ed7fafdd9833b7245e075f721" in r.source]
+    rows = _new_rows()
     by_metric = accuracy(rows=rows).summary["by_metric"]
     thr, ttft = (by_metric[m]["median_signed_error"] for m in ("output_tokens_per_s", "time_to_first_token_s"))
     assert thr < 0 < ttft

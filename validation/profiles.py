@@ -20,7 +20,8 @@ from pathlib import Path
 
 from kokuban.validation.calibrate import LOSSES, profile_procedures, repeated_holdout
 
-GROUPS = (("by_workload", "workload"), ("by_weights", "weights"), ("by_engine", "engine"), ("by_regime", "bound"))
+GROUPS = (("by_workload", "workload"), ("by_metric", "metric"), ("by_weights", "weights"), ("by_engine", "engine"),
+          ("by_regime", "bound"))
 
 
 def pct(x: float) -> str:

@@ -33,7 +33,7 @@ from kokuban.errors import KokubanError
 from kokuban.progress import Progress
 from kokuban.specs.hardware import Accelerator, Efficiency
 from kokuban.usecases.request import EfficiencyRequest, Request, Tokens
-from kokuban.validation.accuracy import Accuracy, PublishedResult
+from kokuban.validation.accuracy import METRICS, PER_GPU_METRICS, TIME_METRICS, Accuracy, PublishedResult
 from kokuban.validation.calibrate import (
     FRACTIONS,
     HOLD_OUT_FIELDS,
@@ -217,7 +217,7 @@ Text = Annotated[str, Field(min_length=1, max_length=1000)]
 #: per-user decode speed its time per output token, s/token or ms/token (converted: tokens/s = 1 ÷ seconds),
 #: and for a time to first token s or ms (converted to seconds).
 UNITS = ("tokens/s", "tokens/s/gpu", "s/token", "ms/token", "s", "ms")
-Metric = Literal["output_tokens_per_s", "tokens_per_s_per_user", "time_to_first_token_s"]
+Metric = Literal[METRICS]  # type: ignore[valid-type]
 
 
 class PublishedRow(BaseModel):
@@ -246,7 +246,7 @@ class PublishedRow(BaseModel):
 
     @model_validator(mode="after")
     def _per_gpu_is_a_rate(self) -> PublishedRow:
-        if self.per_gpu and self.metric != "output_tokens_per_s":
+        if self.per_gpu and self.metric not in PER_GPU_METRICS:
             raise ValueError("per_gpu: only an output_tokens_per_s row is quoted per GPU")
         return self
 
@@ -277,10 +277,10 @@ class MeasurementRow(BaseModel):
     def _unit_fits_metric(self) -> MeasurementRow:
         if self.unit in ("s/token", "ms/token") and self.metric != "tokens_per_s_per_user":
             raise ValueError("unit: a time per token is a per-user speed: use metric tokens_per_s_per_user")
-        if self.unit == "tokens/s/gpu" and self.metric != "output_tokens_per_s":
+        if self.unit == "tokens/s/gpu" and self.metric not in PER_GPU_METRICS:
             raise ValueError("unit: tokens/s/gpu is for metric output_tokens_per_s only (a per-user speed or a time "
                              "is not divided among GPUs)")
-        if (self.unit in ("s", "ms")) != (self.metric == "time_to_first_token_s"):
+        if (self.unit in ("s", "ms")) != (self.metric in TIME_METRICS):
             raise ValueError("unit: a time to first token is in s or ms, and s or ms is only for "
                              "metric time_to_first_token_s")
         return self

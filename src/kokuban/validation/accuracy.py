@@ -56,6 +56,7 @@ UNKNOWN_OUTPUT_TOKENS = 256  # assumption where a source does not state its outp
 OFFLINE_BATCH_CAP = 2048  # TensorRT-LLM's default max_batch_size; vLLM's max_num_seqs is lower (256–1024)
 METRICS = ("output_tokens_per_s", "tokens_per_s_per_user", "time_to_first_token_s")
 TIME_METRICS = ("time_to_first_token_s",)  # lower is faster: a signed error > 0 is a predicted time below the measured
+PER_GPU_METRICS = ("output_tokens_per_s",)  # a deployment's rate may be quoted per GPU; a user's speed or a time not
 BOOTSTRAP_RESAMPLES = 10_000  # resamples of each group's rows behind its interval of the median |error|
 BOOTSTRAP_LEVEL = 0.95  # the interval's level: the 2.5th to 97.5th percentile of the resampled medians
 BOOTSTRAP_SEED = 0  # numpy default_rng seed: the same rows always give the same interval
@@ -202,8 +203,9 @@ def load_published(path: str | None = None) -> list[PublishedResult]:
     for r in rows:
         if r.metric not in METRICS:
             raise KokubanError(f"published result '{r.id}' has metric '{r.metric}'; allowed: {', '.join(METRICS)}")
-        if r.per_gpu and r.metric != "output_tokens_per_s":
-            raise KokubanError(f"published result '{r.id}': per_gpu is for output_tokens_per_s only, not {r.metric}")
+        if r.per_gpu and r.metric not in PER_GPU_METRICS:
+            raise KokubanError(f"published result '{r.id}': per_gpu is for {', '.join(PER_GPU_METRICS)} only, "
+                               f"not {r.metric}")
     return rows
 
 
@@ -397,16 +399,15 @@ def predict_row(row: PublishedResult, efficiency: Efficiency | None = None) -> P
     inp, out = assumed_lengths(row)
     mid_context = inp + out / 2
     prefill_longer, phase = False, "decode"
+    unstated = offline_batch(dep, row) if row.metric == "output_tokens_per_s" else 1  # batch 0: engine's, or one
+    batch = max(int(row.batch // replicas), 1) if row.batch else unstated
     if row.metric == "tokens_per_s_per_user":
-        batch = max(int(row.batch // replicas), 1) if row.batch else 1
         step = decode_step(dep, batch, mid_context)
         value, regime = 1.0 / float(step.step_time_s), str(step.bound)
     elif row.metric == "time_to_first_token_s":
-        batch = max(int(row.batch // replicas), 1) if row.batch else 1
         step, phase, prefill_longer = prefill(dep, batch, inp), "prefill", True
         value, regime = float(step.step_time_s), str(step.bound)
     else:
-        batch = max(int(row.batch // replicas), 1) if row.batch else offline_batch(dep, row)
         step = decode_step(dep, batch, mid_context)
         if is_decode_only(row):
             value, regime = replicas * batch / float(step.step_time_s), str(step.bound)
@@ -454,6 +455,18 @@ def prediction_groups(preds: Sequence[Prediction]) -> dict[str, list[tuple[str, 
             "by_engine": [(engine_family(p.engine),) if p.engine else () for p in preds]}
 
 
+def prediction_summary(preds: Sequence[Prediction]) -> dict[str, Any]:
+    """`error_summary` of the predictions by regime and metric, each signed error by `speed_direction`, with the
+    bootstrap intervals and the splits of `prediction_groups` (`add_intervals`)."""
+    measured, predicted = [p.measured for p in preds], [p.predicted for p in preds]
+    regimes, metrics = [p.regime for p in preds], [p.metric for p in preds]
+    direction = [speed_direction(m) for m in metrics]
+    summary = error_summary(measured, predicted, regimes, metrics, direction)
+    summary["by_metric"] = summary.pop("by_phase")
+    return add_intervals(summary, measured, predicted, {"by_regime": regimes, "by_metric": metrics},
+                         prediction_groups(preds), direction)
+
+
 @dataclass(frozen=True)
 class Accuracy:
     """Every published row predicted, the error summary (overall, by regime, by metric) and the fractions used."""
@@ -482,12 +495,5 @@ def accuracy(efficiency: Efficiency | None = None, rows: Sequence[PublishedResul
     efficiency = efficiency or Efficiency.shipped()
     rows = load_published() if rows is None else rows
     preds = tuple(predict_row(r, efficiency) for r in rows)
-    measured, predicted = [p.measured for p in preds], [p.predicted for p in preds]
-    regimes, metrics = [p.regime for p in preds], [p.metric for p in preds]
-    direction = [speed_direction(m) for m in metrics]
-    summary = error_summary(measured, predicted, regimes, metrics, direction)
-    summary["by_metric"] = summary.pop("by_phase")
-    add_intervals(summary, measured, predicted, {"by_regime": regimes, "by_metric": metrics}, prediction_groups(preds),
-                  direction)
-    return Accuracy(predictions=preds, summary=summary, efficiency=efficiency,
+    return Accuracy(predictions=preds, summary=prediction_summary(preds), efficiency=efficiency,
                     source=source or "data/published_results.toml")

@@ -382,12 +382,12 @@ def repeated_holdout(seeds: Sequence[int], holdout_fraction: float = 1 / 3,
     errors pooled over the splits (a row counts once per split that holds it out).
 
     Per profile: `per_seed` (the fitted fields, held-out median/p90 and training median/p90 of each split: a change
-    of the model is chosen on the training figures, never on the held-out ones), `pooled` (an
-    `error_summary` of the pooled held-out rows with bootstrap intervals, by regime, workload, weights dtype and
-    engine: `accuracy.add_intervals`). The pooled rows are not independent (a row recurs across splits, the
+    of the model is chosen on the training figures, never on the held-out ones), `pooled` (the
+    `accuracy.prediction_summary` of the pooled held-out rows: bootstrap intervals, by regime, metric, workload,
+    weights dtype and engine). The pooled rows are not independent (a row recurs across splits, the
     fitted fractions are correlated), so the intervals are narrower than the truth; the per-seed spread is the
     other honest measure."""
-    from kokuban.validation.accuracy import load_published, predict_row, prediction_groups, speed_direction
+    from kokuban.validation.accuracy import load_published, predict_row, prediction_summary
 
     rows = {r.id: r for r in load_published()}
     procedures = procedures or profile_procedures()
@@ -404,9 +404,5 @@ def repeated_holdout(seeds: Sequence[int], holdout_fraction: float = 1 / 3,
                              "p90_abs_error": cal.holdout_after["p90_abs_error"],
                              "train_median_abs_error": cal.train_after["median_abs_error"],
                              "train_p90_abs_error": cal.train_after["p90_abs_error"]})
-        measured, predicted = [p.measured for p in preds], [p.predicted for p in preds]
-        regimes, direction = [p.regime for p in preds], [speed_direction(p.metric) for p in preds]
-        pooled = error_summary(measured, predicted, regimes, direction=direction)
-        add_intervals(pooled, measured, predicted, {"by_regime": regimes}, prediction_groups(preds), direction)
-        out["profiles"][name] = {"per_seed": per_seed, "pooled": pooled}
+        out["profiles"][name] = {"per_seed": per_seed, "pooled": prediction_summary(preds)}
     return out
