@@ -6,9 +6,11 @@ import json
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-REPORTS = {"log_squared": ROOT / "validation/profiles/report.json",
-           "log_huber": ROOT / "validation/profiles/log_huber/report.json",
+#: the committed report is the shipped procedure's loss (`calibrate.PUBLISHED_LOSS`, log_huber); the others beside it
+REPORTS = {"log_squared": ROOT / "validation/profiles/log_squared/report.json",
+           "log_huber": ROOT / "validation/profiles/report.json",
            "log_abs": ROOT / "validation/profiles/log_abs/report.json"}
+SHIPPED = "log_huber"
 
 
 def _figures(profile: dict) -> str:
@@ -31,7 +33,7 @@ def test_the_docs_table_rows_are_the_reports():
     doc = (ROOT / "docs/validation.md").read_text()
     for name, path in REPORTS.items():
         profiles = json.loads(path.read_text())["profiles"]
-        label = f"{name} (shipped)" if name == "log_squared" else name
+        label = f"{name} (shipped)" if name == SHIPPED else name
         row = f"| {label} | {_figures(profiles['default'])} | {_figures(profiles['scalar'])} |"
         assert row in doc, row
 
@@ -49,7 +51,7 @@ def test_the_readme_quotes_the_training_medians():
 
 def test_the_readme_profile_table_is_the_report():
     """The README's two-profile table (pooled held-out rows of the five splits) is validation/profiles/report.json."""
-    profiles = json.loads(REPORTS["log_squared"].read_text())["profiles"]
+    profiles = json.loads(REPORTS[SHIPPED].read_text())["profiles"]
     readme = (ROOT / "README.md").read_text()
 
     def pct(x: float) -> str:
@@ -70,7 +72,7 @@ def test_the_readme_profile_table_is_the_report():
 def test_the_docs_profile_prose_is_the_report():
     """docs/validation.md after the pooled table: each split's held-out median, scalar → default, the pooled figures
     against the bar, and the ranges of the default's fitted memory fraction and step overhead."""
-    profiles = json.loads(REPORTS["log_squared"].read_text())["profiles"]
+    profiles = json.loads(REPORTS[SHIPPED].read_text())["profiles"]
     doc = " ".join((ROOT / "docs/validation.md").read_text().split())
     pairs = [f"{100 * a['median_abs_error']:.1f} → {100 * b['median_abs_error']:.1f} %"
              for a, b in zip(profiles["scalar"]["per_seed"], profiles["default"]["per_seed"], strict=True)]
@@ -79,19 +81,29 @@ def test_the_docs_profile_prose_is_the_report():
                for a, b in zip(profiles["scalar"]["per_seed"], profiles["default"]["per_seed"], strict=True))
     pooled = profiles["default"]["pooled"]
     lo, hi = pooled["median_abs_error_ci"]
-    assert (f"**not met** — {100 * pooled['median_abs_error']:.1f} % median (interval {100 * lo:.1f}–{100 * hi:.1f} %) "
-            f"and {100 * pooled['p90_abs_error']:.1f} % p90") in doc
-    assert pooled["median_abs_error"] > 0.10 and pooled["p90_abs_error"] > 0.30  # the bar is missed, as it says
+    assert (f"the median is met — {100 * pooled['median_abs_error']:.1f} % "
+            f"(interval {100 * lo:.1f}–{100 * hi:.1f} %) — "
+            f"but **not the p90, {100 * pooled['p90_abs_error']:.1f} %**") in doc
+    int4 = pooled["by_weights"]["int4"]
+    assert f"int4 weights are {100 * int4['median_abs_error']:.1f} % on {int4['count']} pooled rows" in doc
+    # the bar as it says: the median met, the p90 and one dtype missed
+    assert pooled["median_abs_error"] <= 0.10 < 0.30 < pooled["p90_abs_error"] and int4["median_abs_error"] > 0.20
     w, ttft = pooled["by_workload"], pooled["by_metric"]["time_to_first_token_s"]
     m = {k: f"{100 * g['median_abs_error']:.1f} %" for k, g in w.items()}
     assert (f"Every workload is at or below {100 * max(g['median_abs_error'] for g in w.values()):.1f} % (MoE, "
             f"{w['moe']['count']} pooled rows; batch-1 decode {m['decode_batch_1']}, prefill {m['prefill']}, "
             f"throughput {m['throughput']}, multi-GPU {m['multi_gpu']}; the first-token metric "
             f"{100 * ttft['median_abs_error']:.1f} % on {ttft['count']} pooled rows)") in doc
-    memory = [s["fitted"]["memory"] for s in profiles["default"]["per_seed"]]
-    overhead = [1e3 * s["fitted"]["step_overhead_s"] for s in profiles["default"]["per_seed"]]
-    assert (f"to {min(memory):.2f}–{max(memory):.2f}, the step overhead from 0.37–0.74 ms to "
-            f"{min(overhead):.1f}–{max(overhead):.1f} ms") in doc
+
+    def span(key, scale=1.0, digits=2):
+        values = [scale * s["fitted"][key] for s in profiles["default"]["per_seed"]]
+        return f"{min(values):.{digits}f}–{max(values):.{digits}f}"
+
+    assert (f"Fitted across the five splits: memory {span('memory')}, step overhead {span('step_overhead_s', 1e3, 1)} "
+            f"ms, `kv_reread` {span('kv_reread')}") in doc
+    engines = pooled["by_engine"]
+    assert f"MLC ({100 * engines['MLC LLM']['median_abs_error']:.1f} %, 2 copies" in doc
+    assert f"vLLM ({100 * engines['vLLM']['median_abs_error']:.1f} %, 5 rows, MI300X)" in doc
 
 
 def test_the_docs_loss_prose_is_the_reports():

@@ -132,8 +132,8 @@ def test_catalog_sizes_the_readme_quotes():
     verified = sum(bool(entry.get("verified")) for entry in models.values())
     says(README, f"{len(models)} models ship", f"({verified} of {len(models)} are); the other {len(models) - verified}",
          f"{len(accelerator_catalog())} accelerators", f"{len(load_prices())} rows: Anthropic",
-         f"{len(load_published())} rows in `data/published_results.toml`", "all 77 rows median")
-    assert (len(models), verified, len(accelerator_catalog()), len(load_published())) == (36, 21, 25, 77)
+         f"{len(load_published())} rows in `data/published_results.toml`", "all 88 rows median")
+    assert (len(models), verified, len(accelerator_catalog()), len(load_published())) == (36, 21, 25, 88)
 
 
 # ---- the crossover batch (README, docs/economics.md, economics.batch docstrings) -------------------
@@ -304,22 +304,22 @@ def test_readme_worked_example_by_hand():
 
 def test_readme_worked_example_at_the_shipped_step_model():
     """The README's paragraph after the example: the same command without `--efficiency-file scalar`, priced with the
-    kernel profile (memory 0.63, 0.36 ms per step; the fp8 body's GEMMs at 0.70 · 0.71 · 32 ÷ (32 + 70) of peak)."""
+    kernel profile (memory 0.84, 2.6 ms per step; the fp8 body's GEMMs at 0.69 · 0.71 · 32 ÷ (32 + 70) of peak)."""
     b, ctx = 32, 2500
-    BW = H200_BW * 0.63  # 3.024e12 B/s
-    weights_s = (L70_BODY * 1 + L70_VOCAB * 2) / BW  # 70,553,706,496 B ÷ 3.024e12 = 23.331 ms
-    kv_s = b * L70_KV_PER_TOKEN * ctx / BW  # 26.2144 GB ÷ 3.024e12 = 8.669 ms
-    body_s = 2 * b * L70_BODY / (H100_FP8 * 0.70 * 0.71 * b / (b + 70))  # the fp8 body alone: 14.198 ms
-    step = weights_s + kv_s + 0.36e-3  # weight-bound multiplies, KV-bound attention, the fixed cost
-    assert (f"{weights_s * 1e3:.1f}", f"{kv_s * 1e3:.1f}", f"{body_s * 1e3:.1f}") == ("23.3", "8.7", "14.2")
-    assert (f"{step * 1e3:.1f}", f"{b / step:,.1f}") == ("32.4", "988.9")
+    BW = H200_BW * 0.84  # 4.032e12 B/s
+    weights_s = (L70_BODY * 1 + L70_VOCAB * 2) / BW  # 70,553,706,496 B ÷ 4.032e12 = 17.498 ms
+    kv_s = b * L70_KV_PER_TOKEN * ctx / BW  # 26.2144 GB ÷ 4.032e12 = 6.502 ms
+    body_s = 2 * b * L70_BODY / (H100_FP8 * 0.69 * 0.71 * b / (b + 70))  # the fp8 body alone: 14.404 ms
+    step = weights_s + kv_s + 2.6e-3  # weight-bound multiplies, KV-bound attention, the fixed cost
+    assert (f"{weights_s * 1e3:.1f}", f"{kv_s * 1e3:.1f}", f"{body_s * 1e3:.1f}") == ("17.5", "6.5", "14.4")
+    assert (f"{step * 1e3:.1f}", f"{b / step:,.1f}") == ("26.6", "1,203.0")
     e = estimate("llama-3.1-70b", "h200", batch=32, prompt=2000, output=500, weights="fp8").as_dict()
     dec = e["decode"]
     assert dec["step_time_s"] == pytest.approx(step, rel=1e-9) and dec["bound"] == "weights"
     assert dec["breakdown"]["weights_s"] == pytest.approx(weights_s, rel=1e-9)
     assert body_s < dec["breakdown"]["multiply_compute_s"] < 1.01 * body_s  # + the 16-bit LM head's few FLOPs
-    says(README, "the weights stream at 63 % of 4.8 TB/s (23.3 ms)", "0.70 × 0.71 × 32 ÷ (32 + 70) of peak (14.2 ms",
-         "the KV read takes 8.7 ms and the fixed step cost 0.36 ms: a 32.4 ms step, 988.9 tokens/s in all, "
+    says(README, "the weights stream at 84 % of 4.8 TB/s (17.5 ms)", "0.69 × 0.71 × 32 ÷ (32 + 70) of peak (14.4 ms",
+         "the KV read takes 6.5 ms and the fixed step cost 2.6 ms: a 26.6 ms step, 1,203.0 tokens/s in all, "
          f"${e['cost']['usd_per_m_output']:.2f} per million output tokens, TTFT {e['generation']['ttft_s']:.2f} s")
 
 
@@ -426,9 +426,10 @@ def test_readme_accuracy_figures():
 
     for eff, label in ((Efficiency.textbook(), "textbook fractions (0.6 / 0.8 / 0.75 / 0 s)"),
                        (SCALAR, "scalar set (0.74 / 0.84 / 0.27 / 2.7 ms)"),
-                       (Efficiency.shipped(), "shipped default: kernel profile (0.70 / 0.63 / 0.36 ms + curves)")):
+                       (Efficiency.shipped(),
+                        "shipped default: kernel profile (0.69 / 0.84 / 2.6 ms / 0.49 + curves)")):
         err, held, _ = errors(eff)
-        assert held.sum() == 22
+        assert held.sum() == 26
         says(README, f"| {label} | {pct(np.median(err[held]))} | {whole(np.percentile(err[held], 90))} | "
                      f"{pct(np.median(err))} | {whole(np.percentile(err, 90))} |")
     _, _, regimes = errors(Efficiency.shipped())
@@ -497,10 +498,10 @@ def test_deepseek_day_bracketed_by_the_roofline(capsys):
 
 
 def test_efficiency_docstring_calibration_figures():
-    """`Efficiency`'s docstring: held-out median (seed 0's third) 19.8 %, p90 56 % with the scalar defaults against
-    the textbook 21.3 %, p90 120 %, and 19.2 % with the unrounded fit that docs/validation.md quotes (0.742 / 0.835 /
-    0.271 / 2.74 ms; the fit itself is `kokuban calibrate`'s, too slow for a unit test, so the guard evaluates the
-    quoted fit)."""
+    """`Efficiency`'s docstring: held-out median (seed 0's third, 26 rows) 27.8 %, p90 91 % with the scalar defaults
+    against the textbook 27.4 %, p90 116 %, and 28.0 % with the unrounded fit that docs/validation.md quotes
+    (0.742 / 0.835 / 0.271 / 2.74 ms; the fit itself is `kokuban calibrate`'s, too slow for a unit test, so the
+    guard evaluates the quoted fit)."""
     import numpy as np
 
     from kokuban.validation.accuracy import accuracy

@@ -9,6 +9,8 @@ per request. Both the step times (core/roofline.py) and the capacity (core/memor
                           elements(L) = per token per layer × Σ_attention layers min(L, window)
                           (a global layer holds L, a sliding-window or chunked layer at most its window/chunk)
                           state = linear-attention layers × (conv elements·2 + recurrent elements·b_state)
+    KV read (decode)    = attention KV × (1 + (q − 1)·r) when the engine loads a KV head once per query head
+                          (q query heads per KV head, r of the repeats reaching HBM), else attention KV
 """
 
 from __future__ import annotations
@@ -95,6 +97,23 @@ def attention_kv_bytes_per_request(dep: Deployment, context: Any) -> np.ndarray:
     elements(L) = KV elements per token per layer × Σ_layers min(L, window_layer) (linear layers: window 0).
     """
     return dep.model.kv_elements(context) * dep.kv_bytes_per_element
+
+
+def decode_kv_read_factor(dep: Deployment) -> float:
+    """HBM bytes a decode step's attention reads per byte of KV cache it attends: 1 + (q − 1)·r, or 1.
+
+    A decode-attention kernel that shares a KV head among its query heads (FlashDecoding, FlashInfer, TensorRT-LLM's
+    XQA from 0.7.0) loads each KV head once per step: factor 1. One that runs a thread block per (sequence, query
+    head), each loading its KV head's whole cache (TensorRT-LLM 0.5/0.6.1's masked MHA,
+    `KernelCurves.kv_per_query_head`), loads it q = query heads ÷ KV heads times; the first load reaches HBM, of the
+    q − 1 repeats the fraction r = `Efficiency.kv_reread` does (the rest hit L2, which no table measures: r is
+    fitted). Llama-2-70B (64 query heads, 8 KV heads, q = 8) at r = 0.5: 1 + 7 × 0.5 = 4.5. MHA (q = 1) and MLA's
+    shared latent: 1. Prefill's context kernels share the KV head: not affected.
+    """
+    m, eff = dep.model, dep.efficiency
+    if eff.kernels is None or not eff.kernels.kv_per_query_head or m.attention != "gqa":
+        return 1.0
+    return 1.0 + (m.num_heads / m.num_kv_heads - 1.0) * eff.kv_reread
 
 
 def state_bytes_per_request(dep: Deployment) -> float:

@@ -27,6 +27,7 @@ import numpy as np
 
 from kokuban.core.bytes import (  # noqa: F401  (re-exported: the byte counts the steps are built from)
     attention_kv_bytes_per_request,
+    decode_kv_read_factor,
     expected_experts_touched,
     kv_bytes_per_request,
     lm_head_bytes,
@@ -416,13 +417,14 @@ def decode_step(dep: Deployment, batch: Any, context: Any) -> Step:
     """One decode step: `batch` requests each generate one token while attending to `context` tokens.
 
     Work: batch tokens through the active weights; batch × Σ_layers min(context, window) query-key
-    pairs of attention; the KV cache of every request read once: batch × attention KV(context); a
+    pairs of attention; the KV cache of every request read once: batch × attention KV(context) (× the engine's
+    `decode_kv_read_factor`, 1 unless its kernel loads a KV head once per query head); a
     linear-attention state read and written back once per request: batch × 2 × state bytes (constant in
     context). `batch` and `context` broadcast (arrays welcome).
     """
     b = np.asarray(batch, dtype=np.float64)
     attended = b * dep.model.attended_tokens(context)
-    kv = b * attention_kv_bytes_per_request(dep, context)
+    kv = b * attention_kv_bytes_per_request(dep, context) * decode_kv_read_factor(dep)
     state = b * 2 * state_bytes_per_request(dep)
     return _step(dep, b, b, attended, dep.model.attn_flops_per_ctx_token_per_layer_decode, kv, state)
 
@@ -489,7 +491,7 @@ def decode_step_mixed(dep: Deployment, contexts: Sequence[int]) -> Step:
         raise KokubanError("contexts must be a non-empty list of token counts")
     b = float(ctx.size)
     attended = dep.model.attended_tokens(ctx).sum()
-    kv = attention_kv_bytes_per_request(dep, ctx).sum()
+    kv = attention_kv_bytes_per_request(dep, ctx).sum() * decode_kv_read_factor(dep)
     state = b * 2 * state_bytes_per_request(dep)
     return _step(dep, b, b, attended, dep.model.attn_flops_per_ctx_token_per_layer_decode, kv, state)
 

@@ -111,6 +111,7 @@ class KernelCurves:
     moe_layer_fp4_s: float = 49.9e-6
     moe_pair_fp4_s: float = 21.4e-9
     plain_nccl: bool = False  # the engine all-reduces with NCCL (torch.distributed), not a custom kernel
+    kv_per_query_head: bool = False  # the engine's decode attention loads a KV head per query head (no GQA sharing)
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -260,8 +260,9 @@ def overlaps_communication(row: PublishedResult) -> bool:
 
 
 INFLIGHT_ENGINES = ("TensorRT-LLM", "vLLM", "SGLang")  # engine families that batch in flight, prefill fused into decode
-# tools that run one static batch, prefill then decode: vLLM's latency benchmark, TensorRT-LLM's GptSession benchmark
-STATIC_BATCH_TOOLS = ("benchmark_latency", "gptSessionBenchmark")
+# tools that run one static batch, prefill then decode: vLLM's latency benchmark, TensorRT-LLM's GptSession benchmark,
+# and "static batch" said outright (NVIDIA's 2023 blogs: out_tps = output_seqlen·batch_size ÷ total_latency ÷ tp)
+STATIC_BATCH_TOOLS = ("benchmark_latency", "gptSessionBenchmark", "static batch")
 
 
 def is_inflight_batching(row: PublishedResult) -> bool:
@@ -275,12 +276,36 @@ def is_inflight_batching(row: PublishedResult) -> bool:
 PLAIN_NCCL_ENGINES = ("gpt-fast",)  # all-reduce through torch.distributed (NCCL), no custom one-shot kernel
 
 
+#: engine family → the first version whose decode attention shares a KV head among its query heads. TensorRT-LLM
+#: first released XQA in 0.7.0 (its 0.5/0.6.1 masked MHA launches a block per (sequence, query head), each loading its
+#: KV head: `decoderMaskedMultiheadAttentionTemplate.h` at v0.6.1, `hi_kv = hi / qhead_per_kv`, grid {num_heads,
+#: batch}); NVIDIA's blogs put the change at "2.4x" on Llama-70B (docs/source/blogs/XQA-kernel.md, Falcon180B-H200.md).
+KV_SHARED_FROM = {"TensorRT-LLM": (0, 7)}
+KV_UNSHARED_MARK = "without XQA"  # named in the engine string of a row NVIDIA ran with XQA switched off
+
+
+def engine_version(engine: str) -> tuple[int, ...] | None:
+    """The version the engine string names after its family, as numbers ('TensorRT-LLM 0.6.1 (…)' → (0, 6, 1);
+    a pre-release letter is dropped: '0.7a' → (0, 7)); None when it names none."""
+    name = engine.split("(")[0].split(",")[0].strip()
+    last = name.rpartition(" ")[2]
+    parts = [p.rstrip("abcdefghijklmnopqrstuvwxyz") for p in last.split(".")]
+    return tuple(int(p) for p in parts) if last[:1].isdigit() and all(p.isdigit() for p in parts) else None
+
+
 def row_efficiency(row: PublishedResult, efficiency: Efficiency) -> Efficiency:
-    """`efficiency` as the row's engine runs it: under the kernel profile an engine of `PLAIN_NCCL_ENGINES`
-    all-reduces with NCCL (`KernelCurves.plain_nccl`); otherwise unchanged."""
-    if efficiency.kernels is None or engine_family(row.engine) not in PLAIN_NCCL_ENGINES:
+    """`efficiency` as the row's engine runs it, under the kernel profile: an engine of `PLAIN_NCCL_ENGINES`
+    all-reduces with NCCL (`KernelCurves.plain_nccl`); a version before `KV_SHARED_FROM` loads a KV head once per
+    query head in decode (`KernelCurves.kv_per_query_head`), as does one that says it ran `KV_UNSHARED_MARK`;
+    otherwise unchanged."""
+    if efficiency.kernels is None:
         return efficiency
-    return replace(efficiency, kernels=replace(efficiency.kernels, plain_nccl=True))
+    family, version = engine_family(row.engine), engine_version(row.engine)
+    changes = {"plain_nccl": family in PLAIN_NCCL_ENGINES,
+               "kv_per_query_head": KV_UNSHARED_MARK in row.engine or (
+                   family in KV_SHARED_FROM and version is not None and version < KV_SHARED_FROM[family])}
+    changes = {k: v for k, v in changes.items() if v}
+    return replace(efficiency, kernels=replace(efficiency.kernels, **changes)) if changes else efficiency
 
 
 # engine family → its data/engines.toml profile. SGLang's one row is a tuned PD-disaggregated decode node whose memory
