@@ -3,8 +3,11 @@ arithmetic, expected values by hand."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -14,8 +17,9 @@ from kokuban.core.bytes import decode_kv_read_factor
 from kokuban.errors import KokubanError
 from kokuban.specs.catalog import load_accelerator, load_model
 from kokuban.specs.deployment import Deployment
-from kokuban.specs.hardware import Efficiency
-from kokuban.validation.accuracy import engine_version, load_published, row_efficiency
+from kokuban.specs.hardware import KERNEL_FRACTIONS_2026_12_04, KERNEL_FRACTIONS_2026_12_04B, Efficiency
+from kokuban.validation.accuracy import engine_version, load_published, predict_row, row_efficiency
+from kokuban.validation.calibrate import holdout_mask
 
 
 def _dep(model: str, eff: Efficiency, per_query_head: bool) -> Deployment:
@@ -83,3 +87,88 @@ def test_which_rows_load_per_query_head():
                        "TensorRT-LLM 0.6.1 (gptSessionBenchmark, static batch)",
                        "TensorRT-LLM 0.5 (static batch, H200 launch blog)",
                        "TensorRT-LLM (without XQA; static batch, out_tps = output_seqlen*batch_size/total_latency/tp)"}
+
+
+# ---- docs/validation.md, "The set grows again": the numbers it quotes, rebuilt ------------------------------------
+ROOT = Path(__file__).resolve().parents[1]
+H200_BLOGS = ("blogs/H200launch.md", "blogs/Falcon180B-H200.md", "blogs/XQA-kernel.md")
+
+
+def _docs() -> str:
+    return " ".join((ROOT / "docs" / "validation.md").read_text().split())
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f} %"
+
+
+def test_docs_clean_check_of_the_h200_rows():
+    """The 11 rows of NVIDIA's H200 blogs (found by their sources), predicted by the shipped profile, the same fractions
+    without the rule, the profile before and the scalar set: median and p90 |error|, the run without XQA's signed
+    error, the median |error| of the seven TensorRT-LLM 0.5 rows and of the three 0.7a rows."""
+    rows = [r for r in load_published() if r.source.endswith(H200_BLOGS)]
+    assert len(rows) == 11 and sum("without XQA" in r.engine for r in rows) == 1
+    no_rule = Efficiency.kernel_calibrated({k: v for k, v in KERNEL_FRACTIONS_2026_12_04B.items() if k != "kv_reread"})
+    profiles = ((Efficiency.shipped(), "shipped default (0.69 / 0.84 / 2.6 ms, r 0.49)"),
+                (no_rule, "the same fractions, r = 0 (no rule)"),
+                (Efficiency.kernel_calibrated(KERNEL_FRACTIONS_2026_12_04),
+                 "the kernel profile before (0.70 / 0.63 / 0.36 ms)"),
+                (Efficiency.scalar(), "scalar set"))
+    for eff, label in profiles:
+        preds = [predict_row(r, eff) for r in rows]
+        err = np.array([p.error for p in preds])
+        noxqa = next(p for p, r in zip(preds, rows, strict=True) if "without XQA" in r.engine)
+        v05 = [p.error for p, r in zip(preds, rows, strict=True) if r.engine.startswith("TensorRT-LLM 0.5")]
+        v07 = [p.error for p, r in zip(preds, rows, strict=True) if r.engine.startswith("TensorRT-LLM 0.7a")]
+        assert (len(v05), len(v07)) == (7, 3)
+        cells = [_pct(np.median(err)), _pct(np.percentile(err, 90)), f"+{_pct(noxqa.signed_error)}",
+                 _pct(np.median(v05)), _pct(np.median(v07))]
+        line = f"| {label} | " + " | ".join(cells) + " |"
+        assert line in _docs(), line
+
+
+def test_docs_rows_the_shipped_fit_never_saw():
+    """Seed 0's held-out third of the 88 rows and the new rows on its training side: 33 rows."""
+    rows = load_published()
+    held = holdout_mask([r.id for r in rows])
+    unseen = [r for r, h in zip(rows, held, strict=True) if h or r.source.endswith(H200_BLOGS)]
+    assert (int(held.sum()), len(unseen)) == (26, 33)
+
+    def figures(eff):
+        err = np.array([predict_row(r, eff).error for r in unseen])
+        return f"{_pct(np.median(err))} median, p90 {_pct(np.percentile(err, 90))}"
+
+    before = figures(Efficiency.kernel_calibrated(KERNEL_FRACTIONS_2026_12_04)).replace(" median, p90", " /")
+    assert f"it reads {figures(Efficiency.shipped())}; the profile before, {before}" in _docs()
+
+
+def test_docs_choice_of_the_rule_and_loss_is_the_reports():
+    """The table of training figures on the 77 rows (validation/profiles/choice-77/, the default profile's five
+    splits with and without `kv_reread`, squared and Huber loss), the fitted r and the per-split medians."""
+    text = _docs()
+    reports = {}
+    for name, label in (("log_squared-no-rule", "log_squared, no rule (shipped until then)"),
+                        ("log_huber-no-rule", "log_huber, no rule"), ("log_squared-rule", "log_squared, the rule"),
+                        ("log_huber-rule", "log_huber, the rule (**chosen**)")):
+        report = json.loads((ROOT / "validation/profiles/choice-77" / name / "report.json").read_text())
+        assert report["rows"] == 77 and report["excluded_sources"] == ["blogs/"]
+        seeds = report["profiles"]["default"]["per_seed"]
+        reports[name] = seeds
+        median = np.mean([s["train_median_abs_error"] for s in seeds])
+        p90 = np.mean([s["train_p90_abs_error"] for s in seeds])
+        r = [s["fitted"].get("kv_reread") for s in seeds]
+        cell = "–" if r[0] is None else f"{min(r):.2f}–{max(r):.2f}"
+        line = f"| {label} | {100 * median:.2f} % | {100 * p90:.2f} % | {cell} |"
+        assert line in text, line
+    huber = [s["train_median_abs_error"] for s in reports["log_huber-rule"]]
+    squared = [s["train_median_abs_error"] for s in reports["log_squared-rule"]]
+    assert all(h < q for h, q in zip(huber, squared, strict=True))
+    quoted = (", ".join(f"{100 * h:.1f}" for h in huber) + " % against "
+              + ", ".join(f"{100 * q:.1f}" for q in squared) + " %")
+    assert f"lower training median on every split ({quoted})" in text, quoted
+    shipped = reports["log_huber-rule"][0]["fitted"]
+    assert (f"compute {shipped['compute']:.4f}, memory {shipped['memory']:.4f}, step overhead "
+            f"{1e3 * shipped['step_overhead_s']:.3f} ms, r {shipped['kv_reread']:.4f}") in text
+    assert {k: round(v, 2) for k, v in shipped.items() if k != "step_overhead_s"} == {
+        k: v for k, v in KERNEL_FRACTIONS_2026_12_04B.items() if k != "step_overhead_s"}
+    assert round(shipped["step_overhead_s"], 4) == KERNEL_FRACTIONS_2026_12_04B["step_overhead_s"]

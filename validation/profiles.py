@@ -11,6 +11,14 @@ the share of pre-XQA repeated KV loads that reach HBM), each judged on the rows 
 were fitted on (the scalar set on the 43 rows of 2026-12-02, the kernel profile's fractions on the 77 rows before
 the H200 blogs' 11). Both fits minimise `calibrate.PUBLISHED_LOSS` (log_huber); `--loss` fits both with another loss
 of `calibrate.LOSSES`: write those runs elsewhere (--out), the committed report is the shipped procedure's.
+`--exclude-source TEXT` leaves out rows by source, `--kernel-params` names the default's fitted fields and
+`--profile` runs one profile: how the rule and the loss were chosen on the 77 rows before the H200 blogs
+(validation/profiles/choice-77/, docs/validation.md "The set grows again"):
+
+    python validation/profiles.py --profile default --exclude-source blogs/ --loss log_huber \
+        --out validation/profiles/choice-77/log_huber-rule
+    ... --kernel-params compute,memory,step_overhead_s --out validation/profiles/choice-77/log_huber-no-rule
+    (and the same two with --loss log_squared)
 """
 
 from __future__ import annotations
@@ -19,7 +27,8 @@ import argparse
 import json
 from pathlib import Path
 
-from kokuban.validation.calibrate import LOSSES, PUBLISHED_LOSS, profile_procedures, repeated_holdout
+from kokuban.validation.accuracy import load_published
+from kokuban.validation.calibrate import KERNEL_PARAMS, LOSSES, PUBLISHED_LOSS, profile_procedures, repeated_holdout
 
 GROUPS = (("by_workload", "workload"), ("by_metric", "metric"), ("by_weights", "weights"), ("by_engine", "engine"),
           ("by_regime", "bound"))
@@ -66,9 +75,19 @@ def main() -> None:
     parser.add_argument("--seeds", default="0,1,2,3,4")
     parser.add_argument("--out", default=str(Path(__file__).parent / "profiles"))
     parser.add_argument("--loss", choices=sorted(LOSSES), default=PUBLISHED_LOSS)
+    parser.add_argument("--exclude-source", action="append", default=[], metavar="TEXT",
+                        help="leave out the rows whose source contains TEXT (repeatable)")
+    parser.add_argument("--kernel-params", default=",".join(KERNEL_PARAMS),
+                        help="the default profile's fitted fields (comma-separated)")
+    parser.add_argument("--profile", choices=("both", "default", "scalar"), default="both")
     args = parser.parse_args()
-    report = repeated_holdout([int(s) for s in args.seeds.split(",")], procedures=profile_procedures(LOSSES[args.loss]))
+    rows = [r for r in load_published() if not any(text in r.source for text in args.exclude_source)]
+    procedures = profile_procedures(LOSSES[args.loss], rows=rows, kernel_params=tuple(args.kernel_params.split(",")))
+    if args.profile != "both":
+        procedures = {args.profile: procedures[args.profile]}
+    report = repeated_holdout([int(s) for s in args.seeds.split(",")], procedures=procedures)
     report["loss"] = args.loss
+    report["rows"], report["excluded_sources"] = len(rows), args.exclude_source
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(report, indent=1) + "\n")

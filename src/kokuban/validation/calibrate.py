@@ -256,12 +256,12 @@ def calibrate(
 # ---- the two sources -------------------------------------------------------------------------------
 def calibrate_published(params: Sequence[str] = PUBLISHED_PARAMS, *, start: Efficiency, holdout_fraction: float = 1 / 3,
                         seed: int = 0, progress: Progress | None = None,
-                        loss_of: Loss | None = None) -> Calibration:
-    """Fit to data/published_results.toml (rules of `accuracy.predict_row`), minimising `loss_of` (default
-    `PUBLISHED_LOSS`); `progress` follows the fit."""
+                        loss_of: Loss | None = None, rows: Sequence[Any] | None = None) -> Calibration:
+    """Fit to data/published_results.toml (rules of `accuracy.predict_row`), or to `rows` of it, minimising `loss_of`
+    (default `PUBLISHED_LOSS`); `progress` follows the fit."""
     from kokuban.validation.accuracy import load_published, predict_row, prediction_groups, speed_direction
 
-    rows = load_published()
+    rows = load_published() if rows is None else list(rows)
 
     def predict(eff: Efficiency) -> tuple[np.ndarray, np.ndarray]:
         preds = [predict_row(r, eff) for r in rows]
@@ -369,7 +369,8 @@ def calibrate_validation(csv_path: str, params: Sequence[str] = VALIDATION_PARAM
 
 
 # ---- the two profiles over several splits ---------------------------------------------------------------
-def profile_procedures(loss_of: Loss | None = None) -> dict[str, Callable[[int, float], Calibration]]:
+def profile_procedures(loss_of: Loss | None = None, *, rows: Sequence[Any] | None = None,
+                       kernel_params: Sequence[str] = KERNEL_PARAMS) -> dict[str, Callable[[int, float], Calibration]]:
     """How each efficiency profile is calibrated on one split (`seed`, `holdout_fraction`), from the same rows:
 
     - "scalar": `PUBLISHED_PARAMS` fitted from the textbook fractions (how the scalar set `Efficiency.scalar()`
@@ -377,15 +378,15 @@ def profile_procedures(loss_of: Loss | None = None) -> dict[str, Callable[[int, 
     - "default": the kernel curves of `Efficiency.kernel_calibrated()` (the shipped step model), `KERNEL_PARAMS`
       fitted from the dated fractions `KERNEL_FRACTIONS_2026_12_04` (a fixed start, so that refitting the shipped
       ones does not move the procedure; how `KERNEL_PROFILE_FRACTIONS` were made);
-    so neither profile sees the split's held-out rows. Both minimise `loss_of` (default `PUBLISHED_LOSS`)."""
+    so neither profile sees the split's held-out rows. Both minimise `loss_of` (default `PUBLISHED_LOSS`), on `rows`
+    (default: all); the default fits `kernel_params` (how a change such as `kv_reread` was chosen: with and without)."""
     def scalar(seed: int, fraction: float) -> Calibration:
         return calibrate_published(PUBLISHED_PARAMS, start=Efficiency.textbook(), holdout_fraction=fraction, seed=seed,
-                                   loss_of=loss_of)
+                                   loss_of=loss_of, rows=rows)
 
     def default(seed: int, fraction: float) -> Calibration:
-        return calibrate_published(KERNEL_PARAMS, start=Efficiency.kernel_calibrated(KERNEL_FRACTIONS_2026_12_04),
-                                   holdout_fraction=fraction,
-                                   seed=seed, loss_of=loss_of)
+        return calibrate_published(kernel_params, start=Efficiency.kernel_calibrated(KERNEL_FRACTIONS_2026_12_04),
+                                   holdout_fraction=fraction, seed=seed, loss_of=loss_of, rows=rows)
 
     return {"scalar": scalar, "default": default}
 
