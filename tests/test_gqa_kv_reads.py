@@ -125,6 +125,11 @@ def test_docs_clean_check_of_the_h200_rows():
                  _pct(np.median(v05)), _pct(np.median(v07))]
         line = f"| {label} | " + " | ".join(cells) + " |"
         assert line in _docs(), line
+        if label.startswith(("shipped", "the kernel profile before")):  # the README quotes these two
+            readme = " ".join((ROOT / "README.md").read_text().split())
+            quoted = (f"(the profile before it: {cells[0]}, p90 {cells[1]})" if "before" in label
+                      else f"on the 11 new rows alone, {cells[0]} (")
+            assert quoted in readme, quoted
 
 
 def test_docs_rows_the_shipped_fit_never_saw():
@@ -160,6 +165,15 @@ def test_docs_choice_of_the_rule_and_loss_is_the_reports():
         cell = "–" if r[0] is None else f"{min(r):.2f}–{max(r):.2f}"
         line = f"| {label} | {100 * median:.2f} % | {100 * p90:.2f} % | {cell} |"
         assert line in text, line
+    readme = " ".join((ROOT / "README.md").read_text().split())
+
+    def means(name):
+        seeds = reports[name]
+        return " / ".join(f"{100 * np.mean([s[k] for s in seeds]):.2f} %"
+                          for k in ("train_median_abs_error", "train_p90_abs_error"))
+
+    quoted = f"median / p90 of the splits {means('log_squared-no-rule')} → {means('log_huber-rule')}"
+    assert quoted in readme, quoted
     huber = [s["train_median_abs_error"] for s in reports["log_huber-rule"]]
     squared = [s["train_median_abs_error"] for s in reports["log_squared-rule"]]
     assert all(h < q for h, q in zip(huber, squared, strict=True))
