@@ -41,8 +41,11 @@ def pct(x: float) -> str:
 def markdown(report: dict) -> str:
     profiles = report["profiles"]
     names = list(profiles)
-    lines = [f"# Held-out error of both profiles over {len(report['seeds'])} splits (seeds {report['seeds']})", "",
-             f"Fitted with the loss {report['loss']} (`calibrate.LOSSES`).", "",
+    lines = [f"# Held-out error of {' and '.join(names)} over {len(report['seeds'])} splits (seeds {report['seeds']})",
+             "",
+             f"Fitted with the loss {report['loss']} (`calibrate.LOSSES`) on {report['rows']} rows of "
+             "data/published_results.toml" + (f", leaving out the sources containing {report['excluded_sources']}"
+                                              if report["excluded_sources"] else "") + ".", "",
              "Pooled held-out rows (a row counts once per split that holds it out); interval: 95 % bootstrap of",
              "the median (pooled rows are not independent, so it is too narrow).", "",
              "| rows | " + " | ".join(f"{n}: n, median [CI], p90" for n in names) + " |",

@@ -326,12 +326,13 @@ KERNEL_FRACTIONS_2026_12_04: dict[str, float] = {"compute": 0.70, "memory": 0.63
 #: The second refit of 2026-12-04, with the rule for decode kernels that load a KV head once per query head
 #: (`kv_reread`, `core.bytes.decode_kv_read_factor`) and the Huber loss (`calibrate.PUBLISHED_LOSS`): the procedure
 #: of validation/profiles.py on seed 0's training two thirds, 55 of the 77 rows then in the set: compute 0.6862, memory
-#: 0.8408, step_overhead_s 2.592 ms, kv_reread 0.4945, shipped rounded. On the rows it never saw: seed 0's 22 held-out
-#: rows 9.5 % / 18.1 % (median / p90 |error|; the set above 10.5 % / 22.6 %), and the 11 rows of NVIDIA's H200 blogs
-#: added afterwards by a rule fixed before any prediction 13.1 % / 48.9 % (the set above 7.7 % / 141.7 %): the rule
-#: halves the error of the rows without XQA (+141.7 → +48.9 %, +209.6 → +92.8 %) but too little, and the rows with
-#: XQA at 2,048 and 4,096 output tokens are +30 and +41 % too fast (docs/validation.md, "The set grows again").
-#: The memory fraction rises from 0.63 to 0.84 once the pre-XQA rows no longer pull it down.
+#: 0.8408, step_overhead_s 2.592 ms, kv_reread 0.4945, shipped rounded (seed 0 of validation/profiles/choice-77/
+#: log_huber-rule: `python validation/profiles.py --profile default --exclude-source blogs/`). On the rows it never
+#: saw: seed 0's 22 held-out rows 9.5 % / 18.1 % (median / p90 |error|; the set above 10.5 % / 22.6 %), and the 11 rows
+#: of NVIDIA's H200 blogs added afterwards by a rule fixed before any prediction 13.1 % / 48.9 % (the set above 7.7 % /
+#: 141.7 %): the rule halves the error of the rows without XQA (+141.7 → +48.9 %, +209.6 → +92.8 %) but too little, and
+#: the rows with XQA at 2,048 and 4,096 output tokens are +30 and +41 % too fast (docs/validation.md, "The set grows
+#: again"). The memory fraction rises from 0.63 to 0.84 once the pre-XQA rows no longer pull it down.
 KERNEL_FRACTIONS_2026_12_04B: dict[str, float] = {"compute": 0.69, "memory": 0.84, "step_overhead_s": 2.6e-3,
                                                   "kv_reread": 0.49}
 #: The shipped ones are the latest dated set: a refit adds a new dated set and points this name at it, so that what

@@ -221,12 +221,18 @@ def assumed_lengths(row: PublishedResult) -> tuple[int, int]:
     return row.input_tokens or UNKNOWN_INPUT_TOKENS, row.output_tokens or UNKNOWN_OUTPUT_TOKENS
 
 
-def engine_family(engine: str) -> str:
-    """The engine's name without version or details: text before the first '(' or ',', then a trailing
-    version number dropped ('TensorRT-LLM 1.0 (PyTorch backend)' → 'TensorRT-LLM'); '' stays ''."""
+def _engine_name(engine: str) -> tuple[str, str]:
+    """(family, version word) of an engine string: the text before the first '(' or ',' split at its last space when
+    that word starts with a digit ('TensorRT-LLM 1.0 (PyTorch backend)' → ('TensorRT-LLM', '1.0')), else (text, '')."""
     name = engine.split("(")[0].split(",")[0].strip()
     head, _, last = name.rpartition(" ")
-    return head if head and last[:1].isdigit() else name
+    return (head, last) if head and last[:1].isdigit() else (name, "")
+
+
+def engine_family(engine: str) -> str:
+    """The engine's name without version or details ('TensorRT-LLM 1.0 (PyTorch backend)' → 'TensorRT-LLM');
+    '' stays ''."""
+    return _engine_name(engine)[0]
 
 
 def row_workloads(row: PublishedResult, batch_per_replica: int, group_gpus: int, prefill_longer: bool,
@@ -287,10 +293,8 @@ KV_UNSHARED_MARK = "without XQA"  # named in the engine string of a row NVIDIA r
 def engine_version(engine: str) -> tuple[int, ...] | None:
     """The version the engine string names after its family, as numbers ('TensorRT-LLM 0.6.1 (…)' → (0, 6, 1);
     a pre-release letter is dropped: '0.7a' → (0, 7)); None when it names none."""
-    name = engine.split("(")[0].split(",")[0].strip()
-    last = name.rpartition(" ")[2]
-    parts = [p.rstrip("abcdefghijklmnopqrstuvwxyz") for p in last.split(".")]
-    return tuple(int(p) for p in parts) if last[:1].isdigit() and all(p.isdigit() for p in parts) else None
+    parts = [p.rstrip("abcdefghijklmnopqrstuvwxyz") for p in _engine_name(engine)[1].split(".")]
+    return tuple(int(p) for p in parts) if all(p.isdigit() for p in parts) else None
 
 
 def row_efficiency(row: PublishedResult, efficiency: Efficiency) -> Efficiency:

@@ -1,6 +1,6 @@
 """Fit the achievable fractions (`Efficiency`) to measurements, on one subset, judged on another.
 
-    loss(θ) = mean over training rows of ln(predicted_θ ÷ measured)²
+    loss(θ) = mean over training rows of ln(predicted_θ ÷ measured)²    (published rows: Huber's, `PUBLISHED_LOSS`)
 
 θ is a few `Efficiency` fields (compute, memory, kv_memory, interconnect, overlap fractions in (0, 1]; step_overhead_s
 ≥ 0 seconds). Fractions are searched as logistic(z), the overhead as 10^z seconds, with SciPy's
