@@ -221,23 +221,33 @@ def test_scalar_profile_is_the_field_defaults_and_carries_no_curves():
 
 def test_the_shipped_step_model_is_the_kernel_profile_at_its_refitted_fractions():
     """What a bare request, a bare Deployment and `--efficiency-file default` get: the curves set, at the fractions
-    validation/profiles.py's procedure fitted on seed 0 on 2026-12-04 (0.6862 / 0.8408 / 2.592 ms / kv_reread 0.4945,
-    shipped as 0.69 / 0.84 / 2.6 ms / 0.49); interconnect and collective latency stay the scalar set's (used on links
-    the curves do not cover)."""
+    validation/profiles.py's procedure fitted on seed 0 on 2026-12-04, session 29 (0.7208 / 0.8936 / 4.637 ms /
+    kv_reread 0.7618 / dequant_memory 1.0 / loop 1.207 ms, validation/profiles/report.json), shipped as 0.72 / 0.89 /
+    4.6 ms / 0.76 / 1.0 / 1.2 ms; interconnect and collective latency stay the scalar set's (used on links the curves
+    do not cover)."""
+    import json
+    from pathlib import Path
+
     from kokuban.usecases.request import EfficiencyRequest
 
     e = Efficiency.shipped()
     assert e.kernels == KernelCurves()
-    assert (e.compute, e.memory, e.step_overhead_s, e.kv_reread) == (0.69, 0.84, 2.6e-3, 0.49)
+    assert (e.compute, e.memory, e.step_overhead_s, e.kv_reread, e.dequant_memory, e.loop_overhead_s) == (
+        0.72, 0.89, 4.6e-3, 0.76, 1.0, 1.2e-3)
+    report = json.loads((Path(__file__).resolve().parents[1] / "validation/profiles/report.json").read_text())
+    fit = report["profiles"]["default"]["per_seed"][0]["fitted"]
+    assert (round(fit["compute"], 2), round(fit["memory"], 2), round(fit["step_overhead_s"], 4),
+            round(fit["kv_reread"], 2), round(fit["dequant_memory"], 2), round(fit["loop_overhead_s"], 4)) == (
+        0.72, 0.89, 4.6e-3, 0.76, 1.0, 1.2e-3)
     assert (e.interconnect, e.collective_latency_s, e.overlap, e.kv_memory) == (0.27, 8e-6, 1.0, None)
     assert e == Efficiency.kernel_calibrated() == Efficiency.from_file("default") == Efficiency.from_file("kernel")
-    assert e == Efficiency.from_file("kernel-2026-12-04b") and KERNEL == Efficiency.from_file("kernel-2026-12-04")
+    assert e == Efficiency.from_file("kernel-2026-12-04c") and KERNEL == Efficiency.from_file("kernel-2026-12-04")
     assert Deployment.make(load_model("llama-3.1-8b"), load_accelerator("h100-sxm")).efficiency == e
     assert EfficiencyRequest().efficiency_spec() == e
-    # a weight-bound step prices its weight read at 0.84 of HBM: Llama-3.1-8B bf16 body + LM head on an H100,
-    # (6,979,588,096 + 525,336,576)·2 B = 15,009,849,344 B ÷ (3.35e12 · 0.84 = 2.814e12 B/s) = 5.3340 ms
+    # a weight-bound step prices its weight read at 0.89 of HBM: Llama-3.1-8B bf16 body + LM head on an H100,
+    # (6,979,588,096 + 525,336,576)·2 B = 15,009,849,344 B ÷ (3.35e12 · 0.89 = 2.9815e12 B/s) = 5.0343 ms
     dep = Deployment.make(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"))
-    assert float(decode_step(dep, 1, 1024).weights_s) == pytest.approx(15_009_849_344 / 2.814e12, rel=1e-9)
+    assert float(decode_step(dep, 1, 1024).weights_s) == pytest.approx(15_009_849_344 / 2.9815e12, rel=1e-9)
 
 
 # ---- the profile as a file / name ---------------------------------------------------------------------
@@ -387,7 +397,8 @@ def test_plain_nccl_engine_pays_nccls_allreduce_latency():
 
 def test_calibrating_the_kernel_profile_fits_compute_memory_and_step(monkeypatch):
     """`kokuban calibrate --source published --efficiency-file kernel` fits compute too (KERNEL_PARAMS since
-    2026-12-03) and the pre-XQA KV re-read share (since 2026-12-04); without it the scalar set's four fields are
+    2026-12-03), the pre-XQA KV re-read share (since 2026-12-04), the fused dequantising rate and the decode loop's
+    step (since session 29); without it the scalar set's four fields are
     fitted. The fit itself is stubbed: only the choice is tested."""
     import kokuban.validation.calibrate as cal
     from kokuban.usecases.validation import CalibrateRequest, run_calibrate
@@ -396,5 +407,6 @@ def test_calibrating_the_kernel_profile_fits_compute_memory_and_step(monkeypatch
     monkeypatch.setattr(cal, "calibrate_published", lambda params, **kw: seen.append((tuple(params), kw["start"])))
     run_calibrate(CalibrateRequest(source="published", efficiency_file="kernel"))
     run_calibrate(CalibrateRequest(source="published"))
-    assert seen[0][0] == ("compute", "memory", "step_overhead_s", "kv_reread") and seen[0][1].kernels is not None
+    assert seen[0][0] == ("compute", "memory", "step_overhead_s", "kv_reread", "dequant_memory", "loop_overhead_s")
+    assert seen[0][1].kernels is not None
     assert seen[1][0] == ("compute", "memory", "interconnect", "step_overhead_s") and seen[1][1].kernels is None

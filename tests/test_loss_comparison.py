@@ -1,4 +1,5 @@
-"""docs/validation.md's loss comparison is the committed five-split reports (validation/profiles/, one per loss)."""
+"""docs/validation.md's loss comparison is the committed five-split reports (validation/profiles/, one per loss, on
+the 88 rows of stop 28; the main report, validation/profiles/report.json, is session 29's on 100 rows)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,13 @@ import json
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-#: the committed report is the shipped procedure's loss (`calibrate.PUBLISHED_LOSS`, log_huber); the others beside it
+#: the shipped procedure's loss (`calibrate.PUBLISHED_LOSS`, log_huber) and the others, each on the same 88 rows
 REPORTS = {"log_squared": ROOT / "validation/profiles/log_squared/report.json",
-           "log_huber": ROOT / "validation/profiles/report.json",
+           "log_huber": ROOT / "validation/profiles/log_huber/report.json",
            "log_abs": ROOT / "validation/profiles/log_abs/report.json"}
 SHIPPED = "log_huber"
+#: the main report: both profiles' five splits on today's rows (session 29: 100)
+MAIN = ROOT / "validation/profiles/report.json"
 
 
 def _figures(profile: dict) -> str:
@@ -51,7 +54,7 @@ def test_the_readme_quotes_the_training_medians():
 
 def test_the_readme_profile_table_is_the_report():
     """The README's two-profile table (pooled held-out rows of the five splits) is validation/profiles/report.json."""
-    profiles = json.loads(REPORTS[SHIPPED].read_text())["profiles"]
+    profiles = json.loads(MAIN.read_text())["profiles"]
     readme = (ROOT / "README.md").read_text()
 
     def pct(x: float) -> str:
@@ -71,8 +74,10 @@ def test_the_readme_profile_table_is_the_report():
 
 def test_the_docs_profile_prose_is_the_report():
     """docs/validation.md after the pooled table: each split's held-out median, scalar → default, the pooled figures
-    against the bar, and the ranges of the default's fitted memory fraction and step overhead."""
-    profiles = json.loads(REPORTS[SHIPPED].read_text())["profiles"]
+    against the bar, and the ranges of the default's fitted fields."""
+    report = json.loads(MAIN.read_text())
+    profiles = report["profiles"]
+    assert report["rows"] == 100 and report["excluded_sources"] == []
     doc = " ".join((ROOT / "docs/validation.md").read_text().split())
     pairs = [f"{100 * a['median_abs_error']:.1f} → {100 * b['median_abs_error']:.1f} %"
              for a, b in zip(profiles["scalar"]["per_seed"], profiles["default"]["per_seed"], strict=True)]
@@ -81,29 +86,34 @@ def test_the_docs_profile_prose_is_the_report():
                for a, b in zip(profiles["scalar"]["per_seed"], profiles["default"]["per_seed"], strict=True))
     pooled = profiles["default"]["pooled"]
     lo, hi = pooled["median_abs_error_ci"]
-    assert (f"the median is met — {100 * pooled['median_abs_error']:.1f} % "
-            f"(interval {100 * lo:.1f}–{100 * hi:.1f} %) — "
-            f"but **not the p90, {100 * pooled['p90_abs_error']:.1f} %**") in doc
-    int4 = pooled["by_weights"]["int4"]
-    assert f"int4 weights are {100 * int4['median_abs_error']:.1f} % on {int4['count']} pooled rows" in doc
-    # the bar as it says: the median met, the p90 and one dtype missed
-    assert pooled["median_abs_error"] <= 0.10 < 0.30 < pooled["p90_abs_error"] and int4["median_abs_error"] > 0.20
-    w, ttft = pooled["by_workload"], pooled["by_metric"]["time_to_first_token_s"]
+    assert (f"median {100 * pooled['median_abs_error']:.1f} % (interval {100 * lo:.1f}–{100 * hi:.1f} %), "
+            f"p90 {100 * pooled['p90_abs_error']:.1f} %") in doc
+    # the bar as it says: all three met on the pooled rows
+    w, d, ttft = pooled["by_workload"], pooled["by_weights"], pooled["by_metric"]["time_to_first_token_s"]
+    assert pooled["median_abs_error"] <= 0.10 and pooled["p90_abs_error"] <= 0.30
+    assert max(g["median_abs_error"] for g in (*w.values(), *d.values())) <= 0.20
     m = {k: f"{100 * g['median_abs_error']:.1f} %" for k, g in w.items()}
-    assert (f"Every workload is at or below {100 * max(g['median_abs_error'] for g in w.values()):.1f} % (MoE, "
+    assert (f"every workload at or below {100 * max(g['median_abs_error'] for g in w.values()):.1f} % (MoE, "
             f"{w['moe']['count']} pooled rows; batch-1 decode {m['decode_batch_1']}, prefill {m['prefill']}, "
             f"throughput {m['throughput']}, multi-GPU {m['multi_gpu']}; the first-token metric "
             f"{100 * ttft['median_abs_error']:.1f} % on {ttft['count']} pooled rows)") in doc
+    dt = {k: f"{100 * g['median_abs_error']:.1f} %" for k, g in d.items()}
+    assert (f"every dtype at or below {100 * max(g['median_abs_error'] for g in d.values()):.1f} % (bf16, "
+            f"{d['bf16']['count']} pooled rows; int4 {dt['int4']} on {d['int4']['count']}, int8 {dt['int8']} on "
+            f"{d['int8']['count']}, q4_0 {dt['q4_0']} on {d['q4_0']['count']}, fp4 {dt['fp4']}, fp8 {dt['fp8']}, "
+            f"fp16 {dt['fp16']})") in doc
 
     def span(key, scale=1.0, digits=2):
         values = [scale * s["fitted"][key] for s in profiles["default"]["per_seed"]]
         return f"{min(values):.{digits}f}–{max(values):.{digits}f}"
 
     assert (f"Fitted across the five splits: memory {span('memory')}, step overhead {span('step_overhead_s', 1e3, 1)} "
-            f"ms, `kv_reread` {span('kv_reread')}") in doc
+            f"ms, `kv_reread` {span('kv_reread')}, `dequant_memory` {span('dequant_memory')}, loop overhead "
+            f"{span('loop_overhead_s', 1e3, 1)} ms") in doc
     engines = pooled["by_engine"]
-    assert f"MLC ({100 * engines['MLC LLM']['median_abs_error']:.1f} %, 2 copies" in doc
+    assert f"gpt-fast ({100 * engines['gpt-fast']['median_abs_error']:.1f} %, 9 pooled rows)" in doc
     assert f"vLLM ({100 * engines['vLLM']['median_abs_error']:.1f} %, 5 rows, MI300X)" in doc
+    assert f"llama.cpp ({100 * engines['llama.cpp']['median_abs_error']:.1f} %)" in doc
 
 
 def test_the_docs_loss_prose_is_the_reports():

@@ -58,7 +58,7 @@ def test_default_profile_is_todays_scheduler():
     assert set(SchedulerConfig().as_dict()) == {"policy", "max_num_seqs", "max_num_batched_tokens", "block_size",
                                                 "prefix_caching", "batch_timeout_s", "max_concurrency"}
     assert req.deployment().efficiency == Efficiency.shipped()  # the core's shipped step model (the kernel profile)
-    assert req.deployment().efficiency.step_overhead_s == 2.6e-3
+    assert req.deployment().efficiency.step_overhead_s == 4.6e-3
 
 
 def test_every_profile_default_has_a_source_and_every_overhead_says_how_it_was_got():

@@ -130,10 +130,10 @@ class Efficiency:
 
     The scalar defaults were fitted (`kokuban calibrate --source published`, log-error least squares) on two thirds
     of the 43 published serving measurements then in `data/published_results.toml` and judged on the held-out third;
-    on today's 88 rows and held-out third (seed 0, 26 rows) the scalar defaults give median |error| 27.8 %, p90 91 %,
-    against the textbook fractions' 27.4 %, p90 116 % (the unrounded fit, 0.742 / 0.835 / 0.271 / 2.74 ms, gives
-    28.0 %, p90 90 %; four of those rows are H200 runs of a decode kernel the scalar set has no rule for; all rows:
-    see the README); the refit of 2026-12-03 (33 of the 48 rows then), compute 0.465, gives 17.6 %
+    on the 88 rows before session 29 and their held-out third (seed 0, 26 rows) the scalar defaults give median
+    |error| 27.8 %, p90 91 %, against the textbook fractions' 27.4 %, p90 116 % (the unrounded fit, 0.742 / 0.835 /
+    0.271 / 2.74 ms, gives 28.0 %, p90 90 %; four of those rows are H200 runs of a decode kernel the scalar set has no
+    rule for; all rows: see the README); the refit of 2026-12-03 (33 of the 48 rows then), compute 0.465, gives 17.6 %
     (docs/validation.md says why it is not shipped).
     Before calibration they were the textbook fractions (compute 0.6, memory 0.8, interconnect 0.75, overhead 0).
 
@@ -151,9 +151,15 @@ class Efficiency:
       detokenisation) as the published engine measurements imply.
     - dequant_memory 0.6: fraction of the `memory` rate at which a dequantising kernel streams quantized weights
       (weight-only int4/int8/nf4 on any GPU; fp8 or fp4 where the accelerator has no such unit: `dtypes.dequantises`).
-      An ASSUMPTION, the middle of the 0.5–0.7 of the bf16 rate that such kernels reach (issue 13: AWQ/GPTQ GEMV and
-      tinygemm kernels unpack, scale and convert each weight before the multiply, so they do not stream at the
-      16-bit GEMM's rate); not fitted: 3 published int4 rows cannot pin it down.
+      In the scalar set an ASSUMPTION, the middle of the 0.5–0.7 of the bf16 rate that such kernels reach (issue 13:
+      they unpack, scale and convert each weight before the multiply). The kernel profile fits it (from 2026-12-04,
+      session 29, when 8 rows of fused 4-bit GEMV kernels, MLC LLM's and ExLlamaV2's, joined 5 others): fused kernels
+      hide the unpacking under the weight stream at batch 1. PyTorch's generic weight-only matmuls (gpt-fast) keep
+      the assumed 0.6 (`validation.accuracy.GENERIC_DEQUANT_ENGINES`).
+    - loop_overhead_s None (= step_overhead_s): the fixed time per step of an engine that runs one request's decode
+      loop with no serving scheduler, batcher or HTTP front (gpt-fast, MLC LLM, ExLlamaV2: the published
+      rows apply it to those, `validation.accuracy.LOOP_ENGINES`). The kernel profile fits it
+      (`KERNEL_PROFILE_FRACTIONS`); to price such an engine, pass it as the step overhead.
     - kv_reread 0: the fraction of a decode-attention kernel's repeated loads of a KV head that reach HBM, when the
       engine's kernel loads each KV head once per query head instead of once per step (`KernelCurves.kv_per_query_head`:
       TensorRT-LLM before XQA, `core.bytes.decode_kv_read_factor`); the rest hit the L2 cache. 0 in the scalar set
@@ -176,6 +182,7 @@ class Efficiency:
     overlap: float = 1.0
     dequant_memory: float = 0.6
     kv_reread: float = 0.0
+    loop_overhead_s: float | None = None
     kernels: KernelCurves | None = None
 
     @property
@@ -184,6 +191,12 @@ class Efficiency:
         `memory` when unset (decode-attention kernels such as FlashDecoding/FlashInfer stream the cache
         at about the rate a weight read reaches; a machine whose attention kernels do not is calibrated)."""
         return self.memory if self.kv_memory is None else self.kv_memory
+
+    @property
+    def loop_overhead(self) -> float:
+        """Fixed seconds per step of a single-request decode loop (`loop_overhead_s`, or `step_overhead_s` when
+        unset: an engine with a serving scheduler and one without cost the same unless a fit tells them apart)."""
+        return self.step_overhead_s if self.loop_overhead_s is None else self.loop_overhead_s
 
     @classmethod
     def textbook(cls) -> Efficiency:
@@ -241,8 +254,10 @@ class Efficiency:
                                    field=name, value=value)
         if not (_is_number(self.overlap) and 0 <= self.overlap <= 1):
             raise KokubanError(f"must be in [0, 1], got {self.overlap!r}", field="overlap", value=self.overlap)
-        for name in ("collective_latency_s", "step_overhead_s"):
+        for name in ("collective_latency_s", "step_overhead_s", "loop_overhead_s"):
             value = getattr(self, name)
+            if name == "loop_overhead_s" and value is None:
+                continue
             if not (_is_number(value) and 0 <= value <= FIXED_TIME_MAX_S):
                 raise KokubanError(f"must be seconds in [0, {FIXED_TIME_MAX_S:g}], got {value!r}", field=name,
                                    value=value)
@@ -252,6 +267,7 @@ class Efficiency:
         kernel curves' parameters as a table under `kernels` when they are set."""
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "kernels"}
         out["kv_memory"] = self.kv_memory_fraction
+        out["loop_overhead_s"] = self.loop_overhead
         if self.kernels is not None:
             out["kernels"] = self.kernels.as_dict()
         return out
@@ -335,9 +351,20 @@ KERNEL_FRACTIONS_2026_12_04: dict[str, float] = {"compute": 0.70, "memory": 0.63
 #: again"). The memory fraction rises from 0.63 to 0.84 once the pre-XQA rows no longer pull it down.
 KERNEL_FRACTIONS_2026_12_04B: dict[str, float] = {"compute": 0.69, "memory": 0.84, "step_overhead_s": 2.6e-3,
                                                   "kv_reread": 0.49}
+#: The third refit of 2026-12-04 (session 29), once 12 single-GPU 4-bit rows (llm-perf-bench: MLC LLM, ExLlamaV2,
+#: llama.cpp on RTX 4090 / 3090 Ti) had joined: the same procedure with two more fitted fields, the rate of fused
+#: dequantising kernels (`dequant_memory`) and the fixed step of single-request decode loops (`loop_overhead_s`,
+#: `validation.accuracy.LOOP_ENGINES`), on seed 0's training two thirds of the 100 rows: compute 0.7208, memory
+#: 0.8936, step_overhead_s 4.637 ms, kv_reread 0.7618, dequant_memory 1.0, loop_overhead_s 1.207 ms, shipped rounded
+#: (`python validation/profiles.py`, seed 0). Freed from the batch-1 loops, the serving engines' fixed step rises from
+#: 2.6 to 4.6 ms, which TensorRT-LLM 0.5's short first tokens (7 ms for Llama-2-7B's 128 tokens on an H100) bear out.
+#: On seed 0's 29 held-out rows: 9.9 % / 26.4 % (median / p90 |error|) at the fit, 10.0 % / 26 % rounded; five splits in
+#: docs/validation.md.
+KERNEL_FRACTIONS_2026_12_04C: dict[str, float] = {"compute": 0.72, "memory": 0.89, "step_overhead_s": 4.6e-3,
+                                                  "kv_reread": 0.76, "dequant_memory": 1.0, "loop_overhead_s": 1.2e-3}
 #: The shipped ones are the latest dated set: a refit adds a new dated set and points this name at it, so that what
 #: was fitted at an old one (TensorRT-LLM's serving overheads: the profile "kernel-2026-12-04") keeps its step model.
-KERNEL_PROFILE_FRACTIONS: dict[str, float] = KERNEL_FRACTIONS_2026_12_04B
+KERNEL_PROFILE_FRACTIONS: dict[str, float] = KERNEL_FRACTIONS_2026_12_04C
 
 #: The kernel profile's fractions until 2026-12-04: memory and step_overhead_s refitted with the curves, compute held
 #: at the scalar set's 0.74, on seed 0's two thirds of the 43 rows of 2026-12-02. Kept because what was fitted at
@@ -347,9 +374,10 @@ KERNEL_FRACTIONS_2026_12_02: dict[str, float] = {"compute": 0.74, "memory": 0.89
 
 #: Named efficiency profiles `--efficiency-file` accepts instead of a path: "default" is the shipped step model;
 #: "kernel-2026-12-02" the kernel profile at its fractions until that refit (what vLLM V1's serving overheads need),
-#: "kernel-2026-12-04" at the fractions of that refit (what TensorRT-LLM's need), "kernel-2026-12-04b" the shipped
-#: ones.
+#: "kernel-2026-12-04" at the fractions of that refit (what TensorRT-LLM's need), "kernel-2026-12-04b" the set shipped
+#: before session 29's refit, "kernel-2026-12-04c" the shipped ones.
 PROFILES = {"default": Efficiency.shipped, "kernel": Efficiency.kernel_calibrated, "scalar": Efficiency.scalar,
             "kernel-2026-12-02": partial(Efficiency.kernel_calibrated, KERNEL_FRACTIONS_2026_12_02),
             "kernel-2026-12-04": partial(Efficiency.kernel_calibrated, KERNEL_FRACTIONS_2026_12_04),
-            "kernel-2026-12-04b": partial(Efficiency.kernel_calibrated, KERNEL_FRACTIONS_2026_12_04B)}
+            "kernel-2026-12-04b": partial(Efficiency.kernel_calibrated, KERNEL_FRACTIONS_2026_12_04B),
+            "kernel-2026-12-04c": partial(Efficiency.kernel_calibrated, KERNEL_FRACTIONS_2026_12_04C)}

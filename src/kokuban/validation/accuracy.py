@@ -297,11 +297,26 @@ def engine_version(engine: str) -> tuple[int, ...] | None:
     return tuple(int(p) for p in parts) if all(p.isdigit() for p in parts) else None
 
 
+#: Engines that run one request's decode loop with no serving scheduler, batcher or HTTP front: their fixed time per
+#: step is `Efficiency.loop_overhead_s`, not the serving engines' `step_overhead_s` (session 29, 2026-12-04).
+#: llama.cpp is not one of them here: its published rows (2023-10, 2024-01) predate its CUDA graphs (ggml-org/llama.cpp
+#: issue 6763 / PR 6766, 2024-04: each token's kernels were launched one by one from the host; graphs gave 10-15 %),
+#: so it keeps the serving step (docs/validation.md, "Quantized single-request engines", says when this was decided).
+LOOP_ENGINES = ("gpt-fast", "MLC LLM", "ExLlamaV2")
+#: Engines whose weight-only matmuls are PyTorch's generic ones (gpt-fast: `aten._weight_int4pack_mm` for int4, an
+#: int8→bf16 cast before `F.linear` for int8), not a fused dequantising GEMV: they stream quantized weights at
+#: `GENERIC_DEQUANT_MEMORY` of the plain rate, the assumed figure of the scalar set (issue 13's 0.5–0.7), while the
+#: kernel profile's fitted `dequant_memory` prices the fused kernels of MLC LLM, ExLlamaV2 and the serving engines.
+GENERIC_DEQUANT_ENGINES = ("gpt-fast",)
+GENERIC_DEQUANT_MEMORY = 0.6
+
+
 def row_efficiency(row: PublishedResult, efficiency: Efficiency) -> Efficiency:
     """`efficiency` as the row's engine runs it, under the kernel profile: an engine of `PLAIN_NCCL_ENGINES`
     all-reduces with NCCL (`KernelCurves.plain_nccl`); a version before `KV_SHARED_FROM` loads a KV head once per
-    query head in decode (`KernelCurves.kv_per_query_head`), as does one that says it ran `KV_UNSHARED_MARK`;
-    otherwise unchanged."""
+    query head in decode (`KernelCurves.kv_per_query_head`), as does one that says it ran `KV_UNSHARED_MARK`; an
+    engine of `LOOP_ENGINES` pays `Efficiency.loop_overhead` per step; one of `GENERIC_DEQUANT_ENGINES` streams
+    quantized weights at `GENERIC_DEQUANT_MEMORY`; otherwise unchanged."""
     if efficiency.kernels is None:
         return efficiency
     family, version = engine_family(row.engine), engine_version(row.engine)
@@ -309,7 +324,10 @@ def row_efficiency(row: PublishedResult, efficiency: Efficiency) -> Efficiency:
                "kv_per_query_head": KV_UNSHARED_MARK in row.engine or (
                    family in KV_SHARED_FROM and version is not None and version < KV_SHARED_FROM[family])}
     changes = {k: v for k, v in changes.items() if v}
-    return replace(efficiency, kernels=replace(efficiency.kernels, **changes)) if changes else efficiency
+    scalars = ({"step_overhead_s": efficiency.loop_overhead} if family in LOOP_ENGINES else {}) | (
+        {"dequant_memory": GENERIC_DEQUANT_MEMORY} if family in GENERIC_DEQUANT_ENGINES else {})
+    kernels = replace(efficiency.kernels, **changes) if changes else efficiency.kernels
+    return replace(efficiency, kernels=kernels, **scalars) if changes or scalars else efficiency
 
 
 # engine family → its data/engines.toml profile. SGLang's one row is a tuned PD-disaggregated decode node whose memory

@@ -34,8 +34,8 @@ from kokuban.progress import Progress, tick
 from kokuban.specs.hardware import KERNEL_FRACTIONS_2026_12_04, Efficiency
 from kokuban.validation.accuracy import add_intervals, error_summary
 
-FRACTIONS = ("compute", "memory", "interconnect", "kv_memory", "overlap", "kv_reread")
-SECONDS = ("step_overhead_s", "collective_latency_s")
+FRACTIONS = ("compute", "memory", "interconnect", "kv_memory", "overlap", "kv_reread", "dequant_memory")
+SECONDS = ("step_overhead_s", "collective_latency_s", "loop_overhead_s")
 MIN_SECONDS, MAX_SECONDS = 1e-7, 1.0
 #: The fields fitted when none are named: published rows pin down the serving fractions and the fixed step
 #: cost; a validate report (one device, no interconnect) the KV-read fraction and the overlap as well.
@@ -50,7 +50,10 @@ PUBLISHED_PARAMS = ("compute", "memory", "interconnect", "step_overhead_s")
 #: loads that reach HBM (`core.bytes.decode_kv_read_factor`): with it the five splits' training median fell from
 #: 9.48 % to 8.51 % and the training p90 from 38.9 % to 25.4 % (log_huber, mean of five splits, the 77 rows of that
 #: day); it fitted 0.47–0.51 on every split.
-KERNEL_PARAMS = ("compute", "memory", "step_overhead_s", "kv_reread")
+#: From 2026-12-04 (session 29) also `dequant_memory` (fused dequantising kernels) and `loop_overhead_s` (the fixed step
+#: of single-request decode loops, `accuracy.LOOP_ENGINES`): with them the five splits' training median on the 100
+#: rows fell from 11.3 % to 8.7 % and the training p90 from 39.1 % to 25.8 % (mean of five splits).
+KERNEL_PARAMS = ("compute", "memory", "step_overhead_s", "kv_reread", "dequant_memory", "loop_overhead_s")
 VALIDATION_PARAMS = ("compute", "memory", "kv_memory", "overlap", "step_overhead_s")
 
 
@@ -64,8 +67,11 @@ def holdout_mask(ids: Sequence[str], fraction: float = 1 / 3, seed: int = 0) -> 
 
 
 def param_value(eff: Efficiency, name: str) -> float:
-    """The value of a fittable field (kv_memory unset reads as the memory fraction it follows)."""
-    return eff.kv_memory_fraction if name == "kv_memory" else float(getattr(eff, name))
+    """The value of a fittable field (kv_memory unset reads as the memory fraction it follows, loop_overhead_s as
+    the step overhead)."""
+    if name == "kv_memory":
+        return eff.kv_memory_fraction
+    return eff.loop_overhead if name == "loop_overhead_s" else float(getattr(eff, name))
 
 
 def encode_params(eff: Efficiency, params: Sequence[str]) -> np.ndarray:
