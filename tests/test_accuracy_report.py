@@ -122,30 +122,30 @@ def test_groups_are_the_rows_they_name():
 
 
 def test_documented_intervals_hold():
-    """docs/validation.md, the shipped step model (the kernel profile): "all 100 rows 8.8 % median (95 % interval
-    7.0–11.1 %)"; by workload decode batch 1 12.3 % (10.0–16.2 %), throughput 8.4 % (5.7–10.1 %), multi-GPU 8.8 %
-    (4.5–15.0 %), MoE 9.7 % (3.6–34.1 %); vLLM 18.2 % (5 rows), llama.cpp 15.8 % (6). The scalar set: 27.2 %
-    (20.7–34.1 %)."""
+    """docs/validation.md, the shipped step model (the kernel profile): "all 196 rows 10.1 % median (95 % interval
+    8.7–11.9 %)"; by workload decode batch 1 12.3 % (10.0–16.2 %), throughput 9.7 % (7.7–11.4 %), multi-GPU 14.3 %
+    (9.0–17.8 %), MoE 32.5 % (9.9–41.7 %); vLLM 18.2 % (5 rows), llama.cpp 15.8 % (6). The scalar set: 24.9 %
+    (20.9–28.4 %)."""
     s = accuracy().summary
 
     def q(g):
         return round(100 * g["median_abs_error"], 1), *(round(100 * x, 1) for x in g["median_abs_error_ci"])
 
-    assert q(s) == (8.8, 7.0, 11.1)
+    assert q(s) == (10.1, 8.7, 11.9)
     w = s["by_workload"]
     assert [q(w[k]) for k in ("decode_batch_1", "throughput", "multi_gpu", "moe")] == [
-        (12.3, 10.0, 16.2), (8.4, 5.7, 10.1), (8.8, 4.5, 15.0), (9.7, 3.6, 34.1)]
+        (12.3, 10.0, 16.2), (9.7, 7.7, 11.4), (14.3, 9.0, 17.8), (32.5, 9.9, 41.7)]
     assert (s["by_engine"]["vLLM"]["count"], q(s["by_engine"]["vLLM"])[0]) == (5, 18.2)
     assert (s["by_engine"]["llama.cpp"]["count"], q(s["by_engine"]["llama.cpp"])[0]) == (6, 15.8)
-    assert q(accuracy(Efficiency.scalar()).summary) == (27.2, 20.7, 34.1)
+    assert q(accuracy(Efficiency.scalar()).summary) == (24.9, 20.9, 28.4)
     text = " ".join(_docs().split())
-    assert "all 100 rows 8.8 % median (95 % interval 7.0–11.1 %); the scalar set gives 27.2 % (20.7–34.1 %)" in text
+    assert "all 196 rows 10.1 % median (95 % interval 8.7–11.9 %); the scalar set gives 24.9 % (20.9–28.4 %)" in text
 
 
 def test_docs_worst_rows_paragraph():
-    """docs/validation.md, "The worst rows": the places and signed errors of the rows it names, the rule's reads per
-    byte of cache, the first-token rows' predictions and the step terms of the worst row, each rebuilt from the report
-    and looked up in the text."""
+    """docs/validation.md, "The worst rows": the places and signed errors of the rows it names, the terms of the worst
+    step, the rule's reads per byte of cache and the L40S all-reduce, each rebuilt from the report and looked up in the
+    text."""
     acc = accuracy()
     text = " ".join(_docs().split())
     worst = {p.id: (i + 1, p) for i, p in enumerate(acc.worst)}
@@ -154,39 +154,36 @@ def test_docs_worst_rows_paragraph():
     def signed(row_id):
         return f"{100 * preds[row_id].signed_error:+.1f} %".replace("-", "−")
 
-    places = {"trtllm10-qwen3-235b-h100-fp8-tp8-128-2048": 1, "trtllm-noxqa-h200-llama2-70b-fp8-tp1-b192-128-2048": 2,
-              "oracle-llama31-405b-mi300x-fp8-bs1-128-128": 3, "oracle-llama31-405b-mi300x-fp8-offline-128-2048": 4,
-              "trtllm05-ttft-llama2-70b-fp8-tp4-h100-sxm-128": 5, "trtllm07a-h200-llama2-70b-fp8-tp1-b96-128-4096": 6,
-              "trtllm10-qwen3-235b-h200-fp8-tp8-2048-128": 7, "trtllm07a-h200-llama2-70b-fp8-tp1-b192-128-2048": 8,
-              "trtllm05-h200-llama2-70b-fp8-tp2-b512-128-2048": 9, "perfbench-llamacpp-llama2-7b-rtx-4090": 10}
+    mix = "trtllm09-mixtral-8x7b-"
+    places = {f"{mix}fp8-tp2-h200-b1024-128-128": 1, "trtllm10-qwen3-235b-h100-fp8-tp8-128-2048": 2,
+              f"{mix}fp8-tp2-h100-b512-128-128": 3, f"{mix}fp8-tp2-h200-b64-2048-128": 4,
+              "trtllm09-ttft-mixtral-8x7b-fp8-tp4-l40s-128": 5, "trtllm09-ttft-llama2-70b-fp8-tp4-l40s-2048": 6,
+              "trtllm-noxqa-h200-llama2-70b-fp8-tp1-b192-128-2048": 7, "oracle-llama31-405b-mi300x-fp8-bs1-128-128": 8,
+              f"{mix}fp8-tp2-h100-b64-2048-128": 9, f"{mix}fp16-tp2-a100-b32-2048-2048": 10}
     assert {k: worst[k][0] for k in places} == places
+    assert sum(k.startswith("trtllm09-") for k in worst) == 7
     top = acc.worst[0].terms
-    assert (f"predicted {signed(acc.worst[0].id)} too fast: a compute-bound in-flight step of "
+    assert (f"predicted {signed(acc.worst[0].id)} too fast: a compute-bound decode step of "
             f"{1e3 * top['step_time_s']:.1f} ms (compute {1e3 * top['compute_s']:.1f} ms, weights "
             f"{1e3 * top['weights_s']:.1f} ms, KV {1e3 * top['kv_s']:.1f} ms, all-reduce {1e3 * top['comm_s']:.1f} ms, "
-            f"overhead {1e3 * top['overhead_s']:.1f} ms)") in text
+            f"overhead {1e3 * top['overhead_s']:.1f} ms") in text
+    assert f"third ({signed(f'{mix}fp8-tp2-h100-b512-128-128')})" in text
+    assert (f"fourth and ninth ({signed(f'{mix}fp8-tp2-h200-b64-2048-128')} on H200, "
+            f"{signed(f'{mix}fp8-tp2-h100-b64-2048-128')} on H100)") in text
+    assert f"tenth ({signed(f'{mix}fp16-tp2-a100-b32-2048-2048')})" in text
+    assert f"128/2,048 tokens ({signed('trtllm10-qwen3-235b-h100-fp8-tp8-128-2048')}: a compute-bound in-flight" in text
+    l40 = worst["trtllm09-ttft-llama2-70b-fp8-tp4-l40s-2048"][1]
+    assert (f"(Mixtral at 128 tokens {signed('trtllm09-ttft-mixtral-8x7b-fp8-tp4-l40s-128')}, Llama-2-70B at 2,048 "
+            f"tokens {signed(l40.id)}, whose predicted {1e3 * l40.predicted:,.0f} ms is "
+            f"{1e3 * l40.terms['comm_s']:.0f} ms of all-reduce)") in text
     noxqa = "trtllm-noxqa-h200-llama2-70b-fp8-tp1-b192-128-2048"
     assert f"without XQA (batch 192 at 128/2,048, {signed(noxqa)})" in text
-    assert f"batch 512 ({signed('trtllm05-h200-llama2-70b-fp8-tp2-b512-128-2048')})" in text
     r = Efficiency.shipped().kv_reread
     assert f"({r:.2f}, so 1 + 7 × {r:.2f} = {1 + 7 * r:.1f} reads per byte of cache)" in text
     h100 = [signed(f"trtllm061-llama2-70b-fp8-{k}-h100-sxm-{b}-2048")
             for k, b in (("tp4", "b480-128"), ("tp2", "b64-2048"))]
     assert f"from +94 / +92 % to {h100[0][:-2]} / {h100[1]}" in text
     assert f"at batch 1 ({signed('oracle-llama31-405b-mi300x-fp8-bs1-128-128')}, vLLM)" in text
-    assert f"offline ({signed('oracle-llama31-405b-mi300x-fp8-offline-128-2048')}, communication-bound)" in text
-    h70, h7 = "trtllm05-ttft-llama2-70b-fp8-tp4-h100-sxm-128", "trtllm05-ttft-llama2-7b-fp8-tp1-h100-sxm-128"
-    a70 = "trtllm05-ttft-llama2-70b-fp16-tp4-a100-80gb-128"
-    assert (f"({signed(h70)}; 7B {signed(h7)}, measured 26 and 7 ms against {1e3 * preds[h70].predicted:.1f} and "
-            f"{1e3 * preds[h7].predicted:.1f} ms predicted: the {1e3 * Efficiency.shipped().step_overhead_s:.1f} ms "
-            f"step overhead") in text
-    assert f"47 against {1e3 * preds[a70].predicted:.1f} ms" in text
-    assert (f"({signed('trtllm07a-h200-llama2-70b-fp8-tp1-b96-128-4096')}; at 128/2,048 "
-            f"{signed('trtllm07a-h200-llama2-70b-fp8-tp1-b192-128-2048')})") in text
-    assert f"2,048/128 ({signed('trtllm10-qwen3-235b-h200-fp8-tp8-2048-128')})" in text
-    cpp = worst["perfbench-llamacpp-llama2-7b-rtx-4090"][1]
-    assert (f"RTX 4090 ({signed(cpp.id)}), whose {1e3 * cpp.terms['weights_s']:.1f} ms read is joined by the serving "
-            f"engines' {1e3 * cpp.terms['overhead_s']:.1f} ms step") in text
     assert f"(−50.0 %), is now {signed('mlc-llama2-7b-int4-rtx4090')}" in text
     assert f"(−35.7 % before) is {signed('gptfast-llama2-7b-bf16-tp8-a100')}" in text
     scalar_worst = accuracy(Efficiency.scalar()).worst[0]
@@ -202,8 +199,8 @@ def test_documented_held_out_intervals_hold():
     `kokuban calibrate --source published` prints it (the fit itself is too slow for a unit test)."""
     from kokuban.validation.calibrate import holdout_mask
 
-    def held(eff, old_rows=False):
-        preds = accuracy(eff).predictions
+    def held(eff, old_rows=False):  # the rows of session 29's fit: the TensorRT-LLM 0.9 rows came after it
+        preds = [p for p in accuracy(eff).predictions if not p.id.startswith("trtllm09-")]
         keep = np.array([not (old_rows and p.id.startswith("perfbench-")) for p in preds])
         err = np.array([p.error for p in preds])[holdout_mask([p.id for p in preds]) & keep]
         return len(err), round(100 * np.median(err), 1), *(round(100 * x, 1) for x in bootstrap_median_ci(err))
@@ -248,10 +245,10 @@ def test_worst_rows_are_the_largest_errors_in_order():
     assert errors == sorted(errors, reverse=True)
     assert min(errors) >= max(p.error for p in acc.predictions if p not in worst)
     assert acc.as_dict()["worst"] == [p.as_dict() for p in worst]
-    # the worst today (the shipped kernel profile): Qwen3-235B fp8 on eight H100s in TensorRT-LLM 1.0 at 128/2048,
-    # predicted 1.95× too fast, compute-bound; then NVIDIA's H200 run of Llama-2-70B without XQA
-    assert worst[0].id == "trtllm10-qwen3-235b-h100-fp8-tp8-128-2048" and worst[0].terms["bound"] == "compute"
-    assert worst[1].id == "trtllm-noxqa-h200-llama2-70b-fp8-tp1-b192-128-2048"
+    # the worst today (the shipped kernel profile): Mixtral 8x7B fp8 on two H200s in TensorRT-LLM 0.9 at batch 1,024
+    # and 128/128, predicted 2.09× too fast, compute-bound; then Qwen3-235B fp8 on eight H100s in TensorRT-LLM 1.0
+    assert worst[0].id == "trtllm09-mixtral-8x7b-fp8-tp2-h200-b1024-128-128" and worst[0].terms["bound"] == "compute"
+    assert worst[1].id == "trtllm10-qwen3-235b-h100-fp8-tp8-128-2048" and worst[1].terms["phase"] == "inflight"
 
 
 def test_terms_of_a_row_by_hand():
@@ -427,10 +424,10 @@ def test_docs_quote_the_report():
     w = acc.worst[0]
     t = {k: f"{1e3 * w.terms[k]:.1f} ms" for k in ("step_time_s", "compute_s", "weights_s", "kv_s", "comm_s")}
     t["overhead_s"] = f"{1e3 * w.terms['overhead_s']:.1f} ms"
-    quoted = (f"predicted +{100 * w.signed_error:.1f} % too fast: a compute-bound in-flight step of {t['step_time_s']} "
+    quoted = (f"predicted +{100 * w.signed_error:.1f} % too fast: a compute-bound decode step of {t['step_time_s']} "
               f"(compute {t['compute_s']}, weights {t['weights_s']}, KV {t['kv_s']}, all-reduce {t['comm_s']}, "
-              f"overhead {t['overhead_s']})")
-    assert w.terms["bound"] == "compute" and w.terms["phase"] == "inflight"
+              f"overhead {t['overhead_s']}")
+    assert w.terms["bound"] == "compute" and w.terms["phase"] == "decode"
     assert quoted in " ".join(docs.split()), quoted
 
 
@@ -461,9 +458,12 @@ def test_readme_quotes_the_report():
     assert f"all {s['count']} rows {pct(s['median_abs_error'])} % ({pct(lo)}–{pct(hi)} %)" in readme
     from kokuban.validation.calibrate import holdout_mask
 
-    held = np.array([r["error"] for r in report["rows"]])[holdout_mask([r["id"] for r in report["rows"]])]
+    ids = [r["id"] for r in report["rows"]]
+    unseen = holdout_mask(ids) | np.array([i.startswith("trtllm09-") for i in ids])  # held out, or added after the fit
+    held = np.array([r["error"] for r in report["rows"]])[unseen]
     h_lo, h_hi = bootstrap_median_ci(held)
-    assert f"held out, {pct(np.median(held))} % ({pct(h_lo)}–{pct(h_hi)} %) on {len(held)} rows" in readme
+    assert (f"96 TensorRT-LLM 0.9 rows added after it), {pct(np.median(held))} % ({pct(h_lo)}–{pct(h_hi)} %) on "
+            f"{len(held)} rows, p90 {pct(np.percentile(held, 90))}") in readme
     # the rows the shipped fit never saw, as the README quotes them: test_gqa_kv_reads
     w = s["by_workload"]
     assert f"decode batch 1 {pct(w['decode_batch_1']['median_abs_error'])} %" in readme
@@ -473,10 +473,11 @@ def test_readme_quotes_the_report():
     ttft = s["by_metric"]["time_to_first_token_s"]
     assert f"time to first token {pct(ttft['median_abs_error'])} % ({ttft['count']} rows)" in readme
     moe_lo, moe_hi = w["moe"]["median_abs_error_ci"]
-    assert f"MoE {pct(w['moe']['median_abs_error'])} % (7 rows: {pct(moe_lo)}–{pct(moe_hi)} %)" in readme
+    moe = f"MoE {pct(w['moe']['median_abs_error'])} % ({w['moe']['count']} rows: {pct(moe_lo)}–{pct(moe_hi)} %)"
+    assert moe in readme
     assert f"weakest at {pct(s['by_engine']['vLLM']['median_abs_error'])} %" in readme
     worst = report["worst"][0]
-    assert worst["id"] == "trtllm10-qwen3-235b-h100-fp8-tp8-128-2048" and worst["regime"] == "compute"
+    assert worst["id"] == "trtllm09-mixtral-8x7b-fp8-tp2-h200-b1024-128-128" and worst["regime"] == "compute"
     assert f"predicted {pct(worst['error'])} % too fast, compute-bound" in readme and worst["signed_error"] > 0
 
 

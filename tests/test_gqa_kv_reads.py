@@ -84,14 +84,17 @@ def test_engine_versions():
 
 
 def test_which_rows_load_per_query_head():
-    """TensorRT-LLM 0.5 and 0.6.1 and a row run without XQA load per query head; 0.7a, 0.19, 1.0, MLPerf's
-    unversioned TensorRT-LLM and other engines do not."""
+    """TensorRT-LLM 0.5 and 0.6.1 and a row run without XQA load per query head, and 0.9 for a model of 4 query heads
+    per KV head (Mistral 7B, Mixtral 8x7B: no XQA kernel for that group size); 0.7a, 0.19, 1.0, MLPerf's unversioned
+    TensorRT-LLM, 0.9's Llama-2 rows and other engines do not."""
     eff = Efficiency.kernel_calibrated()
-    flagged = {r.engine for r in load_published() if row_efficiency(r, eff).kernels.kv_per_query_head}
-    assert flagged == {"TensorRT-LLM 0.5 (gptSessionBenchmark, static batch)",
-                       "TensorRT-LLM 0.6.1 (gptSessionBenchmark, static batch)",
-                       "TensorRT-LLM 0.5 (static batch, H200 launch blog)",
-                       "TensorRT-LLM (without XQA; static batch, out_tps = output_seqlen*batch_size/total_latency/tp)"}
+    rows = [r for r in load_published() if row_efficiency(r, eff).kernels.kv_per_query_head]
+    assert {r.engine for r in rows} == {
+        "TensorRT-LLM 0.5 (gptSessionBenchmark, static batch)",
+        "TensorRT-LLM 0.6.1 (gptSessionBenchmark, static batch)",
+        "TensorRT-LLM 0.5 (static batch, H200 launch blog)", "TensorRT-LLM 0.9 (gptSessionBenchmark, static batch)",
+        "TensorRT-LLM (without XQA; static batch, out_tps = output_seqlen*batch_size/total_latency/tp)"}
+    assert {r.model for r in rows if r.engine.startswith("TensorRT-LLM 0.9")} == {"mistral-7b-v0.3", "mixtral-8x7b"}
 
 
 # ---- docs/validation.md, "The set grows again": the numbers it quotes, rebuilt ------------------------------------
@@ -103,14 +106,15 @@ def _docs() -> str:
     return " ".join((ROOT / "docs" / "validation.md").read_text().split())
 
 
-#: The rows of session 29 (llm-perf-bench), which the figures of this file's day (stop 28) predate.
+#: The rows of session 29 (llm-perf-bench, then TensorRT-LLM 0.9), which the figures of this file's day (stop 28)
+#: predate.
 PERFBENCH = "perfbench-"
 #: The profile shipped on stop 28's day, which these figures describe (session 29 shipped a refit).
 STOP_28 = Efficiency.kernel_calibrated(KERNEL_FRACTIONS_2026_12_04B)
 
 
 def _rows_of_stop_28():
-    return [r for r in load_published() if not r.id.startswith(PERFBENCH)]
+    return [r for r in load_published() if not r.id.startswith((PERFBENCH, "trtllm09-"))]
 
 
 def _pct(x: float) -> str:

@@ -222,7 +222,8 @@ def test_scalar_profile_is_the_field_defaults_and_carries_no_curves():
 def test_the_shipped_step_model_is_the_kernel_profile_at_its_refitted_fractions():
     """What a bare request, a bare Deployment and `--efficiency-file default` get: the curves set, at the fractions
     validation/profiles.py's procedure fitted on seed 0 on 2026-12-04, session 29 (0.7208 / 0.8936 / 4.637 ms /
-    kv_reread 0.7618 / dequant_memory 1.0 / loop 1.207 ms, validation/profiles/report.json), shipped as 0.72 / 0.89 /
+    kv_reread 0.7618 / dequant_memory 1.0 / loop 1.207 ms, validation/profiles/choice-100/B-chosen/report.json, the
+    first 100 rows), shipped as 0.72 / 0.89 /
     4.6 ms / 0.76 / 1.0 / 1.2 ms; interconnect and collective latency stay the scalar set's (used on links the curves
     do not cover)."""
     import json
@@ -234,7 +235,8 @@ def test_the_shipped_step_model_is_the_kernel_profile_at_its_refitted_fractions(
     assert e.kernels == KernelCurves()
     assert (e.compute, e.memory, e.step_overhead_s, e.kv_reread, e.dequant_memory, e.loop_overhead_s) == (
         0.72, 0.89, 4.6e-3, 0.76, 1.0, 1.2e-3)
-    report = json.loads((Path(__file__).resolve().parents[1] / "validation/profiles/report.json").read_text())
+    report = json.loads((Path(__file__).resolve().parents[1] / "validation/profiles/choice-100/B-chosen/report.json")
+                        .read_text())
     fit = report["profiles"]["default"]["per_seed"][0]["fitted"]
     assert (round(fit["compute"], 2), round(fit["memory"], 2), round(fit["step_overhead_s"], 4),
             round(fit["kv_reread"], 2), round(fit["dequant_memory"], 2), round(fit["loop_overhead_s"], 4)) == (

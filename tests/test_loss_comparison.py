@@ -77,7 +77,7 @@ def test_the_docs_profile_prose_is_the_report():
     against the bar, and the ranges of the default's fitted fields."""
     report = json.loads(MAIN.read_text())
     profiles = report["profiles"]
-    assert report["rows"] == 100 and report["excluded_sources"] == []
+    assert report["rows"] == 196 and report["excluded_sources"] == []
     doc = " ".join((ROOT / "docs/validation.md").read_text().split())
     pairs = [f"{100 * a['median_abs_error']:.1f} → {100 * b['median_abs_error']:.1f} %"
              for a, b in zip(profiles["scalar"]["per_seed"], profiles["default"]["per_seed"], strict=True)]
@@ -86,21 +86,24 @@ def test_the_docs_profile_prose_is_the_report():
                for a, b in zip(profiles["scalar"]["per_seed"], profiles["default"]["per_seed"], strict=True))
     pooled = profiles["default"]["pooled"]
     lo, hi = pooled["median_abs_error_ci"]
-    assert (f"median {100 * pooled['median_abs_error']:.1f} % (interval {100 * lo:.1f}–{100 * hi:.1f} %), "
-            f"p90 {100 * pooled['p90_abs_error']:.1f} %") in doc
-    # the bar as it says: all three met on the pooled rows
+    assert (f"the median is met — {100 * pooled['median_abs_error']:.1f} % (interval {100 * lo:.1f}–{100 * hi:.1f} %) "
+            f"— but **not the p90, {100 * pooled['p90_abs_error']:.1f} %**") in doc
     w, d, ttft = pooled["by_workload"], pooled["by_weights"], pooled["by_metric"]["time_to_first_token_s"]
-    assert pooled["median_abs_error"] <= 0.10 and pooled["p90_abs_error"] <= 0.30
-    assert max(g["median_abs_error"] for g in (*w.values(), *d.values())) <= 0.20
+    # the bar as it says: the median met; the p90, MoE and bf16 missed
+    assert pooled["median_abs_error"] <= 0.10 < 0.30 < pooled["p90_abs_error"]
+    assert w["moe"]["median_abs_error"] > 0.20 and d["bf16"]["median_abs_error"] > 0.20
+    assert (f"MoE is {100 * w['moe']['median_abs_error']:.1f} % on {w['moe']['count']} pooled rows") in doc
+    assert f"bf16 {100 * d['bf16']['median_abs_error']:.1f} % on {d['bf16']['count']}" in doc
     m = {k: f"{100 * g['median_abs_error']:.1f} %" for k, g in w.items()}
-    assert (f"every workload at or below {100 * max(g['median_abs_error'] for g in w.values()):.1f} % (MoE, "
-            f"{w['moe']['count']} pooled rows; batch-1 decode {m['decode_batch_1']}, prefill {m['prefill']}, "
-            f"throughput {m['throughput']}, multi-GPU {m['multi_gpu']}; the first-token metric "
+    others = {k: g for k, g in w.items() if k != "moe"}
+    assert (f"Every other workload is at or below {100 * max(g['median_abs_error'] for g in others.values()):.1f} % "
+            f"(multi-GPU, {w['multi_gpu']['count']} pooled rows; batch-1 decode {m['decode_batch_1']}, prefill "
+            f"{m['prefill']}, throughput {m['throughput']}; the first-token metric "
             f"{100 * ttft['median_abs_error']:.1f} % on {ttft['count']} pooled rows)") in doc
     dt = {k: f"{100 * g['median_abs_error']:.1f} %" for k, g in d.items()}
-    assert (f"every dtype at or below {100 * max(g['median_abs_error'] for g in d.values()):.1f} % (bf16, "
-            f"{d['bf16']['count']} pooled rows; int4 {dt['int4']} on {d['int4']['count']}, int8 {dt['int8']} on "
-            f"{d['int8']['count']}, q4_0 {dt['q4_0']} on {d['q4_0']['count']}, fp4 {dt['fp4']}, fp8 {dt['fp8']}, "
+    rest = {k: g for k, g in d.items() if k != "bf16"}
+    assert (f"every other dtype at or below {100 * max(g['median_abs_error'] for g in rest.values()):.1f} % (fp4; "
+            f"int4 {dt['int4']} on {d['int4']['count']}, int8 {dt['int8']}, q4_0 {dt['q4_0']}, fp8 {dt['fp8']}, "
             f"fp16 {dt['fp16']})") in doc
 
     def span(key, scale=1.0, digits=2):
@@ -108,12 +111,11 @@ def test_the_docs_profile_prose_is_the_report():
         return f"{min(values):.{digits}f}–{max(values):.{digits}f}"
 
     assert (f"Fitted across the five splits: memory {span('memory')}, step overhead {span('step_overhead_s', 1e3, 1)} "
-            f"ms, `kv_reread` {span('kv_reread')}, `dequant_memory` {span('dequant_memory')}, loop overhead "
-            f"{span('loop_overhead_s', 1e3, 1)} ms") in doc
+            f"ms, `kv_reread` {span('kv_reread')}") in doc
+    assert (f"`dequant_memory` {span('dequant_memory')}, loop overhead {span('loop_overhead_s', 1e3, 1)} ms") in doc
     engines = pooled["by_engine"]
-    assert f"gpt-fast ({100 * engines['gpt-fast']['median_abs_error']:.1f} %, 9 pooled rows)" in doc
-    assert f"vLLM ({100 * engines['vLLM']['median_abs_error']:.1f} %, 5 rows, MI300X)" in doc
-    assert f"llama.cpp ({100 * engines['llama.cpp']['median_abs_error']:.1f} %)" in doc
+    assert (f"vLLM ({100 * engines['vLLM']['median_abs_error']:.1f} %, 5 rows, MI300X) and gpt-fast "
+            f"({100 * engines['gpt-fast']['median_abs_error']:.1f} %, 9 pooled rows)") in doc
 
 
 def test_the_docs_loss_prose_is_the_reports():

@@ -26,14 +26,16 @@ def _row(row_id: str):
     return next(r for r in load_published() if r.id == row_id)
 
 
-def test_dataset_has_100_rows():
-    """88 rows until session 29, then llm-perf-bench's 12 single-GPU 4-bit cells (3 engines × 2 models × 2 GPUs),
-    all per-user decode speeds: 11 + 12 = 23 of that metric."""
+def test_dataset_has_196_rows():
+    """88 rows until session 29, then llm-perf-bench's 12 single-GPU 4-bit cells (3 engines × 2 models × 2 GPUs, all
+    per-user decode speeds) and TensorRT-LLM 0.9's 96 (4 models × 4 GPUs × 4 throughput settings, and × 2 first-token
+    prompts)."""
     rows = load_published()
-    assert len(rows) == 88 + 3 * 2 * 2
+    assert len(rows) == 88 + 3 * 2 * 2 + 4 * 4 * (4 + 2)
     by_metric = {m: sum(r.metric == m for r in rows) for m in ("output_tokens_per_s", "tokens_per_s_per_user",
                                                               "time_to_first_token_s")}
-    assert by_metric == {"output_tokens_per_s": 67, "tokens_per_s_per_user": 11 + 12, "time_to_first_token_s": 10}
+    assert by_metric == {"output_tokens_per_s": 67 + 64, "tokens_per_s_per_user": 11 + 12,
+                         "time_to_first_token_s": 10 + 32}
 
 
 def test_error_summary_by_hand():
@@ -164,7 +166,7 @@ def test_sglang_decode_row_is_the_blogs_ep72_at_256_per_gpu_with_two_batch_overl
 def test_accuracy_cli_json(capsys):
     assert main(["accuracy", "--json"]) == 0
     data = result_of(capsys.readouterr().out)
-    assert len(data["rows"]) == 100
+    assert len(data["rows"]) == 196
     errs = np.array([r["error"] for r in data["rows"]])
     assert data["summary"]["median_abs_error"] == pytest.approx(np.median(errs))
     assert set(data["summary"]["by_regime"]) <= {"compute", "weights", "kv", "comm", "overhead"}
@@ -173,19 +175,19 @@ def test_accuracy_cli_json(capsys):
 def test_documented_accuracy_figures_hold():
     """docs/validation.md and the README quote these summaries; prose must not drift from the code.
 
-    Shipped step model (the kernel profile): "all 100 rows 8.8 % median (p90 22.4 %), signed -0.4 %"; the scalar set
-    (`--efficiency-file scalar`): "27.2 % median, p90 76.5 %, signed +15.5 %"; textbook fractions (the table of
+    Shipped step model (the kernel profile): "all 196 rows 10.1 % median (p90 36.9 %), signed -3.0 %"; the scalar set
+    (`--efficiency-file scalar`): "24.9 % median, p90 75.4 %, signed +15.9 %"; textbook fractions (the table of
     `kokuban accuracy --efficiency-file scalar --compute-eff 0.6 --memory-eff 0.8 --link-eff 0.75 --step-overhead 0`):
-    all 100 rows 31.9 % median, 101.5 % p90, 373.7 % max, +26.6 % signed (> 0: faster than measured)."""
+    all 196 rows 28.9 % median, 97.8 % p90, 373.7 % max, +26.9 % signed (> 0: faster than measured)."""
     from kokuban.usecases.validation import AccuracyRequest, run_accuracy
 
     def quoted(s):
         return tuple(round(100 * s[k], 1) for k in ("median_abs_error", "p90_abs_error", "median_signed_error"))
 
     shipped = run_accuracy(AccuracyRequest()).summary
-    assert shipped["count"] == 100 and quoted(shipped) == (8.8, 22.4, -0.4)
+    assert shipped["count"] == 196 and quoted(shipped) == (10.1, 36.9, -3.0)
     scalar = run_accuracy(AccuracyRequest(efficiency_file="scalar")).summary
-    assert quoted(scalar) == (27.2, 76.5, 15.5)
+    assert quoted(scalar) == (24.9, 75.4, 15.9)
     textbook = run_accuracy(AccuracyRequest(efficiency_file="scalar", compute_eff=0.6, memory_eff=0.8, link_eff=0.75,
                                             step_overhead=0)).summary
-    assert quoted(textbook) == (31.9, 101.5, 26.6) and round(100 * textbook["max_abs_error"], 1) == 373.7
+    assert quoted(textbook) == (28.9, 97.8, 26.9) and round(100 * textbook["max_abs_error"], 1) == 373.7

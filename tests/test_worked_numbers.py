@@ -132,8 +132,8 @@ def test_catalog_sizes_the_readme_quotes():
     verified = sum(bool(entry.get("verified")) for entry in models.values())
     says(README, f"{len(models)} models ship", f"({verified} of {len(models)} are); the other {len(models) - verified}",
          f"{len(accelerator_catalog())} accelerators", f"{len(load_prices())} rows: Anthropic",
-         f"{len(load_published())} rows in `data/published_results.toml`", "all 100 rows median")
-    assert (len(models), verified, len(accelerator_catalog()), len(load_published())) == (36, 21, 26, 100)
+         f"{len(load_published())} rows in `data/published_results.toml`", "first 100 rows median")
+    assert (len(models), verified, len(accelerator_catalog()), len(load_published())) == (36, 21, 26, 196)
 
 
 # ---- the crossover batch (README, docs/economics.md, economics.batch docstrings) -------------------
@@ -408,11 +408,13 @@ def test_economics_io_lanes_frontier_context_examples_by_hand():
 def test_readme_accuracy_figures():
     import numpy as np
 
-    from kokuban.validation.accuracy import accuracy
+    from kokuban.validation.accuracy import accuracy, load_published
     from kokuban.validation.calibrate import holdout_mask
 
+    first_100 = [r for r in load_published() if not r.id.startswith("trtllm09-")]  # the 96 0.9 rows came after the fit
+
     def errors(eff):
-        result = accuracy(eff).as_dict()
+        result = accuracy(eff, rows=first_100).as_dict()
         rows = result["rows"]
         err = np.array([abs(r["predicted"] - r["measured"]) / r["measured"] for r in rows])
         held = holdout_mask([r["id"] for r in rows])
@@ -507,8 +509,8 @@ def test_efficiency_docstring_calibration_figures():
     from kokuban.validation.accuracy import accuracy
     from kokuban.validation.calibrate import holdout_mask
 
-    def held_out(eff):  # the 88 rows before session 29 (its 12 llm-perf-bench rows left out), as the prose says
-        rows = [r for r in accuracy(eff).as_dict()["rows"] if not r["id"].startswith("perfbench-")]
+    def held_out(eff):  # the 88 rows before session 29 (its llm-perf-bench and TensorRT-LLM 0.9 rows left out)
+        rows = [r for r in accuracy(eff).as_dict()["rows"] if not r["id"].startswith(("perfbench-", "trtllm09-"))]
         err = np.array([abs(r["predicted"] - r["measured"]) / r["measured"] for r in rows])
         held = holdout_mask([r["id"] for r in rows])
         assert (len(rows), int(held.sum())) == (88, 26)

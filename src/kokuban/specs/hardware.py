@@ -356,10 +356,12 @@ KERNEL_FRACTIONS_2026_12_04B: dict[str, float] = {"compute": 0.69, "memory": 0.8
 #: dequantising kernels (`dequant_memory`) and the fixed step of single-request decode loops (`loop_overhead_s`,
 #: `validation.accuracy.LOOP_ENGINES`), on seed 0's training two thirds of the 100 rows: compute 0.7208, memory
 #: 0.8936, step_overhead_s 4.637 ms, kv_reread 0.7618, dequant_memory 1.0, loop_overhead_s 1.207 ms, shipped rounded
-#: (`python validation/profiles.py`, seed 0). Freed from the batch-1 loops, the serving engines' fixed step rises from
-#: 2.6 to 4.6 ms, which TensorRT-LLM 0.5's short first tokens (7 ms for Llama-2-7B's 128 tokens on an H100) bear out.
+#: (`python validation/profiles.py` on those rows, seed 0: validation/profiles/choice-100/B-chosen). Freed from the
+#: batch-1 loops, the serving engines' fixed step rises from 2.6 to 4.6 ms, which TensorRT-LLM 0.5's short first tokens
+#: (7 ms for Llama-2-7B's 128 tokens on an H100) bear out.
 #: On seed 0's 29 held-out rows: 9.9 % / 26.4 % (median / p90 |error|) at the fit, 10.0 % / 26 % rounded; five splits in
-#: docs/validation.md.
+#: docs/validation.md. On the 96 rows of TensorRT-LLM 0.9's tables added afterwards (never fitted): 11.6 % / 48.9 %,
+#: Mixtral 8x7B at 34.3 % (docs/validation.md, "A clean check on 96 rows no fit has seen").
 KERNEL_FRACTIONS_2026_12_04C: dict[str, float] = {"compute": 0.72, "memory": 0.89, "step_overhead_s": 4.6e-3,
                                                   "kv_reread": 0.76, "dequant_memory": 1.0, "loop_overhead_s": 1.2e-3}
 #: The shipped ones are the latest dated set: a refit adds a new dated set and points this name at it, so that what

@@ -288,6 +288,13 @@ PLAIN_NCCL_ENGINES = ("gpt-fast",)  # all-reduce through torch.distributed (NCCL
 #: batch}); NVIDIA's blogs put the change at "2.4x" on Llama-70B (docs/source/blogs/XQA-kernel.md, Falcon180B-H200.md).
 KV_SHARED_FROM = {"TensorRT-LLM": (0, 7)}
 KV_UNSHARED_MARK = "without XQA"  # named in the engine string of a row NVIDIA ran with XQA switched off
+#: engine family → (the first version assumed to share the KV head at every group size, the query heads per KV head
+#: that earlier versions share it at). TensorRT-LLM 0.7–0.10 ships XQA only for 8 query heads per KV head (and 1, MHA,
+#: where sharing changes nothing): the cubins at 0.9.0 (71d8d4d3, cubin/xqa_kernel_dt_*_nqpkv_{0,1,8}_*; nqpkv 0 is
+#: Medusa's) and the JIT path of 2024-05-28 (f430a4b4, the same configurations); other group sizes (Mistral 7B,
+#: Mixtral 8x7B: 4) decode with the masked MHA. From 0.11 every group size is assumed covered (not read; the set has no
+#: row between 0.10 and 0.19). Fixed on 2026-12-04 from the source, before TensorRT-LLM 0.9's rows were predicted.
+XQA_GROUPS_UNTIL = {"TensorRT-LLM": ((0, 11), (1, 8))}
 
 
 def engine_version(engine: str) -> tuple[int, ...] | None:
@@ -311,18 +318,34 @@ GENERIC_DEQUANT_ENGINES = ("gpt-fast",)
 GENERIC_DEQUANT_MEMORY = 0.6
 
 
+def shares_kv_head(model: str, family: str, version: tuple[int, ...] | None) -> bool:
+    """Whether the engine's decode attention loads each KV head once for all its query heads (`KV_SHARED_FROM`,
+    `XQA_GROUPS_UNTIL`); an engine without a stated version, or a family without a rule, is taken to share it."""
+    if family not in KV_SHARED_FROM or version is None:
+        return True
+    if version < KV_SHARED_FROM[family]:
+        return False
+    until, groups = XQA_GROUPS_UNTIL.get(family, ((0,), ()))
+    if version >= until:
+        return True
+    from kokuban.specs.catalog import load_model
+
+    m = load_model(model)
+    return m.attention != "gqa" or m.num_heads // m.num_kv_heads in groups
+
+
 def row_efficiency(row: PublishedResult, efficiency: Efficiency) -> Efficiency:
     """`efficiency` as the row's engine runs it, under the kernel profile: an engine of `PLAIN_NCCL_ENGINES`
     all-reduces with NCCL (`KernelCurves.plain_nccl`); a version before `KV_SHARED_FROM` loads a KV head once per
-    query head in decode (`KernelCurves.kv_per_query_head`), as does one that says it ran `KV_UNSHARED_MARK`; an
+    query head in decode (`KernelCurves.kv_per_query_head`), as do one whose XQA lacks the model's group size
+    (`shares_kv_head`) and one that says it ran `KV_UNSHARED_MARK`; an
     engine of `LOOP_ENGINES` pays `Efficiency.loop_overhead` per step; one of `GENERIC_DEQUANT_ENGINES` streams
     quantized weights at `GENERIC_DEQUANT_MEMORY`; otherwise unchanged."""
     if efficiency.kernels is None:
         return efficiency
     family, version = engine_family(row.engine), engine_version(row.engine)
     changes = {"plain_nccl": family in PLAIN_NCCL_ENGINES,
-               "kv_per_query_head": KV_UNSHARED_MARK in row.engine or (
-                   family in KV_SHARED_FROM and version is not None and version < KV_SHARED_FROM[family])}
+               "kv_per_query_head": KV_UNSHARED_MARK in row.engine or not shares_kv_head(row.model, family, version)}
     changes = {k: v for k, v in changes.items() if v}
     scalars = ({"step_overhead_s": efficiency.loop_overhead} if family in LOOP_ENGINES else {}) | (
         {"dequant_memory": GENERIC_DEQUANT_MEMORY} if family in GENERIC_DEQUANT_ENGINES else {})
