@@ -84,3 +84,25 @@ def test_readme_quotes_the_clean_check():
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert f"read **{med} % median ({lo}–{hi} %), p90 {p90} %**" in readme
     assert f"**not met** on the 96 TensorRT-LLM 0.9 rows no fit had seen ({med} %, p90 {p90} %" in readme
+
+
+def test_docs_quote_the_16_bit_experts_counterfactual():
+    """The 18 fp8 Mixtral rows priced with 16-bit weights (TensorRT-LLM 0.9 has no fp8 MoE GEMM): two rows' signed
+    errors before → after, the median |error| before → after, and every L40S row further off."""
+    from dataclasses import replace
+
+    rows = [r for r in ROWS if r.model == "mixtral-8x7b" and r.weights_dtype == "fp8"]
+    assert len(rows) == 3 * (4 + 2)  # three fp8 GPUs × (four throughput settings + two first tokens)
+    eff = Efficiency.shipped()
+    before = {r.id: predict_row(r, eff) for r in rows}
+    after = {r.id: predict_row(replace(r, weights_dtype="fp16"), eff) for r in rows}
+
+    def signed(p):
+        return f"{100 * p.signed_error:+.1f}".replace("-", "−")
+
+    h200, h100 = "trtllm09-mixtral-8x7b-fp8-tp2-h200-b1024-128-128", "trtllm09-mixtral-8x7b-fp8-tp2-h100-b32-2048-2048"
+    med = [f"{100 * np.median([p.error for p in d.values()]):.1f} %" for d in (before, after)]
+    assert (f"{signed(before[h200])} → {signed(after[h200])} % at 128/128 on H200, {signed(before[h100])} → "
+            f"{signed(after[h100])} % at 32 × 2,048/2,048 on H100, and every L40S row further off; their median "
+            f"|error| goes from {med[0]} to {med[1]}") in _text()
+    assert all(after[k].error > before[k].error for k in before if "-l40s-" in k)
