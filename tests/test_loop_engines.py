@@ -194,7 +194,12 @@ def test_docs_clean_check_of_the_perfbench_rows():
     for r in rows:
         signed.setdefault(r.id.split("-")[1], []).append(
             100 * predict_row(r, Efficiency.from_file("kernel-2026-12-04b")).signed_error)
-    ranges = {k: (round(max(v)), round(min(v))) for k, v in signed.items()}
-    assert ranges == {"mlc": (-46, -52), "exllamav2": (-33, -41), "llamacpp": (2, -7)}
+    r = {k: (f"{max(v):+.0f}", f"{min(v):+.0f}") for k, v in signed.items()}  # nearest to zero, then farthest
+
+    def span(k, lo, hi):  # "−46 … −52 %" as the docs write a signed range
+        return f"{lo} … {hi} %".replace("-", "−")
+
+    assert (f"MLC {span('mlc', *r['mlc'])} and ExLlamaV2 {span('exllamav2', *r['exllamav2'])} too slow, llama.cpp "
+            f"{span('llamacpp', r['llamacpp'][1], r['llamacpp'][0])}") in text
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert f"the profile shipped until then read {before[0]} (p90 {before[1]})" in readme

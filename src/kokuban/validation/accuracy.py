@@ -315,7 +315,7 @@ LOOP_ENGINES = ("gpt-fast", "MLC LLM", "ExLlamaV2")
 #: `GENERIC_DEQUANT_MEMORY` of the plain rate, the assumed figure of the scalar set (issue 13's 0.5–0.7), while the
 #: kernel profile's fitted `dequant_memory` prices the fused kernels of MLC LLM, ExLlamaV2 and the serving engines.
 GENERIC_DEQUANT_ENGINES = ("gpt-fast",)
-GENERIC_DEQUANT_MEMORY = 0.6
+GENERIC_DEQUANT_MEMORY = Efficiency.scalar().dequant_memory  # the one assumed figure (0.6), stated in `Efficiency`
 
 
 def shares_kv_head(model: str, family: str, version: tuple[int, ...] | None) -> bool:
@@ -325,13 +325,12 @@ def shares_kv_head(model: str, family: str, version: tuple[int, ...] | None) -> 
         return True
     if version < KV_SHARED_FROM[family]:
         return False
-    until, groups = XQA_GROUPS_UNTIL.get(family, ((0,), ()))
-    if version >= until:
+    if family not in XQA_GROUPS_UNTIL or version >= XQA_GROUPS_UNTIL[family][0]:
         return True
     from kokuban.specs.catalog import load_model
 
     m = load_model(model)
-    return m.attention != "gqa" or m.num_heads // m.num_kv_heads in groups
+    return m.attention != "gqa" or m.num_heads // m.num_kv_heads in XQA_GROUPS_UNTIL[family][1]
 
 
 def row_efficiency(row: PublishedResult, efficiency: Efficiency) -> Efficiency:
