@@ -205,6 +205,8 @@ def deployment_options(func: Callable[..., Any]) -> Callable[..., Any]:
         option(
             "--weights", default=None, help="Weights dtype (default: the checkpoint's): bf16 fp16 fp8 int8 int4 fp4."
         ),
+        option("--experts", default=None,
+               help="Routed experts' dtype, stored apart from the other weights (default: the checkpoint's; MoE)."),
         click.option("--kv", default=None, help="KV-cache dtype (default bf16)."),
         click.option(
             "--compute", default=None, help="Matmul dtype (default: what the accelerator runs the weights in)."

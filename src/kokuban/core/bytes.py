@@ -1,9 +1,11 @@
 """Bytes: what a deployment stores and reads — weights (stored, per GPU, read per pass) and the KV cache
 per request. Both the step times (core/roofline.py) and the capacity (core/memory.py) count bytes here.
 
-    weights stored      = (params − embedding/LM-head params)·b_w + those params·2   (16-bit embeddings)
+    weights stored      = (params − embedding/LM-head − routed params)·b_w + routed params·b_e
+                          + embedding/LM-head params·2                              (16-bit embeddings)
     weights per GPU     = (stored − routed)/dense shards + routed/N
-    weights read (pass) = (always-read − LM head)·b_w + LM head·2 + moe_layers·E_touched(T)·params/expert·b_w
+    weights read (pass) = (always-read − LM head)·b_w + LM head·2 + moe_layers·E_touched(T)·params/expert·b_e
+    (b_e: the routed experts' bytes per weight, b_w unless the experts are stored apart, `Deployment.experts_dtype`)
     KV per request      = attention KV(L) + constant state
                           attention KV(L) = KV elements(L) × bytes per element,
                           elements(L) = per token per layer × Σ_attention layers min(L, window)
@@ -37,25 +39,26 @@ def expected_experts_touched(num_experts: int, top_k: int, tokens: Any) -> np.nd
 
 
 def weight_bytes_stored(dep: Deployment) -> float:
-    """All weight bytes of the model: (params − 16-bit embedding/LM-head params)·b_w + those·2."""
+    """All weight bytes of the model: (params − 16-bit embedding/LM-head params − routed)·b_w + routed·b_e + those·2."""
     m = dep.model
     embed_params = m.params_embedding + m.params_lm_head
-    return (m.params_total - embed_params) * dep.weight_bytes_per_param + embed_params * dep.embedding_bytes_per_param
+    body = (m.params_total - embed_params - m.params_routed) * dep.weight_bytes_per_param
+    return body + m.params_routed * dep.expert_bytes_per_param + embed_params * dep.embedding_bytes_per_param
 
 
 def weight_bytes_per_gpu(dep: Deployment) -> float:
     """Weight bytes one GPU holds: always-read part ÷ dense shards + embedding ÷ dense shards + experts ÷ N."""
     m = dep.model
-    routed = m.params_routed * dep.weight_bytes_per_param
+    routed = m.params_routed * dep.expert_bytes_per_param
     return (weight_bytes_stored(dep) - routed) / dep.dense_shards + routed / dep.parallel.expert_shards
 
 
 def routed_weight_bytes_read(dep: Deployment, tokens: Any) -> np.ndarray:
     """Routed-expert bytes a forward pass over `tokens` tokens reads:
-    moe_layers·E_touched(tokens)·params_per_expert·b_w."""
+    moe_layers·E_touched(tokens)·params_per_expert·b_e (the experts' bytes per weight)."""
     m = dep.model
     touched = expected_experts_touched(m.num_experts, m.top_k, tokens)
-    return m.moe_layers * touched * m.params_per_expert * dep.weight_bytes_per_param
+    return m.moe_layers * touched * m.params_per_expert * dep.expert_bytes_per_param
 
 
 def lm_head_bytes(dep: Deployment) -> float:

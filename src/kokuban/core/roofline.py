@@ -31,6 +31,7 @@ from kokuban.core.bytes import (  # noqa: F401  (re-exported: the byte counts th
     expected_experts_touched,
     kv_bytes_per_request,
     lm_head_bytes,
+    routed_weight_bytes_read,
     state_bytes_per_request,
     weight_bytes_per_gpu,
     weight_bytes_read,
@@ -272,15 +273,15 @@ def kernel_comm_time_s(dep: Deployment, tokens: Any) -> tuple[np.ndarray, np.nda
     return count * one, count * sent
 
 
-def gemm_ceiling_fraction(dep: Deployment) -> float:
-    """The fraction of dense peak a large GEMM reaches (M → ∞): `Efficiency.compute` under the scalar set; under the
-    kernel curves compute × the compute dtype's ratio × the accelerator's attainable factor, at most 1."""
-    eff = dep.efficiency
+def gemm_ceiling_fraction(dep: Deployment, dtype: str | None = None) -> float:
+    """The fraction of dense peak a large GEMM in `dtype` (default: the compute dtype) reaches (M → ∞):
+    `Efficiency.compute` under the scalar set; under the kernel curves compute × the dtype's ratio × the
+    accelerator's attainable factor, at most 1."""
+    eff, dtype = dep.efficiency, dtype or dep.compute_dtype
     if eff.kernels is None:
         return eff.compute
     k = eff.kernels
-    return min(eff.compute * k.dtype_ratio(dep.compute_dtype) * k.attainable_factor(dep.accelerator, dep.compute_dtype),
-               1.0)
+    return min(eff.compute * k.dtype_ratio(dtype) * k.attainable_factor(dep.accelerator, dtype), 1.0)
 
 
 def linear_compute_fractions(dep: Deployment, tokens: Any) -> tuple[Any, Any]:
@@ -299,19 +300,20 @@ def linear_compute_fractions(dep: Deployment, tokens: Any) -> tuple[Any, Any]:
     from kokuban.specs.kernels import gemm_fraction
 
     m, k = dep.model, eff.kernels
-    peak = gemm_ceiling_fraction(dep)
-    dense = gemm_fraction(peak, tokens / dep.parallel.data_parallel_ranks, k.m_half_tokens, k.gemv_max_tokens)
+    dense = gemm_fraction(gemm_ceiling_fraction(dep), tokens / dep.parallel.data_parallel_ranks, k.m_half_tokens,
+                          k.gemv_max_tokens)
     if not m.is_moe:
         return dense, dense
     touched = np.maximum(expected_experts_touched(m.num_experts, m.top_k, tokens), 1.0)
+    peak = gemm_ceiling_fraction(dep, dep.expert_compute_dtype)
     return dense, gemm_fraction(peak, tokens * m.top_k / touched, k.m_half_tokens)
 
 
 def moe_overhead_s(dep: Deployment, tokens: Any) -> Any:
     """Seconds the MoE layers add to a pass over `tokens` beside their expert GEMMs: under the kernel profile
     `kernels.moe_dispatch_time_s` at P = tokens·top-k ÷ data-parallel ranks (the pairs one GPU's experts receive:
-    all of them under TP, 1/N under EP), with the compute dtype's constants (`KernelCurves.moe_constants`: fp4's
-    own table, else the fp8/bf16 median); 0 for a dense model or the scalar profile (whose fitted scalars absorb
+    all of them under TP, 1/N under EP), with the experts' compute dtype's constants (`KernelCurves.moe_constants`:
+    fp4's own table, else the fp8/bf16 median); 0 for a dense model or the scalar profile (whose fitted scalars absorb
     it)."""
     m, k = dep.model, dep.efficiency.kernels
     if k is None or not m.is_moe:
@@ -319,7 +321,7 @@ def moe_overhead_s(dep: Deployment, tokens: Any) -> Any:
     from kokuban.specs.kernels import moe_dispatch_time_s
 
     pairs = np.asarray(tokens, dtype=np.float64) * m.top_k / dep.parallel.data_parallel_ranks
-    return moe_dispatch_time_s(pairs, m.moe_layers, *k.moe_constants(dep.compute_dtype))
+    return moe_dispatch_time_s(pairs, m.moe_layers, *k.moe_constants(dep.expert_compute_dtype))
 
 
 def attention_dtype(dep: Deployment) -> str:
@@ -338,17 +340,23 @@ def lm_head_time_s(dep: Deployment) -> float:
 def weight_read_s(dep: Deployment, tokens: Any) -> np.ndarray:
     """Seconds the busiest GPU spends reading weights for a pass over `tokens` tokens:
 
-        t = [(per-GPU read − LM head per GPU) ÷ f + LM head per GPU] ÷ (HBM bandwidth·memory eff)
+        t = [(always-read per GPU − LM head per GPU) ÷ f_w + routed per GPU ÷ f_e + LM head per GPU]
+            ÷ (HBM bandwidth·memory eff)
 
-    f = `Efficiency.dequant_memory` when the kernels dequantise the quantized weights on the fly
-    (`Deployment.dequantises_weights`: weight-only int4, fp8/fp4 without the native unit), else 1; the 16-bit LM
-    head streams at the plain rate either way."""
+    f_w = `Efficiency.dequant_memory` when the kernels dequantise the quantized weights on the fly
+    (`Deployment.dequantises_weights`: weight-only int4, fp8/fp4 without the native unit), else 1; f_e the same for
+    the routed experts' own format (`Deployment.dequantises_experts`); the 16-bit LM head streams at the plain rate
+    either way."""
+    eff = dep.efficiency
     read = weight_bytes_read_per_gpu(dep, tokens)
-    rate = dep.accelerator.memory_bandwidth_bytes_per_s * dep.efficiency.memory
-    if not dep.dequantises_weights:
+    rate = dep.accelerator.memory_bandwidth_bytes_per_s * eff.memory
+    if not (dep.dequantises_weights or dep.dequantises_experts):
         return read / rate
     head = lm_head_bytes(dep) / dep.dense_shards
-    return ((read - head) / dep.efficiency.dequant_memory + head) / rate
+    routed = routed_weight_bytes_read(dep, tokens) / dep.parallel.expert_shards
+    f_w = eff.dequant_memory if dep.dequantises_weights else 1.0
+    f_e = eff.dequant_memory if dep.dequantises_experts else 1.0
+    return ((read - head - routed) / f_w + routed / f_e + head) / rate
 
 
 def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_per_pair: int, kv_bytes: Any,
@@ -360,7 +368,9 @@ def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_pe
     state bytes moved (0 without linear attention).
     Only the last position of each of the `batch` sequences goes through the LM head (engines compute
     logits for the sampled token only), so
-    linear compute = [tokens·2·(matmul params − LM head) + batch·2·LM head] ÷ peak[compute dtype] ÷ (N·eff)
+    linear compute = [tokens·2·(matmul params − LM head − routed active) ÷ (peak[compute dtype]·eff_dense)
+                      + tokens·2·routed active ÷ (peak[experts' compute dtype]·eff_experts)
+                      + batch·2·LM head ÷ (peak[compute dtype]·eff)] ÷ N  (`linear_compute_fractions`)
     attention compute = [attended·attn_flops + tokens·state FLOPs per token] ÷ peak[attention dtype] ÷ (N·eff)
       (the linear-attention recurrences are the attention kernel of their layers: O(d_k·d_v) per head per token)
     weights = weight bytes read(tokens) ÷ N ÷ (HBM bandwidth·memory eff), slower when dequantised (`weight_read_s`)
@@ -378,12 +388,10 @@ def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_pe
     if m.has_state:
         attn_flops = attn_flops + tokens * m.state_flops_per_token
     attn_compute_s = attn_flops / acc.flops(attention_dtype(dep)) / (n * eff.compute)
-    if eff.kernels is None:
-        body_s = body_flops / acc.flops(dep.compute_dtype) / (n * eff.compute)
-    else:
-        dense_f, expert_f = linear_compute_fractions(dep, tokens)
-        expert_flops = tokens * 2.0 * m.moe_layers * m.top_k * m.params_per_expert if m.is_moe else 0.0
-        body_s = ((body_flops - expert_flops) / dense_f + expert_flops / expert_f) / acc.flops(dep.compute_dtype) / n
+    dense_f, expert_f = linear_compute_fractions(dep, tokens)
+    expert_flops = tokens * 2.0 * m.moe_layers * m.top_k * m.params_per_expert if m.is_moe else 0.0
+    body_s = ((body_flops - expert_flops) / (acc.flops(dep.compute_dtype) * dense_f)
+              + expert_flops / (acc.flops(dep.expert_compute_dtype) * expert_f)) / n
     compute_s = body_s + logits * lm_head_time_s(dep) + attn_compute_s
     read = weight_bytes_read(dep, tokens)
     weights_s = weight_read_s(dep, tokens)

@@ -27,7 +27,10 @@ def blackboard(con: Console, est: Estimate) -> None:
            if m["state_bytes_per_request"] else "")
     )
     con.print(
-        f"precision: weights {prec['weights']}, KV {prec['kv']}, compute {prec['compute']}; "
+        f"precision: weights {prec['weights']}"
+        + (f", experts {prec['experts']} (compute {prec['experts_compute']})" if prec["experts"] != prec["weights"]
+           else "")
+        + f", KV {prec['kv']}, compute {prec['compute']}; "
         f"peak {si(hw['peak_flops'], 'FLOP/s')} × {eff['compute']}"
         + (" (bf16 large-GEMM fraction; the kernel curves scale it by dtype and token count)"
            if "kernels" in eff else "")

@@ -57,6 +57,7 @@ class Deployment:
     weights_dtype: str = "bf16"
     kv_dtype: str = "bf16"
     compute_dtype: str = "bf16"
+    experts_dtype: str = ""  # the routed experts' stored format; "" = weights_dtype (see `expert_weights_dtype`)
     efficiency: Efficiency = field(default_factory=Efficiency.shipped)
     memory_utilization: float = MEMORY_UTILIZATION
     prefill_chunk_tokens: int = 8192
@@ -75,6 +76,7 @@ class Deployment:
         weights_dtype: str | None = None,
         kv_dtype: str | None = None,
         compute_dtype: str | None = None,
+        experts_dtype: str | None = None,
         efficiency: Efficiency | None = None,
         memory_utilization: float = MEMORY_UTILIZATION,
         prefill_chunk_tokens: int = 8192,
@@ -87,9 +89,11 @@ class Deployment:
         Defaults: weights in the checkpoint's stored format (`ModelSpec.native_dtype`, read from its
         quantization_config: fp8-block for DeepSeek-V3, MXFP4 for gpt-oss, else bf16/fp16; a format kokuban does not
         know needs `weights_dtype`); KV cache in bf16; compute in the dtype the accelerator runs those weights in
-        (`Accelerator.compute_dtype_for`); memory_utilization 0.9 as vLLM's `gpu_memory_utilization`;
-        a prefill chunk of 8192 tokens (vLLM's `max_num_batched_tokens` for chunked prefill) sizes the
-        activation workspace; the price per GPU-hour is the catalog's typical on-demand price;
+        (`Accelerator.compute_dtype_for`); the routed experts in `experts_dtype`, else in the checkpoint's
+        expert format when the weights are the checkpoint's (`ModelSpec.native_experts_dtype`: MXFP4 experts beside
+        bf16 attention for gpt-oss), else in the weights dtype; memory_utilization 0.9 as vLLM's
+        `gpu_memory_utilization`; a prefill chunk of 8192 tokens (vLLM's `max_num_batched_tokens` for chunked
+        prefill) sizes the activation workspace; the price per GPU-hour is the catalog's typical on-demand price;
         communication is not overlapped with compute unless `overlap_comm` (two micro-batches hiding each
         other's all-reduce/all-to-all, as in DeepSeek's and SGLang's two-batch overlap); the KV pool sized by
         `memory_rule` (default: `MemoryRule()`, memory_utilization × HBM − weights − activations).
@@ -110,6 +114,11 @@ class Deployment:
             raise KokubanError(f"model '{model.name}': {model.quantization_warning or 'its weight format is unknown'}",
                                field="weights", value=None)
         weights = check_dtype(weights_dtype or model.native_dtype, "weights")
+        if experts_dtype and not model.is_moe:
+            raise KokubanError(f"an experts dtype needs a mixture-of-experts model; '{model.name}' is dense (give "
+                               "the weights dtype)", field="experts", value=experts_dtype)
+        experts = check_dtype(experts_dtype, "experts") if experts_dtype else (
+            model.native_experts_dtype if not weights_dtype and model.native_experts_dtype else weights)
         kv = check_dtype(kv_dtype or "bf16", "kv")
         compute = check_dtype(compute_dtype, "compute") if compute_dtype else accelerator.compute_dtype_for(weights)
         price = accelerator.price_per_hour_usd if price_per_hour_usd is None else price_per_hour_usd
@@ -117,7 +126,8 @@ class Deployment:
             raise KokubanError(f"must be ≥ 0 USD, got {price!r}", field="price_per_hour", value=price)
         return cls(
             model=model, accelerator=accelerator, num_gpus=int(num_gpus), layout=layout, weights_dtype=weights,
-            kv_dtype=kv, compute_dtype=compute, efficiency=efficiency or Efficiency.shipped(),
+            kv_dtype=kv, compute_dtype=compute, experts_dtype="" if experts == weights else experts,
+            efficiency=efficiency or Efficiency.shipped(),
             memory_utilization=memory_utilization, prefill_chunk_tokens=int(prefill_chunk_tokens),
             price_per_hour_usd=float(price), overlap_comm=bool(overlap_comm), memory_rule=memory_rule or MemoryRule(),
         )
@@ -132,6 +142,30 @@ class Deployment:
         """Whether the weight matmuls dequantise on the fly (`dtypes.dequantises`): their weight read streams at
         `Efficiency.dequant_memory` of the plain rate (core/roofline.weight_read_s)."""
         return dequantises(self.weights_dtype, self.compute_dtype)
+
+    @cached_property
+    def expert_weights_dtype(self) -> str:
+        """The routed experts' stored format: `experts_dtype`, or the weights dtype when that is empty."""
+        return self.experts_dtype or self.weights_dtype
+
+    @cached_property
+    def expert_compute_dtype(self) -> str:
+        """The routed experts' matmul dtype: the compute dtype when they are stored like the rest, else what the
+        accelerator runs their own format in (`Accelerator.compute_dtype_for`: fp16 experts beside fp8 attention
+        multiply in fp16, MXFP4 experts on an H100 in bf16)."""
+        if not self.experts_dtype or self.experts_dtype == self.weights_dtype:
+            return self.compute_dtype
+        return self.accelerator.compute_dtype_for(self.experts_dtype)
+
+    @cached_property
+    def expert_bytes_per_param(self) -> float:
+        return bytes_per_element(self.expert_weights_dtype)
+
+    @cached_property
+    def dequantises_experts(self) -> bool:
+        """Whether the routed experts' matmuls dequantise their weights on the fly (`dtypes.dequantises` for the
+        experts' format and compute dtype)."""
+        return dequantises(self.expert_weights_dtype, self.expert_compute_dtype)
 
     @cached_property
     def embedding_bytes_per_param(self) -> float:
@@ -188,5 +222,7 @@ class Deployment:
     def describe(self) -> str:
         return (
             f"{self.model.name} on {self.num_gpus}× {self.accelerator.name} ({self.layout.upper()}), "
-            f"weights {self.weights_dtype}, KV {self.kv_dtype}, compute {self.compute_dtype}"
+            f"weights {self.weights_dtype}"
+            + (f", experts {self.experts_dtype} (compute {self.expert_compute_dtype})" if self.experts_dtype else "")
+            + f", KV {self.kv_dtype}, compute {self.compute_dtype}"
         )

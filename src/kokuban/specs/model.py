@@ -58,6 +58,7 @@ class ModelSpec:
     attn_flops_per_ctx_token_per_layer_prefill: int = 0
     layer_windows: tuple[int | None, ...] = ()
     native_dtype: str = "bf16"  # the checkpoint's stored weight format; "" when its quantisation is unknown
+    native_experts_dtype: str = ""  # its routed experts' format where it differs (gpt-oss: fp4 beside bf16); else ""
     tied_embeddings: bool = False
     attention: str = "gqa"
     source: str = ""
@@ -533,6 +534,9 @@ def parse_config(config: dict[str, Any], name: str = "", source: str = "") -> Mo
     if mla and config.get("num_nextn_predict_layers"):
         notes.append("multi-token-prediction layer(s) in the checkpoint are not counted (not used to serve)")
     stored = checkpoint_format(config)
+    # attention left unquantised in a MoE checkpoint: the quantised format is the routed experts' (gpt-oss); a dense
+    # model's MLPs are most of its weights, so it keeps the quantised format for all (a stated approximation)
+    split = bool(stored.unconverted_dtype and moe_layers and stored.dtype)
     if stored.warning:
         notes.append(stored.warning)
         note(stored.warning, warning=True)
@@ -557,7 +561,8 @@ def parse_config(config: dict[str, Any], name: str = "", source: str = "") -> Mo
         attn_flops_per_ctx_token_per_layer_decode=flops_decode,
         attn_flops_per_ctx_token_per_layer_prefill=flops_prefill,
         layer_windows=windows,
-        native_dtype=stored.dtype or "",
+        native_dtype=stored.unconverted_dtype if split else stored.dtype or "",
+        native_experts_dtype=stored.dtype if split else "",
         tied_embeddings=tied,
         attention="mla" if mla else "gqa",
         source=source,

@@ -22,6 +22,12 @@ names the kokuban dtype of its weights. The layouts it reads (field names as the
 - bitsandbytes: `load_in_4bit` → nf4 (blocks of 64, fp32 absmax) or nf4-dq with `bnb_4bit_use_double_quant`;
   `load_in_8bit` → int8-ch (LLM.int8(): int8 rows with one scale each, weight-only).
 
+Modules a checkpoint leaves unquantised (`modules_to_not_convert`, compressed-tensors' `ignore`, ModelOpt's
+`exclude_modules`): when they name the attention (`self_attn`, `attn`), only the MLPs are quantised — gpt-oss keeps
+attention and router in bf16 beside MXFP4 experts — and `CheckpointFormat.unconverted_dtype` is the config's
+`torch_dtype`; a mixture-of-experts model then stores its routed experts in the quantised format and the rest in
+that one (`ModelSpec.native_experts_dtype`).
+
 A method or format this does not know is never priced silently as 16-bit: with a stated bit width (`bits`,
 `w_bit`, `nbits`, `num_bits`) the weights are priced as int<bits>-g<group> (or -ch) and a warning says so; with
 none the dtype is None and the checkpoint needs an explicit weights dtype (Deployment.make refuses it otherwise).
@@ -48,6 +54,24 @@ class CheckpointFormat:
     method: str = ""
     detail: str = ""
     warning: str = ""
+    unconverted_dtype: str = ""  # the 16-bit dtype of attention left unquantised ("" when it is quantised too)
+
+
+#: The keys under which producing libraries list the modules they leave unquantised.
+UNCONVERTED_KEYS = ("modules_to_not_convert", "ignore", "exclude_modules")
+
+
+def _torch_dtype(config: dict[str, Any]) -> str:
+    """The config's 16-bit `torch_dtype` (or `dtype`): fp16 for float16, else bf16 (serving engines load float32
+    checkpoints in bf16)."""
+    return "fp16" if str(config.get("torch_dtype") or config.get("dtype")) == "float16" else "bf16"
+
+
+def attention_unconverted(q: dict[str, Any]) -> bool:
+    """Whether the quantisation config lists the attention among the modules it leaves unquantised: any entry of
+    `UNCONVERTED_KEYS` naming `attn` (gpt-oss: "model.layers.*.self_attn"; llm-compressor: "re:.*self_attn.*")."""
+    return any(isinstance(entries, list) and any("attn" in str(e) for e in entries)
+               for entries in (q.get(key) for key in UNCONVERTED_KEYS))
 
 
 def _int(value: Any, default: int | None = None) -> int | None:
@@ -144,11 +168,10 @@ def sidecar_quantization(name: str, data: Any) -> dict[str, Any] | None:
 
 def checkpoint_format(config: dict[str, Any]) -> CheckpointFormat:
     """The stored weight format of a checkpoint from its config.json (see the module doc); no
-    `quantization_config`: its `torch_dtype` (bf16 unless float16/float32)."""
+    `quantization_config`: its `torch_dtype` (bf16 unless float16)."""
     q = config.get("quantization_config")
     if not isinstance(q, dict) or not q:
-        torch_dtype = str(config.get("torch_dtype") or config.get("dtype") or "bfloat16")
-        return CheckpointFormat("fp16" if torch_dtype == "float16" else "bf16")
+        return CheckpointFormat(_torch_dtype(config))
     method = str(q.get("quant_method") or "").lower()
     reader = READERS.get(method)
     dtype = reader(q) if reader else None
@@ -156,6 +179,10 @@ def checkpoint_format(config: dict[str, Any]) -> CheckpointFormat:
     if method == "compressed-tensors" and q.get("format"):
         where += f", format '{q['format']}'"
     if dtype is not None:
+        if attention_unconverted(q):
+            unconverted = _torch_dtype(config)
+            return CheckpointFormat(dtype, method, f"{where} → {dtype}, attention left {unconverted}",
+                                    unconverted_dtype=unconverted)
         return CheckpointFormat(dtype, method, f"{where} → {dtype}")
     bits = next((b for b in (_int(q.get(k)) for k in ("bits", "w_bit", "nbits", "num_bits")) if b), None)
     stated = _known(_grouped(bits, _int(q.get("group_size", q.get("q_group_size"))), False)) if bits else None

@@ -52,7 +52,8 @@ class Estimate:
                 "interconnect_bytes_per_s": dep.accelerator.interconnect_bytes_per_s,
                 "usd_per_gpu_hour": dep.price_per_hour_usd,
             },
-            "precision": {"weights": dep.weights_dtype, "kv": dep.kv_dtype, "compute": dep.compute_dtype},
+            "precision": {"weights": dep.weights_dtype, "kv": dep.kv_dtype, "compute": dep.compute_dtype,
+                          "experts": dep.expert_weights_dtype, "experts_compute": dep.expert_compute_dtype},
             "efficiency": dep.efficiency.as_dict(),
             "memory": self.memory.as_dict(),
             "decode": {
@@ -123,6 +124,7 @@ def estimate(
     weights: str | None = None,
     kv: str | None = None,
     compute: str | None = None,
+    experts: str | None = None,
     layout: str = "tp",
     price_per_hour: float | None = None,
     efficiency: Efficiency | None = None,
@@ -137,5 +139,5 @@ def estimate(
     """
     return run_estimate(EstimateRequest(
         model=model, gpu=gpu, gpus=gpus, batch=batch, context=context, prompt=prompt, output=output,
-        weights=weights, kv=kv, compute=compute, layout=layout, price_per_hour=price_per_hour,
+        weights=weights, kv=kv, compute=compute, experts=experts, layout=layout, price_per_hour=price_per_hour,
         efficiency=efficiency, gpu_file=gpu_file, allow_beyond_max_context=allow_beyond_max_context))

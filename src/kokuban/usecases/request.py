@@ -145,6 +145,8 @@ class DeploymentRequest(EfficiencyRequest):
     - `gpus=None`: the fewest accelerators that hold a batch of `AUTO_GPUS_BATCH` at the context (else batch 1);
     - `layout=None`: expert parallel ("ep") for a mixture-of-experts model, tensor parallel ("tp") otherwise;
     - `weights`/`kv`/`compute` None: the checkpoint's dtype, bf16, what the accelerator runs the weights in;
+    - `experts` None: a MoE model's routed experts stored like the weights (the checkpoint's own expert format, e.g.
+      gpt-oss's MXFP4 beside bf16 attention, when `weights` is None too); set, they are stored (and multiplied) apart;
     - `price_per_hour` None: the catalog's typical price per accelerator-hour.
     """
 
@@ -155,6 +157,7 @@ class DeploymentRequest(EfficiencyRequest):
     weights: Dtype | None = None
     kv: Dtype | None = None
     compute: Dtype | None = None
+    experts: Dtype | None = None
     price_per_hour: Price | None = None
     gpu_file: Name | None = None
 
@@ -180,7 +183,8 @@ class DeploymentRequest(EfficiencyRequest):
         layout = self.layout or ("ep" if model.is_moe else "tp")
         _note_override(model, self.weights)
         dep = Deployment.make(model, acc, self.gpus or 1, layout=layout, weights_dtype=self.weights,
-                              kv_dtype=self.kv, compute_dtype=self.compute, efficiency=self.efficiency_spec(efficiency),
+                              kv_dtype=self.kv, compute_dtype=self.compute, experts_dtype=self.experts,
+                              efficiency=self.efficiency_spec(efficiency),
                               price_per_hour_usd=self.price_per_hour, memory_utilization=memory_utilization,
                               memory_rule=memory_rule)
         if self.gpus is not None:

@@ -234,6 +234,7 @@ class PublishedRow(BaseModel):
     expert_parallel: bool = False
     weights_dtype: Text
     kv_dtype: Text = "bf16"
+    experts_dtype: str = ""
     engine: str = ""
     metric: Metric
     value: Positive
@@ -264,6 +265,7 @@ class MeasurementRow(BaseModel):
     layout: Literal["tp", "ep"] = "tp"
     weights: Text = "bf16"
     kv: Text = "bf16"
+    experts: str = ""
     batch: Count = 0
     prompt: Count = 0
     output: Count = 0
@@ -291,7 +293,8 @@ class MeasurementRow(BaseModel):
         value = 1.0 / (self.value * seconds) if seconds else self.value * {"ms": 1e-3}.get(self.unit, 1.0)
         return {"id": self.id or default_id, "model": self.model, "accelerator": self.gpu, "num_gpus": self.gpus,
                 "tensor_parallel": self.gpus if self.layout == "tp" else 0, "expert_parallel": self.layout == "ep",
-                "weights_dtype": self.weights, "kv_dtype": self.kv, "engine": self.engine, "metric": self.metric,
+                "weights_dtype": self.weights, "kv_dtype": self.kv, "experts_dtype": self.experts,
+                "engine": self.engine, "metric": self.metric,
                 "value": value,
                 "per_gpu": self.unit == "tokens/s/gpu", "batch": self.batch, "input_tokens": self.prompt,
                 "output_tokens": self.output, "scenario": "user", "source": self.source}
@@ -351,12 +354,14 @@ def read_measurements(path: str) -> list[PublishedResult]:
         raise KokubanError(f"'{path}' has no rows (CSV: a header line and one row per measurement; TOML: "
                            "[[result]] tables)", field="file", value=path)
     out = []
-    names = {"weights_dtype": "weights", "kv_dtype": "kv", "model": "model", "accelerator": "gpu"}
+    names = {"weights_dtype": "weights", "kv_dtype": "kv", "experts_dtype": "experts", "model": "model",
+             "accelerator": "gpu"}
     for label, r in rows:
         toml = label.startswith("result")
         try:
-            for key in ("weights_dtype", "kv_dtype"):
-                r[key] = check_dtype(r[key], key if toml else names[key])
+            for key in ("weights_dtype", "kv_dtype", "experts_dtype"):
+                if key in r and (key != "experts_dtype" or r[key]):
+                    r[key] = check_dtype(r[key], key if toml else names[key])
             for key, load in (("model", load_model), ("accelerator", load_accelerator)):
                 try:
                     load(r[key])

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -181,6 +181,7 @@ class PublishedResult:
     output_tokens: int
     scenario: str
     source: str
+    experts_dtype: str = ""  # the routed experts' dtype when the engine ran them in another than `weights_dtype`
 
 
 def load_published(path: str | None = None) -> list[PublishedResult]:
@@ -199,7 +200,8 @@ def load_published(path: str | None = None) -> list[PublishedResult]:
     except tomllib.TOMLDecodeError as exc:
         raise KokubanError(f"published results file is not valid TOML: {exc}") from None
     keys = PublishedResult.__dataclass_fields__
-    rows = [PublishedResult(**{k: r[k] for k in keys}) for r in data.get("result", [])]
+    rows = [PublishedResult(**{k: r[k] for k in keys if k in r or keys[k].default is MISSING})
+            for r in data.get("result", [])]
     for r in rows:
         if r.metric not in METRICS:
             raise KokubanError(f"published result '{r.id}' has metric '{r.metric}'; allowed: {', '.join(METRICS)}")
@@ -381,7 +383,8 @@ def replica_layout(row: PublishedResult, efficiency: Efficiency | None = None):
 
     def make(n: int, layout: str) -> Deployment:
         return Deployment.make(model, acc, n, layout=layout, weights_dtype=row.weights_dtype, kv_dtype=row.kv_dtype,
-                               efficiency=efficiency, overlap_comm=overlaps_communication(row),
+                               experts_dtype=row.experts_dtype or None, efficiency=efficiency,
+                               overlap_comm=overlaps_communication(row),
                                **row_memory(row, acc.memory_bytes, n))
 
     inp, out = assumed_lengths(row)

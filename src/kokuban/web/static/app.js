@@ -165,7 +165,9 @@
   function render(d) {
     const e = d.estimate, dec = e.decode, c = e.cost, hw = e.hardware;
     $("title").textContent = `${e.model.name} on ${hw.gpus}× ${hw.name} (${hw.layout.toUpperCase()}), ` +
-      `weights ${e.precision.weights}, KV ${e.precision.kv}, compute ${e.precision.compute}`;
+      `weights ${e.precision.weights}` +
+      (e.precision.experts !== e.precision.weights ? `, experts ${e.precision.experts}` : "") +
+      `, KV ${e.precision.kv}, compute ${e.precision.compute}`;
     setK("usd_per_m_output", c.usd_per_m_output, usd(c.usd_per_m_output));
     setK("usd_per_m_input", c.usd_per_m_input, usd(c.usd_per_m_input));
     setK("ratio", d.output_to_input_ratio, `${+d.output_to_input_ratio.toPrecision(3)}`);
