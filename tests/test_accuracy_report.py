@@ -81,18 +81,20 @@ def test_engine_family():
 # ---- the report on the published rows --------------------------------------------------------------------
 OLD_ROW_KEYS = {"id", "metric", "measured", "predicted", "error", "regime", "batch_per_replica", "replicas",
                 "tp_or_ep", "input_tokens", "output_tokens", "lengths_assumed"}
-NEW_ROW_KEYS = {"signed_error", "engine", "weights_dtype", "workloads", "terms"}
+NEW_ROW_KEYS = {"signed_error", "engine", "weights_dtype", "workloads", "terms", "floor", "beyond_floor", "withdrawn"}
 
 
 def test_json_keeps_its_keys_and_adds_the_listed_ones():
     """The documented `kokuban accuracy --json` keys stay; new ones are exactly these."""
     data = json.loads(to_json(run_accuracy(AccuracyRequest()).as_dict()))
-    assert set(data) == {"rows", "summary", "efficiency", "worst", "source"}
+    assert set(data) == {"rows", "summary", "efficiency", "worst", "source", "beyond_floor"}
     assert all(set(r) == OLD_ROW_KEYS | NEW_ROW_KEYS for r in data["rows"])
     s = data["summary"]
     assert set(s) == {"count", "median_abs_error", "p90_abs_error", "max_abs_error", "median_signed_error",
                       "by_regime", "by_metric", "median_abs_error_ci", "by_workload", "by_weights", "by_engine",
-                      "bootstrap"}
+                      "bootstrap", "without_withdrawn"}
+    assert set(s["without_withdrawn"]) == {"count", "median_abs_error", "p90_abs_error", "max_abs_error",
+                                           "median_signed_error", "median_abs_error_ci", "bootstrap"}
     assert s["bootstrap"] == {"statistic": "median_abs_error", "method": "percentile", "resamples": 10_000,
                               "level": 0.95, "seed": 0}
     assert set(s["by_workload"]) == {"decode_batch_1", "throughput", "prefill", "moe", "multi_gpu"}

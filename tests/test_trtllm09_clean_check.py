@@ -10,7 +10,13 @@ import numpy as np
 
 from kokuban.specs.hardware import Efficiency
 from kokuban.validation import accuracy
-from kokuban.validation.accuracy import bootstrap_median_ci, load_published, predict_row, shares_kv_head
+from kokuban.validation.accuracy import (
+    bootstrap_median_ci,
+    floor_row,
+    load_published,
+    predict_row,
+    shares_kv_head,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 ROWS = [r for r in load_published() if r.id.startswith("trtllm09-")]
@@ -38,8 +44,8 @@ def test_xqa_group_sizes():
     assert shares_kv_head("mistral-7b-v0.3", "vLLM", (0, 9))  # no rule for that family
 
 
-def _summary(eff: Efficiency) -> tuple[str, ...]:
-    err = np.array([predict_row(r, eff).error for r in ROWS])
+def _summary(eff: Efficiency, rows=ROWS) -> tuple[str, ...]:
+    err = np.array([predict_row(r, eff).error for r in rows])
     lo, hi = bootstrap_median_ci(err)
     return tuple(f"{100 * x:.1f}" for x in (np.median(err), lo, hi, np.percentile(err, 90)))
 
@@ -84,25 +90,65 @@ def test_readme_quotes_the_clean_check():
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert f"read **{med} % median ({lo}–{hi} %), p90 {p90} %**" in readme
     assert f"**not met** on the 96 TensorRT-LLM 0.9 rows no fit had seen ({med} %, p90 {p90} %" in readme
+    med, _, _, p90 = _summary(Efficiency.shipped(), [r for r in ROWS if not r.withdrawn])
+    assert f"quoted beside the headline, never instead: {med} %, p90 {p90} % on the other 78" in readme
 
 
 def test_docs_quote_the_16_bit_experts_counterfactual():
-    """The 18 fp8 Mixtral rows priced with 16-bit weights (TensorRT-LLM 0.9 has no fp8 MoE GEMM): two rows' signed
-    errors before → after, the median |error| before → after, and every L40S row further off."""
+    """The 18 fp8 Mixtral rows priced with 16-bit experts beside fp8 attention (`experts_dtype`; TensorRT-LLM 0.9 has
+    no fp8 MoE GEMM): two rows' signed errors before → after, the median |error| before → after, every L40S row
+    further off; and the rows that would then be faster than their floor (`floor_row`), where as mapped none is."""
     from dataclasses import replace
 
     rows = [r for r in ROWS if r.model == "mixtral-8x7b" and r.weights_dtype == "fp8"]
     assert len(rows) == 3 * (4 + 2)  # three fp8 GPUs × (four throughput settings + two first tokens)
     eff = Efficiency.shipped()
-    before = {r.id: predict_row(r, eff) for r in rows}
-    after = {r.id: predict_row(replace(r, weights_dtype="fp16"), eff) for r in rows}
+    sixteen = {r.id: replace(r, experts_dtype="fp16") for r in rows}
+    before = {r.id: replace(predict_row(r, eff), floor=floor_row(r)) for r in rows}
+    after = {k: replace(predict_row(r, eff), floor=floor_row(r)) for k, r in sixteen.items()}
 
     def signed(p):
         return f"{100 * p.signed_error:+.1f}".replace("-", "−")
 
     h200, h100 = "trtllm09-mixtral-8x7b-fp8-tp2-h200-b1024-128-128", "trtllm09-mixtral-8x7b-fp8-tp2-h100-b32-2048-2048"
     med = [f"{100 * np.median([p.error for p in d.values()]):.1f} %" for d in (before, after)]
+    text = _text()
     assert (f"{signed(before[h200])} → {signed(after[h200])} % at 128/128 on H200, {signed(before[h100])} → "
             f"{signed(after[h100])} % at 32 × 2,048/2,048 on H100, and every L40S row further off; their median "
-            f"|error| goes from {med[0]} to {med[1]}") in _text()
+            f"|error| goes from {med[0]} to {med[1]}") in text
     assert all(after[k].error > before[k].error for k in before if "-l40s-" in k)
+    assert not any(p.beyond_floor for p in before.values())
+    beyond = {k: p.measured / p.floor if p.metric == "output_tokens_per_s" else p.floor / p.measured
+              for k, p in after.items() if p.beyond_floor}
+    names = {"trtllm09-ttft-mixtral-8x7b-fp8-tp4-l40s-128": "the L40S first token at 128 tokens",
+             "trtllm09-mixtral-8x7b-fp8-tp4-l40s-b32-2048-2048": "the L40S at 32 × 2,048/2,048",
+             "trtllm09-mixtral-8x7b-fp8-tp2-h100-b32-2048-2048": "the H100 at 32 × 2,048/2,048",
+             "trtllm09-ttft-mixtral-8x7b-fp8-tp2-h100-128": "the H100 first token at 128 tokens"}
+    assert set(beyond) == set(names)
+    quoted = ", ".join(f"{names[k]} {beyond[k]:.2f}×" for k in sorted(beyond, key=lambda k: -beyond[k]))
+    assert f"{len(beyond)} of the 18 rows would be faster than their floor ({quoted})" in text
+
+
+def test_the_withdrawn_rows_and_the_figures_without_them(capsys):
+    """The 18 fp8 Mixtral rows are exactly the rows that the next revision of the document (66ef1df4) removed; they
+    stay scored, and the figures without them are quoted beside the headline."""
+    from json_envelope import result_of
+
+    from kokuban.cli import main
+
+    withdrawn = {r.id for r in ROWS if r.withdrawn}
+    assert withdrawn == {r.id for r in ROWS if r.model == "mixtral-8x7b" and r.weights_dtype == "fp8"}
+    assert all(r.withdrawn.startswith("NVIDIA/TensorRT-LLM 66ef1df4 (2024-04-24)") for r in ROWS if r.withdrawn)
+    assert not any(r.withdrawn for r in load_published() if not r.id.startswith("trtllm09-"))
+    eff = Efficiency.shipped()
+    med, lo, hi, p90 = _summary(eff, [r for r in ROWS if not r.withdrawn])
+    text = _text()
+    assert f"without the 18, {med} % ({lo}–{hi} %), p90 {p90} % on 78 rows" in text
+    assert main(["accuracy", "--json"]) == 0
+    s = result_of(capsys.readouterr().out)["summary"]
+    w = s["without_withdrawn"]
+    assert (s["count"], w["count"]) == (len(load_published()), len(load_published()) - 18)
+    lo, hi = (f"{100 * x:.1f}" for x in w["median_abs_error_ci"])
+    assert (f"on all {s['count']} rows, {100 * w['median_abs_error']:.1f} % ({lo}–{hi} %), p90 "
+            f"{100 * w['p90_abs_error']:.1f} % on {w['count']} (against {100 * s['median_abs_error']:.1f} % / "
+            f"{100 * s['p90_abs_error']:.1f} %)") in text

@@ -421,6 +421,18 @@ def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_pe
     )
 
 
+def floor_time_s(step: Step) -> Any:
+    """The least time any schedule of a step's work can take on the busiest GPU:
+
+        floor = max(compute, weight read + KV read)
+
+    every FLOP at the dense peak and every byte at the full HBM bandwidth, the two fully overlapped, nothing else (no
+    fixed time, communication, re-reads) — when the step was built on a deployment at `Efficiency.ideal()`. A run
+    measured faster than its floor did less work than kokuban counts: fewer bytes per weight, fewer experts
+    touched, fewer GPUs' worth of traffic per GPU (validation/accuracy.floor_row)."""
+    return np.maximum(step.compute_s, step.weights_s + step.kv_s)
+
+
 def decode_step(dep: Deployment, batch: Any, context: Any) -> Step:
     """One decode step: `batch` requests each generate one token while attending to `context` tokens.
 

@@ -75,6 +75,21 @@ def worst_table(worst: Any):
     return table
 
 
+def floor_line(predictions: Any) -> str:
+    """The rows measured faster than their floor (`accuracy.floor_row`), each with how far beyond it; or none."""
+    from kokuban.validation.accuracy import TIME_METRICS
+
+    with_floor = [p for p in predictions if p.floor is not None]
+    beyond = [p for p in with_floor if p.beyond_floor]
+    head = (f"floor check: {len(beyond)} of {len(with_floor)} rows with a stated batch were measured faster than the "
+            "hardware allows for the work kokuban counts (every FLOP at peak, every byte at full bandwidth)")
+    if not beyond:
+        return head + ": none"
+    ratio = {p.id: p.floor / p.measured if p.metric in TIME_METRICS else p.measured / p.floor for p in beyond}
+    return head + "; the row's mapping or the counts' assumptions are not what ran: " + ", ".join(
+        f"{p.id} ({ratio[p.id]:.2f}× the floor)" for p in beyond)
+
+
 def _write(path: str | Path, text: str, field: str) -> None:
     try:
         Path(path).write_text(text)
@@ -238,7 +253,14 @@ def print_accuracy(console: Any, result: Any) -> None:
     console.print(summary_table("error by weights dtype", summary, "by_weights"))
     console.print(summary_table("error by engine", summary, "by_engine"))
     console.print(bootstrap_line(summary))
+    if "without_withdrawn" in summary:
+        w = summary["without_withdrawn"]
+        lo, hi = w["median_abs_error_ci"]
+        console.print(f"beside the headline, without the {summary['count'] - w['count']} rows their sources withdrew "
+                      f"(`withdrawn`): {w['count']} rows, median |error| {pct(w['median_abs_error'])} "
+                      f"({pct(lo)} – {pct(hi)}), p90 {pct(w['p90_abs_error'])}")
     console.print(worst_table(result.worst))
+    console.print(floor_line(result.predictions))
     fractions = {k: v for k, v in result.efficiency.as_dict().items() if k != "kernels"}
     console.print("efficiency: " + ", ".join(f"{k}={v:g}" for k, v in fractions.items()))
     if result.efficiency.kernels is not None:

@@ -214,6 +214,14 @@ class Efficiency:
         )
 
     @classmethod
+    def ideal(cls) -> Efficiency:
+        """The hardware's own limits: every fraction 1, no fixed time per step or collective, no KV re-reads, weights
+        dequantised at the full rate. A step built on it and read with `roofline.floor_time_s` is the least time any
+        kernel schedule could take for the work kokuban counts (never a prediction)."""
+        return cls(compute=1.0, memory=1.0, interconnect=1.0, collective_latency_s=0.0, step_overhead_s=0.0,
+                   kv_memory=None, overlap=1.0, dequant_memory=1.0, kv_reread=0.0, loop_overhead_s=0.0)
+
+    @classmethod
     def scalar(cls) -> Efficiency:
         """The scalar set (the field defaults: compute 0.74, memory 0.84, interconnect 0.27, 2.7 ms per step),
         the profile named "scalar": one fraction per resource, no kernel curves, for blackboard arithmetic."""

@@ -235,6 +235,7 @@ class PublishedRow(BaseModel):
     weights_dtype: Text
     kv_dtype: Text = "bf16"
     experts_dtype: str = ""
+    withdrawn: str = ""
     engine: str = ""
     metric: Metric
     value: Positive
@@ -369,7 +370,7 @@ def read_measurements(path: str) -> list[PublishedResult]:
                     raise KokubanError(exc.reason, field=key if toml else names[key], value=r[key]) from None
         except KokubanError as exc:
             raise _row_error(path, label, exc) from None
-        out.append(PublishedResult(**{k: r[k] for k in PublishedResult.__dataclass_fields__}))
+        out.append(PublishedResult(**{k: r[k] for k in PublishedResult.__dataclass_fields__ if k in r}))
     return out
 
 

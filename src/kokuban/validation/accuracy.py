@@ -182,6 +182,7 @@ class PublishedResult:
     scenario: str
     source: str
     experts_dtype: str = ""  # the routed experts' dtype when the engine ran them in another than `weights_dtype`
+    withdrawn: str = ""  # the later revision of the source that removed the row ("" while the source stands by it)
 
 
 def load_published(path: str | None = None) -> list[PublishedResult]:
@@ -448,8 +449,18 @@ class Prediction:
     engine: str = ""  # the row's engine, as its source names it
     weights_dtype: str = ""
     workloads: tuple[str, ...] = ()  # `row_workloads`
+    floor: float | None = None  # `floor_row`: the fastest the metric could be for the work counted (the report sets it)
+    withdrawn: str = ""  # the row's `PublishedResult.withdrawn`
     phase: str = field(default="decode", repr=False)  # the step that decides: "decode", "prefill" or "inflight"
     step: Any = field(default=None, repr=False, compare=False)  # its roofline.Step or InflightStep (JSON `terms`)
+
+    @property
+    def beyond_floor(self) -> bool:
+        """Measured faster than `floor`: a higher rate, or a shorter time, than the hardware allows for the work
+        kokuban counts."""
+        if self.floor is None:
+            return False
+        return self.measured < self.floor if self.metric in TIME_METRICS else self.measured > self.floor
 
     @property
     def terms(self) -> dict[str, Any] | None:
@@ -459,7 +470,7 @@ class Prediction:
 
     def as_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("phase", "step")}
-        return out | {"terms": self.terms}
+        return out | {"beyond_floor": self.beyond_floor, "terms": self.terms}
 
 
 def predict_row(row: PublishedResult, efficiency: Efficiency | None = None) -> Prediction:
@@ -512,8 +523,36 @@ def predict_row(row: PublishedResult, efficiency: Efficiency | None = None) -> P
         signed_error=float(signed_error(value, row.value, speed_direction(row.metric))), engine=row.engine,
         weights_dtype=row.weights_dtype,
         workloads=row_workloads(row, int(batch), dep.num_gpus, prefill_longer, dep.model.num_experts > 0),
-        phase=phase, step=step,
+        withdrawn=row.withdrawn, phase=phase, step=step,
     )
+
+
+def floor_row(row: PublishedResult) -> float | None:
+    """The fastest value the row's metric could take on its hardware for the work kokuban counts (the highest rate, or
+    the shortest time), or None where the batch is the engine's choice (an unstated batch, in-flight batching).
+
+    Each step at `roofline.floor_time_s` of the row's deployment at `Efficiency.ideal()`, the output's decode steps
+    at their contexts input + 0 … input + output − 1: a decode speed output ÷ Σ decode floors; a first token the
+    floor of the prefill; a static batch's throughput replicas · B · output ÷ (prefill floor + Σ decode floors).
+    A measurement beyond it (`Prediction.beyond_floor`) says that the row's mapping or an assumption behind the
+    counts (its dtype, GPU count, experts touched under uniform routing) is not what ran."""
+    from kokuban.core.roofline import decode_step, floor_time_s, prefill
+
+    if (row.metric == "output_tokens_per_s" and not row.batch) or is_inflight_batching(row):
+        return None
+    dep, replicas = replica_layout(row, Efficiency.ideal())
+    inp, out = assumed_lengths(row)
+    batch = max(int(row.batch // replicas), 1) if row.batch else 1
+    if row.metric == "time_to_first_token_s":
+        return float(floor_time_s(prefill(dep, batch, inp)))
+    decode_s = float(np.sum(floor_time_s(decode_step(dep, batch, inp + np.arange(out)))))
+    if row.metric == "tokens_per_s_per_user":
+        return out / decode_s
+    if is_decode_only(row):
+        rate = replicas * batch * out / decode_s
+    else:
+        rate = replicas * batch * out / (float(floor_time_s(prefill(dep, batch, inp))) + decode_s)
+    return rate / row.num_gpus if row.per_gpu else rate
 
 
 def prediction_groups(preds: Sequence[Prediction]) -> dict[str, list[tuple[str, ...]]]:
@@ -535,8 +574,16 @@ def prediction_summary(preds: Sequence[Prediction]) -> dict[str, Any]:
     direction = [speed_direction(m) for m in metrics]
     summary = error_summary(measured, predicted, regimes, metrics, direction)
     summary["by_metric"] = summary.pop("by_phase")
-    return add_intervals(summary, measured, predicted, {"by_regime": regimes, "by_metric": metrics},
-                         prediction_groups(preds), direction)
+    summary = add_intervals(summary, measured, predicted, {"by_regime": regimes, "by_metric": metrics},
+                            prediction_groups(preds), direction)
+    standing = [p for p in preds if not p.withdrawn]
+    if 0 < len(standing) < len(preds):  # beside the headline, never instead of it
+        summary["without_withdrawn"] = add_intervals(
+            error_summary([p.measured for p in standing], [p.predicted for p in standing],
+                          direction=[speed_direction(p.metric) for p in standing]),
+            [p.measured for p in standing], [p.predicted for p in standing], {},
+            direction=[speed_direction(p.metric) for p in standing])
+    return summary
 
 
 @dataclass(frozen=True)
@@ -556,7 +603,7 @@ class Accuracy:
     def as_dict(self) -> dict[str, Any]:
         return {"rows": [p.as_dict() for p in self.predictions], "summary": self.summary,
                 "efficiency": self.efficiency.as_dict(), "worst": [p.as_dict() for p in self.worst],
-                "source": self.source}
+                "beyond_floor": [p.id for p in self.predictions if p.beyond_floor], "source": self.source}
 
 
 def accuracy(efficiency: Efficiency | None = None, rows: Sequence[PublishedResult] | None = None,
@@ -566,6 +613,6 @@ def accuracy(efficiency: Efficiency | None = None, rows: Sequence[PublishedResul
     by workload, weights dtype and engine family; each median |error| with its bootstrap interval)."""
     efficiency = efficiency or Efficiency.shipped()
     rows = load_published() if rows is None else rows
-    preds = tuple(predict_row(r, efficiency) for r in rows)
+    preds = tuple(replace(predict_row(r, efficiency), floor=floor_row(r)) for r in rows)
     return Accuracy(predictions=preds, summary=prediction_summary(preds), efficiency=efficiency,
                     source=source or "data/published_results.toml")
