@@ -207,11 +207,12 @@ def comm_time_s(dep: Deployment, tokens: Any) -> tuple[np.ndarray, np.ndarray]:
     EP, N > 1: per MoE layer a dispatch and a combine all-to-all; each GPU sends its tokens/N tokens to
       top_k experts, (N−1)/N of them remote: time = 2·moe_layers·(latency + (N−1)/N · (tokens/N)·k·d·2
       / (link·eff)). Attention and dense layers are data-parallel and exchange nothing.
-    link is the scale-up link (NVLink) at the `interconnect` fraction. A group larger than the accelerator's node
-      (`gpus_per_node`) waits on the scale-out NIC at the same fraction (`specs.kernels.collective_link`): a
-      ring all-reduce moves every GPU's bytes at the pace of its slowest hop, the NIC; an all-to-all sends the
-      (N − g)/(N − 1) of its remote bytes bound for other nodes over the NIC and the rest over NVLink, the two
-      added (`specs.kernels.alltoall_time_s`).
+    link is the scale-up link (NVLink) at the `interconnect` fraction; under the kernel profile a PCIe card's
+      all-reduce within its node runs on the PCIe curve instead (`KernelCurves.pcie_allreduce_time_s`). A group
+      larger than the accelerator's node (`gpus_per_node`) waits on the scale-out NIC at the same fraction
+      (`specs.kernels.collective_link`): a ring all-reduce moves every GPU's bytes at the pace of its slowest hop,
+      the NIC; an all-to-all sends the (N − g)/(N − 1) of its remote bytes bound for other nodes over the NIC and
+      the rest over NVLink, the two added (`specs.kernels.alltoall_time_s`).
     A coarse model without hidden size or on one GPU: 0.
     """
     from kokuban.specs.kernels import alltoall_time_s, collective_link
@@ -229,6 +230,9 @@ def comm_time_s(dep: Deployment, tokens: Any) -> tuple[np.ndarray, np.ndarray]:
     count, kind = dep.parallel.collectives(m.num_layers, m.moe_layers)
     if kind == "all-reduce":
         per_gpu = 2 * (n - 1) / n * t * m.hidden_size * ACTIVATION_BYTES
+        if eff.kernels is not None and eff.kernels.covers_pcie(acc) and not link.crosses_node:
+            one = eff.kernels.pcie_allreduce_time_s(t * m.hidden_size * ACTIVATION_BYTES, n, link.bytes_per_s)
+            return count * one, count * per_gpu
         return count * (eff.collective_latency_s + per_gpu / (link.bytes_per_s * eff.interconnect)), count * per_gpu
     per_gpu = (n - 1) / n * (t / n) * m.top_k * m.hidden_size * ACTIVATION_BYTES
     off = off_node_bytes(per_gpu, n, acc.gpus_per_node, link.crosses_node)

@@ -53,6 +53,21 @@ by a = (MAF ÷ peak) ÷ the tables' own large-M fraction of the same dtype (bf16
 above; fp16 as bf16): MI300X bf16 0.542 ÷ 0.797 = 0.68, fp8 0.487 ÷ 0.548 = 0.89. Both are best-case shapes
 measured by the vendors' own tools, so a compares like with like; the serving derate (`Efficiency.compute`) is
 kept for both vendors (an ASSUMPTION: no table measures hipBLASLt at serving shapes).
+PCIe all-reduce (NCCL's ring; no engine runs a custom all-reduce over PCIe, session 30):
+    t = α_p·(N−1) + 2(N−1)/N·S ÷ (f_p·B) + c_p·√S                                      (`pcie_allreduce_time_s`)
+B the card's per-direction PCIe bandwidth; the √S term is a chunked ring's pipeline fill (the optimal pipelined time
+(√(α·k) + √(S·β))² has a cross term 2√(α·k·β·S)). No table of the package measures PCIe. CALIBRATION DATA: a
+published nccl-tests `all_reduce_perf` run on 4 × RTX 4090 (Ada, PCIe Gen4 x16, P2P enabled, ~50 GB/s bidirectional
+among the four), quoted in validation/collectives/nccl_allreduce_4x_rtx4090_gen4_p2p.txt (a GitHub README titled
+"pptest_driver"; its repository is not named where it was found): 1 KB in 18.46 µs … 1 GB in 63,624 µs (bus
+bandwidth 25.31 GB/s). `validation/collectives/pcie_allreduce.py` fits the three constants on its 21 sizes (least
+squares on the relative error): α_p 5.17 µs per peer, f_p 0.852, c_p 39.1 ns/√B, worst |error| 20.6 % (without the √S
+term no two-parameter form gets within 40 % between 128 KB and 2 MB, where NCCL changes protocol). Corroborated at
+large sizes by https://github.com/tinygrad/open-gpu-kernel-modules/issues/36 (4 × 4090 with P2P: 25.95 GB/s at
+1 GB). ASSUMPTIONS: an L40S (native P2P, Ada, Gen4) behaves as these 4090s; the latency grows with the peers (8 ×
+4090 on one NUMA node each without P2P, https://blog.chlc.cc/p/rtx4090-gpudirect-p2p-unlocked 2025-02-07: 38.83 µs at
+8 B, against 5.17 × 7 = 36 µs); a group of 8 across two sockets reaches less (that post, P2P on: 20.64 GB/s bus
+bandwidth, 0.65 of the link; without P2P 15.04, 0.47) — these constants favour it.
 The scale-out latency and fraction are ASSUMPTIONS (no multi-node table in the package): NCCL's inter-node
 small-message all-reduce over InfiniBand adds about 10 µs (RDMA round trips and the proxy thread), and large
 messages reach ~80 % of the NIC's line rate (nccl-tests bus bandwidth ≈ 40 of 50 GB/s per 400 Gb/s NIC).
@@ -106,6 +121,9 @@ class KernelCurves:
     nccl_allreduce_s: float = 5.7e-6
     nccl_allreduce_per_peer_s: float = 1.77e-6
     nccl_allreduce_fraction: float = 0.65
+    pcie_allreduce_per_peer_s: float = 5.2e-6
+    pcie_allreduce_fraction: float = 0.85
+    pcie_allreduce_sqrt_s: float = 39e-9
     moe_layer_s: float = 39e-6
     moe_pair_s: float = 15.3e-9
     moe_layer_fp4_s: float = 49.9e-6
@@ -125,10 +143,25 @@ class KernelCurves:
 
     def covers(self, accelerator: Any) -> bool:
         """Whether the collective curves apply to `accelerator`: its GPUs talk over NVLink (the link the
-        tables measured: HGX H100/H200/B200 with NVSwitch). Other links (PCIe cards, AMD's Infinity Fabric,
-        TPU ICI) keep the flat collective model of the scalar profile (`Efficiency.collective_latency_s`
-        and `interconnect`): no table measures them, and the NVLink curves would price them far too fast."""
+        tables measured: HGX H100/H200/B200 with NVSwitch). PCIe cards all-reduce on the PCIe curve
+        (`covers_pcie`); other links (AMD's Infinity Fabric, TPU ICI) and PCIe all-to-alls keep the flat collective
+        model of the scalar profile (`Efficiency.collective_latency_s` and `interconnect`): no table measures them,
+        and the NVLink curves would price them far too fast."""
         return accelerator.interconnect.lower().startswith("nvlink")
+
+    def covers_pcie(self, accelerator: Any) -> bool:
+        """Whether `accelerator`'s GPUs talk over PCIe only, so that an all-reduce within its node runs on the PCIe
+        curve (`pcie_allreduce_time_s`)."""
+        return accelerator.interconnect.lower().startswith("pcie")
+
+    def pcie_allreduce_time_s(self, message_bytes: Any, n: int, link_bytes_per_s: float) -> np.ndarray:
+        """NCCL's ring all-reduce over PCIe: α_p·(N−1) + 2(N−1)/N·S ÷ (f_p·B) + c_p·√S, 0 on one GPU (module
+        docstring: 4 × RTX 4090, Gen4 with P2P, measured 2,013 µs for 33,554,432 B; 5.2 × 3 + 1.5 × 33,554,432 ÷
+        (0.85 × 32e9) + 0.039 × 5,792.6 = 15.6 + 1,850.4 + 225.9 = 2,091.9 µs)."""
+        s = np.asarray(message_bytes, dtype=np.float64)
+        ring = allreduce_time_s(s, n, link_bytes_per_s, math.inf, self.pcie_allreduce_per_peer_s * (n - 1),
+                                self.pcie_allreduce_fraction)
+        return ring + (self.pcie_allreduce_sqrt_s * np.sqrt(s) if n > 1 else 0.0)
 
     def dtype_ratio(self, dtype: str) -> float:
         """The GEMM fraction of `dtype` relative to bf16's: fp8/int8/fp4 from the tables, 1 for 16/32-bit."""
