@@ -162,7 +162,7 @@ def body_from_url(url: str) -> dict:
     body: dict = {}
     for k, v in parse_qsl(urlsplit(url).query):
         body[k] = v if k not in ints or v == "max" else int(v)
-        if k not in ints and k not in ("model", "gpu", "layout", "weights", "kv", "compute"):
+        if k not in ints and k not in ("model", "gpu", "layout", "weights", "experts", "kv", "compute"):
             body[k] = float(v)
     return body
 
@@ -176,6 +176,7 @@ def test_every_control_changes_what_is_shown(page, server):
     page.wait_for_function("window.kokuban && window.kokuban.ready", timeout=20_000)
     moves = [
         ("#layout", "select", "ep"), ("#kv", "select", "fp8"), ("#weights", "select", "fp8"),
+        ("#experts", "select", "fp4"), ("#experts", "select", ""),  # back to the weights' dtype before a dense model
         ("#compute", "select", "bf16"), ("#prompt", "fill", "1500"), ("#output", "fill", "500"),
         ("#kv_eff", "slide", "0.5"), ("#overlap", "slide", "0.3"),
         ("#step_overhead", "slide", "0.005"), ("#layout", "select", "tp"), ("#model", "fill", "llama-3.1-8b"),

@@ -7,7 +7,7 @@
   const si = Charts.si;
   const INTS = ["gpus", "batch", "context", "prompt", "output"];
   const FLOATS = ["price_per_hour"];
-  const TEXT = ["model", "gpu", "layout", "weights", "kv", "compute"];
+  const TEXT = ["model", "gpu", "layout", "weights", "experts", "kv", "compute"];
   const DTYPES = ["bf16", "fp16", "fp8", "int8", "int4", "fp4", "fp32"];
   // [request field, key in the estimate's "efficiency", label, min, max, step, shown scale]
   const EFF = [
@@ -101,7 +101,7 @@
   }
 
   function pick(b, keys) { const o = {}; for (const k of keys) if (b[k] !== undefined) o[k] = b[k]; return o; }
-  const DEPLOY = ["model", "gpu", "gpus", "layout", "weights", "kv", "compute", "price_per_hour", ...EFF.map((e) => e[0])];
+  const DEPLOY = ["model", "gpu", "gpus", "layout", "weights", "experts", "kv", "compute", "price_per_hour", ...EFF.map((e) => e[0])];
 
   // ---- API ---------------------------------------------------------------------------------------
   async function post(path, b, useCache) {
