@@ -62,7 +62,8 @@ among the four), quoted in validation/collectives/nccl_allreduce_4x_rtx4090_gen4
 "pptest_driver"; its repository is not named where it was found): 1 KB in 18.46 µs … 1 GB in 63,624 µs (bus
 bandwidth 25.31 GB/s). `validation/collectives/pcie_allreduce.py` fits the three constants on its 21 sizes (least
 squares on the relative error): α_p 5.17 µs per peer, f_p 0.852, c_p 39.1 ns/√B, worst |error| 20.6 % (without the √S
-term no two-parameter form gets within 40 % between 128 KB and 2 MB, where NCCL changes protocol). Corroborated at
+term, the run's own latency and bandwidth plateau, 18.46 µs + S at 25.31 GB/s of bus bandwidth, fall up to 46 % short
+between 128 KB and 2 MB, where NCCL changes protocol). Corroborated at
 large sizes by https://github.com/tinygrad/open-gpu-kernel-modules/issues/36 (4 × 4090 with P2P: 25.95 GB/s at
 1 GB). ASSUMPTIONS: an L40S (native P2P, Ada, Gen4) behaves as these 4090s; the latency grows with the peers (8 ×
 4090 on one NUMA node each without P2P, https://blog.chlc.cc/p/rtx4090-gpudirect-p2p-unlocked 2025-02-07: 38.83 µs at
