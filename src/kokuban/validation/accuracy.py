@@ -529,7 +529,8 @@ def predict_row(row: PublishedResult, efficiency: Efficiency | None = None) -> P
 
 def floor_row(row: PublishedResult) -> float | None:
     """The fastest value the row's metric could take on its hardware for the work kokuban counts (the highest rate, or
-    the shortest time), or None where the batch is the engine's choice (an unstated batch, in-flight batching).
+    the shortest time), or None where the batch is the engine's choice (a throughput of unstated batch, in-flight
+    batching). A per-user speed or a first token of unstated batch is bounded at batch 1, the fastest.
 
     Each step at `roofline.floor_time_s` of the row's deployment at `Efficiency.ideal()`, the output's decode steps
     at their contexts input + 0 … input + output − 1: a decode speed output ÷ Σ decode floors; a first token the
