@@ -89,9 +89,9 @@ def test_the_docs_profile_prose_is_the_report():
     assert (f"the median is met — {100 * pooled['median_abs_error']:.1f} % (interval {100 * lo:.1f}–{100 * hi:.1f} %) "
             f"— but **not the p90, {100 * pooled['p90_abs_error']:.1f} %**") in doc
     w, d, ttft = pooled["by_workload"], pooled["by_weights"], pooled["by_metric"]["time_to_first_token_s"]
-    # the bar as it says: the median met; the p90, MoE and bf16 missed
+    # the bar as it says: the median met; the p90 and bf16 missed, MoE now below 20 %
     assert pooled["median_abs_error"] <= 0.10 < 0.30 < pooled["p90_abs_error"]
-    assert w["moe"]["median_abs_error"] > 0.20 and d["bf16"]["median_abs_error"] > 0.20
+    assert w["moe"]["median_abs_error"] <= 0.20 < d["bf16"]["median_abs_error"]
     assert (f"MoE is {100 * w['moe']['median_abs_error']:.1f} % on {w['moe']['count']} pooled rows") in doc
     assert f"bf16 {100 * d['bf16']['median_abs_error']:.1f} % on {d['bf16']['count']}" in doc
     m = {k: f"{100 * g['median_abs_error']:.1f} %" for k, g in w.items()}
@@ -102,9 +102,10 @@ def test_the_docs_profile_prose_is_the_report():
             f"{100 * ttft['median_abs_error']:.1f} % on {ttft['count']} pooled rows)") in doc
     dt = {k: f"{100 * g['median_abs_error']:.1f} %" for k, g in d.items()}
     rest = {k: g for k, g in d.items() if k != "bf16"}
-    assert (f"every other dtype at or below {100 * max(g['median_abs_error'] for g in rest.values()):.1f} % (fp4; "
-            f"int4 {dt['int4']} on {d['int4']['count']}, int8 {dt['int8']}, q4_0 {dt['q4_0']}, fp8 {dt['fp8']}, "
-            f"fp16 {dt['fp16']})") in doc
+    assert max(rest, key=lambda k: rest[k]["median_abs_error"]) == "int8"
+    assert (f"every other dtype at or below {100 * max(g['median_abs_error'] for g in rest.values()):.1f} % (int8, "
+            f"{d['int8']['count']} pooled rows; fp4 {dt['fp4']}, int4 {dt['int4']} on {d['int4']['count']}, q4_0 "
+            f"{dt['q4_0']}, fp8 {dt['fp8']}, fp16 {dt['fp16']})") in doc
 
     def span(key, scale=1.0, digits=2):
         values = [scale * s["fitted"][key] for s in profiles["default"]["per_seed"]]
