@@ -144,7 +144,7 @@ def test_documented_intervals_hold():
     assert "all 196 rows 10.1 % median (95 % interval 8.6–11.9 %); the scalar set gives 24.9 % (20.9–28.4 %)" in text
 
 
-def test_docs_worst_rows_paragraph(monkeypatch):
+def test_docs_worst_rows_paragraph():
     """docs/validation.md, "The worst rows": the places and signed errors of the rows it names, the terms of the worst
     step, the rule's reads per byte of cache and the L40S all-reduce, each rebuilt from the report and looked up in the
     text."""
@@ -178,13 +178,12 @@ def test_docs_worst_rows_paragraph(monkeypatch):
     assert f"128/2,048 tokens ({signed('trtllm10-qwen3-235b-h100-fp8-tp8-128-2048')}: a compute-bound in-flight" in text
     assert (f"are now {signed('trtllm09-ttft-mixtral-8x7b-fp8-tp4-l40s-128')} and "
             f"{signed('trtllm09-ttft-llama2-70b-fp8-tp4-l40s-2048')}") in text
-    from kokuban.specs.kernels import KernelCurves
     from kokuban.validation.accuracy import load_published, predict_row
 
-    monkeypatch.setattr(KernelCurves, "covers_pcie", lambda self, acc: False)  # before the PCIe curve
+    flat = Efficiency.shipped().with_kernels(pcie_curve=False)  # before the PCIe curve
     rows = {r.id: r for r in load_published()}
-    mix_l40, l40 = (predict_row(rows[k]) for k in ("trtllm09-ttft-mixtral-8x7b-fp8-tp4-l40s-128",
-                                                    "trtllm09-ttft-llama2-70b-fp8-tp4-l40s-2048"))
+    mix_l40, l40 = (predict_row(rows[k], flat) for k in ("trtllm09-ttft-mixtral-8x7b-fp8-tp4-l40s-128",
+                                                          "trtllm09-ttft-llama2-70b-fp8-tp4-l40s-2048"))
     before = [f"{100 * p.signed_error:+.1f} %".replace("-", "−") for p in (mix_l40, l40)]
     assert (f"(Mixtral at 128 tokens {before[0]}, Llama-2-70B at 2,048 tokens {before[1]}, then "
             f"{1e3 * l40.terms['comm_s']:.0f} ms of all-reduce in a predicted {1e3 * l40.predicted:,.0f} ms)") in text

@@ -67,9 +67,10 @@ def test_a_pcie_tensor_parallel_prefill_pays_the_curve():
     assert "measured a 32 MiB all-reduce over 4 GPUs 2.9× faster than the flat 27 % prices it" in readme
     assert k.covers_pcie(load_accelerator("l40s")) and not k.covers_pcie(load_accelerator("h100-sxm"))
     assert not k.covers_pcie(load_accelerator("mi300x"))
+    assert not KernelCurves(pcie_curve=False).covers_pcie(load_accelerator("l40s"))
 
 
-def test_docs_quote_the_l40s_rows_before_and_after(monkeypatch):
+def test_docs_quote_the_l40s_rows_before_and_after():
     """docs/validation.md, "PCIe all-reduce": the 12 multi-GPU L40S rows with and without the curve."""
     from kokuban.validation.accuracy import load_published, predict_row
 
@@ -77,15 +78,14 @@ def test_docs_quote_the_l40s_rows_before_and_after(monkeypatch):
     rows = [r for r in load_published() if r.accelerator == "l40s" and r.num_gpus > 1]
     assert len(rows) == 12
 
-    def figures():
-        preds = [predict_row(r) for r in rows]
+    def figures(efficiency=None):
+        preds = [predict_row(r, efficiency) for r in rows]
         signed = np.array([p.signed_error for p in preds])
         llama = np.array([p.signed_error for p in preds if "llama2-70b" in p.id])
         return preds, np.median([p.error for p in preds]), signed, llama
 
     after, med_after, signed_after, llama = figures()
-    monkeypatch.setattr(KernelCurves, "covers_pcie", lambda self, accelerator: False)
-    before, med_before, signed_before, _ = figures()
+    before, med_before, signed_before, _ = figures(Efficiency.shipped().with_kernels(pcie_curve=False))
 
     def s(x):
         return f"{100 * x:+.1f}".replace("-", "−")

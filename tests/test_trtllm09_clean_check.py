@@ -7,10 +7,8 @@ import collections
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from kokuban.specs.hardware import Efficiency
-from kokuban.specs.kernels import KernelCurves
 from kokuban.validation import accuracy
 from kokuban.validation.accuracy import (
     bootstrap_median_ci,
@@ -24,11 +22,10 @@ ROOT = Path(__file__).resolve().parents[1]
 ROWS = [r for r in load_published() if r.id.startswith("trtllm09-")]
 
 
-@pytest.fixture
-def as_checked(monkeypatch):
-    """The model as the check ran it (session 29, before session 30's PCIe all-reduce curve): PCIe all-reduces on the
-    flat scalars. The figures the docs give for the check are reproduced with it; today's are quoted beside them."""
-    monkeypatch.setattr(KernelCurves, "covers_pcie", lambda self, accelerator: False)
+def as_checked(efficiency: Efficiency) -> Efficiency:
+    """The step model as the check ran it (session 29, before session 30's PCIe all-reduce curve): PCIe all-reduces on
+    the flat scalars. The figures the docs give for the check are reproduced with it; today's are quoted beside them."""
+    return efficiency.with_kernels(pcie_curve=False)
 
 
 def _text() -> str:
@@ -59,16 +56,16 @@ def _summary(eff: Efficiency, rows=ROWS) -> tuple[str, ...]:
     return tuple(f"{100 * x:.1f}" for x in (np.median(err), lo, hi, np.percentile(err, 90)))
 
 
-def test_docs_quote_the_clean_check(as_checked):
+def test_docs_quote_the_clean_check():
     text = _text()
-    med, lo, hi, p90 = _summary(Efficiency.from_file("kernel-2026-12-04c"))
+    med, lo, hi, p90 = _summary(as_checked(Efficiency.from_file("kernel-2026-12-04c")))
     assert f"median |error| **{med} %** (95 % interval {lo}–{hi} %), **p90 {p90} %**" in text
-    b = _summary(Efficiency.from_file("kernel-2026-12-04b"))
+    b = _summary(as_checked(Efficiency.from_file("kernel-2026-12-04b")))
     s = _summary(Efficiency.scalar())
     assert f"(`kernel-2026-12-04b`): {b[0]} % / {b[3]} %; the scalar set {s[0]} % / {s[3]} %" in text
     groups = collections.defaultdict(list)
     for r in ROWS:
-        e = predict_row(r, Efficiency.shipped()).error
+        e = predict_row(r, as_checked(Efficiency.shipped())).error
         groups[r.model].append(e)
         groups[r.accelerator].append(e)
     m = {k: f"{100 * np.median(v):.1f} %" for k, v in groups.items()}
@@ -77,12 +74,12 @@ def test_docs_quote_the_clean_check(as_checked):
     assert (f"by GPU: A100 {m['a100-80gb']}, H200 {m['h200']}, H100 {m['h100-sxm']}, **L40S {m['l40s']}**") in text
 
 
-def test_docs_quote_the_group_size_rule_counterfactual(as_checked, monkeypatch):
+def test_docs_quote_the_group_size_rule_counterfactual(monkeypatch):
     """Without the rule (every 0.9 row sharing the KV head) the 32 Mistral/Mixtral throughput rows and all 96."""
     sel = [r for r in ROWS if r.model in ("mistral-7b-v0.3", "mixtral-8x7b") and r.metric == "output_tokens_per_s"]
 
     def medians():
-        eff = Efficiency.shipped()
+        eff = as_checked(Efficiency.shipped())
         a = np.array([predict_row(r, eff).error for r in ROWS])
         b = np.array([predict_row(r, eff).error for r in sel])
         return f"{100 * np.median(a):.1f} % / {100 * np.percentile(a, 90):.1f} %", f"{100 * np.median(b):.1f} %"
@@ -94,16 +91,16 @@ def test_docs_quote_the_group_size_rule_counterfactual(as_checked, monkeypatch):
             f"{without[0]} instead of {with_rule[0]}") in _text()
 
 
-def test_readme_quotes_the_clean_check(as_checked):
-    med, lo, hi, p90 = _summary(Efficiency.shipped())
+def test_readme_quotes_the_clean_check():
+    med, lo, hi, p90 = _summary(as_checked(Efficiency.shipped()))
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert f"read **{med} % median ({lo}–{hi} %), p90 {p90} %**" in readme
     assert f"**not met** on the 96 TensorRT-LLM 0.9 rows no fit had seen ({med} %, p90 {p90} %" in readme
-    med, _, _, p90 = _summary(Efficiency.shipped(), [r for r in ROWS if not r.withdrawn])
+    med, _, _, p90 = _summary(as_checked(Efficiency.shipped()), [r for r in ROWS if not r.withdrawn])
     assert f"quoted beside the headline, never instead: {med} %, p90 {p90} % on the other 78" in readme
 
 
-def test_docs_quote_the_16_bit_experts_counterfactual(as_checked):
+def test_docs_quote_the_16_bit_experts_counterfactual():
     """The 18 fp8 Mixtral rows priced with 16-bit experts beside fp8 attention (`experts_dtype`; TensorRT-LLM 0.9 has
     no fp8 MoE GEMM): two rows' signed errors before → after, the median |error| before → after, every L40S row
     further off; and the rows that would then be faster than their floor (`floor_row`), where as mapped none is."""
@@ -111,7 +108,7 @@ def test_docs_quote_the_16_bit_experts_counterfactual(as_checked):
 
     rows = [r for r in ROWS if r.model == "mixtral-8x7b" and r.weights_dtype == "fp8"]
     assert len(rows) == 3 * (4 + 2)  # three fp8 GPUs × (four throughput settings + two first tokens)
-    eff = Efficiency.shipped()
+    eff = as_checked(Efficiency.shipped())
     sixteen = {r.id: replace(r, experts_dtype="fp16") for r in rows}
     before = {r.id: replace(predict_row(r, eff), floor=floor_row(r)) for r in rows}
     after = {k: replace(predict_row(r, eff), floor=floor_row(r)) for k, r in sixteen.items()}
@@ -138,14 +135,14 @@ def test_docs_quote_the_16_bit_experts_counterfactual(as_checked):
     assert f"{len(beyond)} of the 18 rows would be faster than their floor ({quoted})" in text
 
 
-def test_the_withdrawn_rows_and_the_figures_without_them(as_checked):
+def test_the_withdrawn_rows_and_the_figures_without_them():
     """The 18 fp8 Mixtral rows are exactly the rows that the next revision of the document (66ef1df4) removed; they
     stay scored, and the figures without them are quoted beside the headline (here, as checked)."""
     withdrawn = {r.id for r in ROWS if r.withdrawn}
     assert withdrawn == {r.id for r in ROWS if r.model == "mixtral-8x7b" and r.weights_dtype == "fp8"}
     assert all(r.withdrawn.startswith("NVIDIA/TensorRT-LLM 66ef1df4 (2024-04-24)") for r in ROWS if r.withdrawn)
     assert not any(r.withdrawn for r in load_published() if not r.id.startswith("trtllm09-"))
-    eff = Efficiency.shipped()
+    eff = as_checked(Efficiency.shipped())
     med, lo, hi, p90 = _summary(eff, [r for r in ROWS if not r.withdrawn])
     every = _summary(eff)
     assert (f"without the 18, {med} % ({lo}–{hi} %), p90 {p90} % on 78 rows (against {every[0]} % / {every[3]} % on "

@@ -192,6 +192,11 @@ class Efficiency:
         at about the rate a weight read reaches; a machine whose attention kernels do not is calibrated)."""
         return self.memory if self.kv_memory is None else self.kv_memory
 
+    def with_kernels(self, **changes: Any) -> Efficiency:
+        """This efficiency with fields of its kernel curves changed (`KernelCurves`: `plain_nccl=True`,
+        `pcie_curve=False`, …); the scalar set, which has none, unchanged."""
+        return self if self.kernels is None or not changes else replace(self, kernels=replace(self.kernels, **changes))
+
     @property
     def loop_overhead(self) -> float:
         """Fixed seconds per step of a single-request decode loop (`loop_overhead_s`, or `step_overhead_s` when

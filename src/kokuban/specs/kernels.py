@@ -131,6 +131,7 @@ class KernelCurves:
     moe_pair_fp4_s: float = 21.4e-9
     plain_nccl: bool = False  # the engine all-reduces with NCCL (torch.distributed), not a custom kernel
     kv_per_query_head: bool = False  # the engine's decode attention loads a KV head per query head (no GQA sharing)
+    pcie_curve: bool = True  # PCIe all-reduces on `pcie_allreduce_time_s` (False: the flat scalars, before session 30)
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -151,9 +152,9 @@ class KernelCurves:
         return accelerator.interconnect.lower().startswith("nvlink")
 
     def covers_pcie(self, accelerator: Any) -> bool:
-        """Whether `accelerator`'s GPUs talk over PCIe only, so that an all-reduce within its node runs on the PCIe
-        curve (`pcie_allreduce_time_s`)."""
-        return accelerator.interconnect.lower().startswith("pcie")
+        """Whether `accelerator`'s GPUs talk over PCIe only and `pcie_curve` is set, so that an all-reduce within its
+        node runs on the PCIe curve (`pcie_allreduce_time_s`)."""
+        return self.pcie_curve and accelerator.interconnect.lower().startswith("pcie")
 
     def pcie_allreduce_time_s(self, message_bytes: Any, n: int, link_bytes_per_s: float) -> np.ndarray:
         """NCCL's ring all-reduce over PCIe: α_p·(N−1) + 2(N−1)/N·S ÷ (f_p·B) + c_p·√S, 0 on one GPU (module

@@ -351,8 +351,8 @@ def row_efficiency(row: PublishedResult, efficiency: Efficiency) -> Efficiency:
     changes = {k: v for k, v in changes.items() if v}
     scalars = ({"step_overhead_s": efficiency.loop_overhead} if family in LOOP_ENGINES else {}) | (
         {"dequant_memory": GENERIC_DEQUANT_MEMORY} if family in GENERIC_DEQUANT_ENGINES else {})
-    kernels = replace(efficiency.kernels, **changes) if changes else efficiency.kernels
-    return replace(efficiency, kernels=kernels, **scalars) if changes or scalars else efficiency
+    efficiency = efficiency.with_kernels(**changes)
+    return replace(efficiency, **scalars) if scalars else efficiency
 
 
 # engine family → its data/engines.toml profile. SGLang's one row is a tuned PD-disaggregated decode node whose memory

@@ -12,31 +12,27 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
-
-from kokuban.specs.kernels import KernelCurves
+from kokuban.specs.hardware import Efficiency
 from kokuban.usecases.validation import read_measurements
-from kokuban.validation.accuracy import bootstrap_median_ci, predict_row
+from kokuban.validation.accuracy import add_intervals, error_summary, predict_row, speed_direction
 
 HERE = Path(__file__).parent
 ROWS = HERE / "rows.toml"
 
 
-def figures(errors: list[float], signed: list[float]) -> dict:
-    lo, hi = bootstrap_median_ci(errors)
-    return {"count": len(errors), "median_abs_error": float(np.median(errors)), "median_abs_error_ci": [lo, hi],
-            "p90_abs_error": float(np.percentile(errors, 90)), "median_signed_error": float(np.median(signed))}
+def figures(preds: list) -> dict:
+    """`accuracy.error_summary` of the predictions with the bootstrap interval of the median (`add_intervals`)."""
+    measured, predicted = [p.measured for p in preds], [p.predicted for p in preds]
+    direction = [speed_direction(p.metric) for p in preds]
+    summary = add_intervals(error_summary(measured, predicted, direction=direction), measured, predicted, {},
+                            direction=direction)
+    return {k: v for k, v in summary.items() if k != "bootstrap"}  # the settings: `accuracy.bootstrap_settings()`
 
 
 def report(flat_pcie: bool = False) -> dict:
     rows = read_measurements(str(ROWS))
-    saved = KernelCurves.covers_pcie
-    if flat_pcie:
-        KernelCurves.covers_pcie = lambda self, accelerator: False
-    try:
-        preds = [predict_row(r) for r in rows]
-    finally:
-        KernelCurves.covers_pcie = saved
+    efficiency = Efficiency.shipped().with_kernels(pcie_curve=not flat_pcie)
+    preds = [predict_row(r, efficiency) for r in rows]
     groups: dict[str, list] = {}
     for r, p in zip(rows, preds, strict=True):
         for key in (f"model {r.model}", f"gpu {r.accelerator}", f"gpu {r.accelerator} tp{r.num_gpus}",
@@ -46,7 +42,7 @@ def report(flat_pcie: bool = False) -> dict:
     groups = {"all": list(zip(rows, preds, strict=True))} | dict(sorted(groups.items()))
     return {"rows": [{"id": p.id, "measured": p.measured, "predicted": p.predicted, "signed_error": p.signed_error,
                       "batch_per_replica": p.batch_per_replica} for p in preds],
-            "groups": {k: figures([p.error for _, p in v], [p.signed_error for _, p in v]) for k, v in groups.items()}}
+            "groups": {k: figures([p for _, p in v]) for k, v in groups.items()}}
 
 
 def pct(x: float) -> str:
