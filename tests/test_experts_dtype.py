@@ -148,3 +148,12 @@ def test_a_measurement_file_names_the_experts_dtype(tmp_path, capsys):
     path.write_text(header + "\nmixtral-8x7b,h100-sxm,2,tp,fp8,fp5,1,128,128,tokens_per_s_per_user,80,tokens/s,x\n")
     assert main(["accuracy", "--file", str(path)]) == 2
     assert "row 2: experts:" in capsys.readouterr().err
+
+
+def test_the_model_catalog_names_the_experts_format(capsys):
+    assert main(["models", "--json"]) == 0
+    rows = {r["id"]: r for r in result_of(capsys.readouterr()[0], "models")}
+    assert (rows["gpt-oss-120b"]["native_dtype"], rows["gpt-oss-120b"]["native_experts_dtype"]) == ("bf16", "fp4")
+    assert rows["deepseek-v3"]["native_experts_dtype"] == rows["deepseek-v3"]["native_dtype"] == "fp8-block"
+    assert main(["models"]) == 0
+    assert "bf16, experts fp4" in capsys.readouterr()[0]

@@ -70,7 +70,9 @@ def models(as_json: bool) -> None:
         table.add_row(
             r["id"], si(r["params_total"]), si(r["params_active"]), si(r["bf16_kv_bytes_per_token"], "B"),
             f"{r['max_context']:,}", r["attention"], f"{r['experts']}/{r['top_k']}" if r["experts"] else "-",
-            r["native_dtype"], "yes" if r["verified"] else "no",
+            r["native_dtype"] + (f", experts {r['native_experts_dtype']}"
+                                 if r["native_experts_dtype"] != r["native_dtype"] else ""),
+            "yes" if r["verified"] else "no",
         )
     console().print(table)
 

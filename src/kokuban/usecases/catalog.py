@@ -40,6 +40,7 @@ def run_models() -> Rows:
             "id": model_id, "family": m.family, "params_total": m.params_total, "params_active": m.params_active,
             "bf16_kv_bytes_per_token": m.kv_bytes_per_token("bf16"), "max_context": m.max_context,
             "attention": m.attention, "experts": m.num_experts, "top_k": m.top_k, "native_dtype": m.native_dtype,
+            "native_experts_dtype": m.native_experts_dtype or m.native_dtype,
             "source": entry.get("source", ""), "retrieved": entry.get("retrieved", ""),
             "verified": bool(entry.get("verified", False)), "hf_repo": entry.get("hf_repo", ""),
         })
