@@ -72,7 +72,9 @@ def frontier_sweep(
                if layout != "ep" or model.is_moe for n in counts]
     for i, (acc, wdt, layout, n) in enumerate(configs):
         tick(progress, i, len(configs))
-        label = f"{n}× {acc.id} {layout.upper()}{n} {wdt or model.native_dtype}"
+        experts = f"+{model.native_experts_dtype} experts" if model.native_experts_dtype else ""
+        stored = wdt or model.native_dtype + experts
+        label = f"{n}× {acc.id} {layout.upper()}{n} {stored}"
         try:
             dep = Deployment.make(model, acc, n, layout=layout, weights_dtype=wdt, kv_dtype=kv,
                                   efficiency=efficiency, price_per_hour_usd=price_per_hour)
