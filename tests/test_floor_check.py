@@ -67,6 +67,7 @@ def test_beyond_floor_reads_the_metric_direction():
     assert fast.beyond_floor and not slow.beyond_floor
     ttft = predict_row(row(metric="time_to_first_token_s", value=0.01))
     assert replace(ttft, floor=0.02).beyond_floor and not replace(ttft, floor=0.005).beyond_floor
+    assert replace(ttft, floor=0.02).floor_ratio == pytest.approx(2.0)  # a time: floor ÷ measured, 0.02 ÷ 0.01
     assert not replace(ttft, floor=None).beyond_floor
 
 
@@ -97,6 +98,7 @@ def test_the_one_row_beyond_its_floor_and_what_it_bounds():
     assert f"for every row whose batch is stated ({counted} of the {len(rows)};" in DOC
     r, f = next((r, f) for r, f in with_floor if r.id == beyond[0])
     assert f"801 output tokens/s per GPU, floor {f:.1f}: {r.value / f:.2f}×" in DOC
+    assert replace(predict_row(r), floor=f).floor_ratio == pytest.approx(r.value / f)  # a rate: measured ÷ floor
     # Per GPU at TP 2, one expert of all 32 layers: 32 · 3 · 4,096 · 14,336 weights · 2 B ÷ 2 GPUs.
     expert_bytes = 32 * 3 * 4_096 * 14_336 * 2 / 2
     expert_s = expert_bytes / A100_BW

@@ -77,17 +77,14 @@ def worst_table(worst: Any):
 
 def floor_line(predictions: Any) -> str:
     """The rows measured faster than their floor (`accuracy.floor_row`), each with how far beyond it; or none."""
-    from kokuban.validation.accuracy import TIME_METRICS
-
     with_floor = [p for p in predictions if p.floor is not None]
     beyond = [p for p in with_floor if p.beyond_floor]
     head = (f"floor check: {len(beyond)} of {len(with_floor)} rows with a stated batch were measured faster than the "
             "hardware allows for the work kokuban counts (every FLOP at peak, every byte at full bandwidth)")
     if not beyond:
         return head + ": none"
-    ratio = {p.id: p.floor / p.measured if p.metric in TIME_METRICS else p.measured / p.floor for p in beyond}
     return head + "; the row's mapping or the counts' assumptions are not what ran: " + ", ".join(
-        f"{p.id} ({ratio[p.id]:.2f}× the floor)" for p in beyond)
+        f"{p.id} ({p.floor_ratio:.2f}× the floor)" for p in beyond)
 
 
 def _write(path: str | Path, text: str, field: str) -> None:

@@ -361,7 +361,7 @@ def read_measurements(path: str) -> list[PublishedResult]:
         toml = label.startswith("result")
         try:
             for key in ("weights_dtype", "kv_dtype", "experts_dtype"):
-                if key in r and (key != "experts_dtype" or r[key]):
+                if r.get(key):  # an empty experts dtype: the experts are stored like the weights
                     r[key] = check_dtype(r[key], key if toml else names[key])
             for key, load in (("model", load_model), ("accelerator", load_accelerator)):
                 try:

@@ -455,12 +455,18 @@ class Prediction:
     step: Any = field(default=None, repr=False, compare=False)  # its roofline.Step or InflightStep (JSON `terms`)
 
     @property
+    def floor_ratio(self) -> float | None:
+        """How many times its floor's speed the measurement runs: measured ÷ floor for a rate, floor ÷ measured for a
+        time (`speed_direction`); > 1 is beyond the floor. None without a floor."""
+        if self.floor is None:
+            return None
+        return (self.measured / self.floor) ** speed_direction(self.metric)
+
+    @property
     def beyond_floor(self) -> bool:
         """Measured faster than `floor`: a higher rate, or a shorter time, than the hardware allows for the work
-        kokuban counts."""
-        if self.floor is None:
-            return False
-        return self.measured < self.floor if self.metric in TIME_METRICS else self.measured > self.floor
+        kokuban counts (`floor_ratio` > 1)."""
+        return self.floor_ratio is not None and self.floor_ratio > 1.0
 
     @property
     def terms(self) -> dict[str, Any] | None:
