@@ -104,10 +104,12 @@ def fit_nccl_allreduce(frame: pd.DataFrame, link: float) -> tuple[float, float, 
     return float(np.exp(z[0])), float(np.exp(z[1])), float(1 / (1 + np.exp(-z[2])))
 
 
-def fit_moe(frame: pd.DataFrame, dtype: str, peak: float, hbm: float, w: float) -> tuple[float, float]:
+def fit_moe(frame: pd.DataFrame, dtype: str, peak: float, hbm: float, w: float, m_half: float | None = None,
+            attainable: float = 1.0) -> tuple[float, float]:
     """(α s, β s per pair) of the MoE-layer form in the module docstring, kokuban's GEMM terms held fixed at the
     kernel profile's fractions of 2026-12-02 (compute 0.74, memory 0.89), those the shipped constants were fitted at
-    (the profile's fractions were refitted on 2026-12-04; the MoE constants were not)."""
+    (the profile's fractions were refitted on 2026-12-04; the MoE constants were not); `m_half` and `attainable`: a
+    GPU's own GEMM half-point and ceiling factor (`per_gpu`), else the medians' (70, 1)."""
     from kokuban.specs.hardware import KERNEL_FRACTIONS_2026_12_02 as FRACTIONS
     from kokuban.specs.kernels import KernelCurves
 
@@ -117,8 +119,9 @@ def fit_moe(frame: pd.DataFrame, dtype: str, peak: float, hbm: float, w: float) 
     width = 3 * frame.hidden_size.to_numpy(np.float64) * frame.inter_size.to_numpy(np.float64) / frame.moe_tp_size
     touched = local * (1 - (1 - 1 / local) ** pairs)
     m = pairs / np.maximum(touched, 1.0)
-    e = FRACTIONS["compute"] * KernelCurves().dtype_ratio(dtype)
-    gemm = np.maximum(2 * pairs * width / (peak * e * m / (m + KernelCurves().m_half_tokens)),
+    e = FRACTIONS["compute"] * KernelCurves().dtype_ratio(dtype) * attainable
+    m_half = KernelCurves().m_half_tokens if m_half is None else m_half
+    gemm = np.maximum(2 * pairs * width / (peak * e * m / (m + m_half)),
                       touched * width * w / (hbm * FRACTIONS["memory"]))
     t = frame.latency.to_numpy(np.float64) * 1e-3
 
@@ -129,38 +132,106 @@ def fit_moe(frame: pd.DataFrame, dtype: str, peak: float, hbm: float, w: float) 
     return float(np.exp(z[0])), float(np.exp(z[1]))
 
 
+def fit_medians_gpu(base: Path, gpu_dir: str, gpu_id: str) -> None:
+    """The shipped medians' GPUs (`GPUS`): every fit of the module docstring."""
+    acc = load_accelerator(gpu_id)
+    gemm = pd.read_parquet(base / gpu_dir / "gemm/trtllm/1.3.0rc20/gemm_perf.parquet")
+    fits = {}
+    for name, (dtype, w) in GEMM_DTYPES.items():
+        rows = gemm[gemm.gemm_dtype == name]
+        if rows.empty or not acc.peak_flops.get(dtype):
+            continue
+        fits[dtype] = fit_gemm(rows, acc.flops(dtype), acc.memory_bandwidth_bytes_per_s, w)
+    for dtype, (e, mh, mu, t0) in fits.items():
+        print(f"{gpu_id} gemm {dtype}: e={e:.3f} ({e / fits['bf16'][0]:.2f}x bf16) M_half={mh:.0f} mu={mu:.2f} "
+              f"t0={t0 * 1e6:.1f} us")
+    ar = pd.read_parquet(base / gpu_dir / "comm/trtllm/1.3.0rc20/custom_allreduce_perf.parquet")
+    a1, a2, fr = fit_allreduce(ar, acc.interconnect_bytes_per_s)
+    print(f"{gpu_id} all-reduce: one-shot {a1 * 1e6:.1f} us, two-shot {a2 * 1e6:.1f} us, link fraction {fr:.2f}")
+    nccl = pd.read_parquet(base / gpu_dir / "comm/nccl/2.29.2/nccl_perf.parquet")
+    a2a = nccl[(nccl.op_name == "alltoall") & (nccl.nccl_dtype == "half")]
+    a, fr = fit_alltoall(a2a, acc.interconnect_bytes_per_s)
+    print(f"{gpu_id} all-to-all: {a * 1e6:.1f} us, link fraction {fr:.2f}")
+    a0, a1, fr = fit_nccl_allreduce(nccl[(nccl.op_name == "all_reduce") & (nccl.nccl_dtype == "half")],
+                                    acc.interconnect_bytes_per_s)
+    print(f"{gpu_id} NCCL all-reduce: {a0 * 1e6:.1f} us + {a1 * 1e6:.2f} us per peer, link fraction {fr:.2f}")
+    moe = pd.read_parquet(base / gpu_dir / "moe/trtllm/1.3.0rc20/moe_perf.parquet")
+    moe = moe[(moe.kernel_source == "moe_torch_flow_cutlass") & (moe.distribution == "balanced")]
+    for name, (dtype, w) in GEMM_DTYPES.items():
+        rows = moe[moe.moe_dtype == name]
+        if not rows.empty:
+            a, beta = fit_moe(rows, dtype, acc.flops(dtype), acc.memory_bandwidth_bytes_per_s, w)
+            note = " (shipped for fp4: KernelCurves.moe_layer_fp4_s, moe_pair_fp4_s)" if dtype == "fp4" else ""
+            print(f"{gpu_id} MoE layer {dtype}: alpha {a * 1e6:.1f} us, beta {beta * 1e9:.1f} ns per pair{note}")
+
+
+#: GPUs fitted on their own tables (session 31), the tables' versions as the package ships them: (catalog id, GEMM,
+#: all-reduce and NCCL versions, MoE version or None, use its collectives). Only the A100's constants are in the
+#: catalog (`Accelerator.kernel_constants`). The L40S's GEMM fits are printed, not used: at its M_half (192) one L40S's
+#: prefill of 128-2,048 tokens is priced 17-32 % slower than NVIDIA's measured first-token times in
+#: data/published_results.toml, which its median constants meet within 12 % (docs/validation.md).
+PER_GPU = {"a100_sxm": ("a100-80gb", "1.0.0", "1.0.0", "2.27.3", "1.0.0", True),
+           "l40s": ("l40s", "1.3.0rc20", "1.0.0", "2.27.3", None, False)}
+
+
+def per_gpu(base: Path, gpu_dir: str) -> None:
+    """A GPU's own constants (session 31), printed as the catalog's `kernel_*` keys:
+    - GEMM: e and M_half per dtype by `fit_gemm`; kernel_gemm_ceiling_factor = e ÷ the medians' e of that dtype
+      (`TABLE_GEMM_FRACTION`), M_half the median over its dtypes (the rule of the shipped medians);
+    - collectives (where the table's machine is representative: not the L40S's, whose eight GPUs reached 1.5 GB/s of
+      bus bandwidth): `fit_allreduce`, `fit_nccl_allreduce`, `fit_alltoall`;
+    - MoE: the A100's table has only power-law routing (moe_torch_flow): its α and β (at the A100's own GEMM
+      constants) are scaled by the ratio H100's balanced ÷ power-law 1.01 fits of the same bf16 form (an ASSUMPTION:
+      routing skew costs the A100 what it costs the H100)."""
+    from kokuban.specs.kernels import TABLE_GEMM_FRACTION
+
+    gpu_id, gemm_v, ar_v, nccl_v, moe_v, comm = PER_GPU[gpu_dir]
+    acc = load_accelerator(gpu_id)
+    gemm = pd.read_parquet(base / gpu_dir / f"gemm/trtllm/{gemm_v}/gemm_perf.parquet")
+    halves, ceiling = [], {}
+    for name, (dtype, w) in GEMM_DTYPES.items():
+        rows = gemm[gemm.gemm_dtype == name]
+        if rows.empty or not acc.peak_flops.get(dtype):
+            continue
+        e, mh, mu, t0 = fit_gemm(rows, acc.flops(dtype), acc.memory_bandwidth_bytes_per_s, w)
+        halves.append(mh)
+        ceiling[dtype] = e
+        print(f"{gpu_id} gemm {dtype}: e={e:.3f} M_half={mh:.0f} mu={mu:.2f} t0={t0 * 1e6:.1f} us -> "
+              f"ceiling factor {e / TABLE_GEMM_FRACTION[dtype]:.3f}")
+    m_half = float(np.median(halves))
+    print(f"{gpu_id} kernel_m_half_tokens = {m_half:.0f}")
+    if comm:
+        ar = pd.read_parquet(base / gpu_dir / f"comm/trtllm/{ar_v}/custom_allreduce_perf.parquet")
+        a1, a2, fr = fit_allreduce(ar, acc.interconnect_bytes_per_s)
+        print(f"{gpu_id} kernel_allreduce_one_shot_s = {a1:.2g}, two_shot_s = {a2:.3g}, fraction = {fr:.2f}")
+        nccl = pd.read_parquet(base / gpu_dir / f"comm/nccl/{nccl_v}/nccl_perf.parquet")
+        a0, a1, fr = fit_nccl_allreduce(nccl[(nccl.op_name == "all_reduce") & (nccl.nccl_dtype == "half")],
+                                        acc.interconnect_bytes_per_s)
+        print(f"{gpu_id} kernel_nccl_allreduce_s = {a0:.3g}, per_peer_s = {a1:.3g}, fraction = {fr:.2f}")
+        a, fr = fit_alltoall(nccl[(nccl.op_name == "alltoall") & (nccl.nccl_dtype == "half")],
+                             acc.interconnect_bytes_per_s)
+        print(f"{gpu_id} kernel_alltoall_s = {a:.3g}, fraction = {fr:.2f}")
+    if moe_v:
+        h100 = load_accelerator("h100-sxm")
+        ref = pd.read_parquet(base / "h100_sxm/moe/trtllm/1.3.0rc20/moe_perf.parquet")
+        ref = ref[(ref.kernel_source == "moe_torch_flow_cutlass") & (ref.moe_dtype == "bfloat16")]
+        bal, skew = (fit_moe(ref[ref.distribution == d], "bf16", h100.flops("bf16"), h100.memory_bandwidth_bytes_per_s,
+                             2.0) for d in ("balanced", "power_law_1.01"))
+        moe = pd.read_parquet(base / gpu_dir / f"moe/trtllm/{moe_v}/moe_perf.parquet")
+        moe = moe[(moe.moe_dtype == "bfloat16") & (moe.distribution == "power_law_1.01")]
+        a, beta = fit_moe(moe, "bf16", acc.flops("bf16"), acc.memory_bandwidth_bytes_per_s, 2.0, m_half,
+                          ceiling["bf16"] / TABLE_GEMM_FRACTION["bf16"])
+        print(f"{gpu_id} MoE bf16 power-law 1.01: alpha {a * 1e6:.1f} us, beta {beta * 1e9:.1f} ns; H100 balanced / "
+              f"power-law: {bal[0] / skew[0]:.2f}, {bal[1] / skew[1]:.2f} -> kernel_moe_layer_s = "
+              f"{a * bal[0] / skew[0]:.3g}, kernel_moe_pair_s = {beta * bal[1] / skew[1]:.3g}")
+
+
 def main(root: str) -> None:
     base = Path(root)
     for gpu_dir, gpu_id in GPUS.items():
-        acc = load_accelerator(gpu_id)
-        gemm = pd.read_parquet(base / gpu_dir / "gemm/trtllm/1.3.0rc20/gemm_perf.parquet")
-        fits = {}
-        for name, (dtype, w) in GEMM_DTYPES.items():
-            rows = gemm[gemm.gemm_dtype == name]
-            if rows.empty or not acc.peak_flops.get(dtype):
-                continue
-            fits[dtype] = fit_gemm(rows, acc.flops(dtype), acc.memory_bandwidth_bytes_per_s, w)
-        for dtype, (e, mh, mu, t0) in fits.items():
-            print(f"{gpu_id} gemm {dtype}: e={e:.3f} ({e / fits['bf16'][0]:.2f}x bf16) M_half={mh:.0f} mu={mu:.2f} "
-                  f"t0={t0 * 1e6:.1f} us")
-        ar = pd.read_parquet(base / gpu_dir / "comm/trtllm/1.3.0rc20/custom_allreduce_perf.parquet")
-        a1, a2, fr = fit_allreduce(ar, acc.interconnect_bytes_per_s)
-        print(f"{gpu_id} all-reduce: one-shot {a1 * 1e6:.1f} us, two-shot {a2 * 1e6:.1f} us, link fraction {fr:.2f}")
-        nccl = pd.read_parquet(base / gpu_dir / "comm/nccl/2.29.2/nccl_perf.parquet")
-        a2a = nccl[(nccl.op_name == "alltoall") & (nccl.nccl_dtype == "half")]
-        a, fr = fit_alltoall(a2a, acc.interconnect_bytes_per_s)
-        print(f"{gpu_id} all-to-all: {a * 1e6:.1f} us, link fraction {fr:.2f}")
-        a0, a1, fr = fit_nccl_allreduce(nccl[(nccl.op_name == "all_reduce") & (nccl.nccl_dtype == "half")],
-                                        acc.interconnect_bytes_per_s)
-        print(f"{gpu_id} NCCL all-reduce: {a0 * 1e6:.1f} us + {a1 * 1e6:.2f} us per peer, link fraction {fr:.2f}")
-        moe = pd.read_parquet(base / gpu_dir / "moe/trtllm/1.3.0rc20/moe_perf.parquet")
-        moe = moe[(moe.kernel_source == "moe_torch_flow_cutlass") & (moe.distribution == "balanced")]
-        for name, (dtype, w) in GEMM_DTYPES.items():
-            rows = moe[moe.moe_dtype == name]
-            if not rows.empty:
-                a, beta = fit_moe(rows, dtype, acc.flops(dtype), acc.memory_bandwidth_bytes_per_s, w)
-                note = " (shipped for fp4: KernelCurves.moe_layer_fp4_s, moe_pair_fp4_s)" if dtype == "fp4" else ""
-                print(f"{gpu_id} MoE layer {dtype}: alpha {a * 1e6:.1f} us, beta {beta * 1e9:.1f} ns per pair{note}")
+        fit_medians_gpu(base, gpu_dir, gpu_id)
+    for gpu_dir in PER_GPU:
+        per_gpu(base, gpu_dir)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ The layout ("tp" or "ep") is kept as its name for JSON; `Deployment.parallel` is
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from kokuban.errors import KokubanError, require_positive
@@ -64,6 +64,12 @@ class Deployment:
     price_per_hour_usd: float = 0.0
     overlap_comm: bool = False
     memory_rule: MemoryRule = field(default_factory=MemoryRule)
+
+    def __post_init__(self) -> None:
+        # the kernel curves as this accelerator runs them (its own measured constants: `KernelCurves.for_accelerator`)
+        curves = self.efficiency.kernels
+        if curves is not None and (own := curves.for_accelerator(self.accelerator)) is not curves:
+            object.__setattr__(self, "efficiency", replace(self.efficiency, kernels=own))
 
     @classmethod
     def make(

@@ -36,6 +36,32 @@ def _is_number(value: Any) -> bool:
     return not isinstance(value, bool) and (isinstance(value, int) or isinstance(value, float) and math.isfinite(value))
 
 
+def kernel_constants(entry: dict[str, Any]) -> dict[str, float]:
+    """The `kernel_*` keys of a catalog entry (less `kernel_note`) as `KernelCurves` field values, checked: a name
+    that is not a numeric field of `KernelCurves` or a value it refuses is an error naming the key."""
+    import difflib
+
+    from kokuban.specs.kernels import KernelCurves
+
+    given = {k[len("kernel_"):]: v for k, v in entry.items() if k.startswith("kernel_") and k != "kernel_note"}
+    if not given:
+        return {}
+    allowed = [f.name for f in fields(KernelCurves) if f.type in ("float", float)]
+    for name, value in given.items():
+        if name not in allowed:
+            close = difflib.get_close_matches(name, allowed, n=1, cutoff=0.5)
+            hint = f" (did you mean kernel_{close[0]}?)" if close else ""
+            raise KokubanError(f"accelerator '{entry.get('id', '?')}': 'kernel_{name}' is not a kernel constant{hint}; "
+                               "allowed: " + ", ".join(f"kernel_{a}" for a in allowed), field=f"kernel_{name}",
+                               value=value)
+        if not _is_number(value):
+            raise KokubanError(f"accelerator '{entry.get('id', '?')}': kernel_{name} must be a number, got {value!r}",
+                               field=f"kernel_{name}", value=value)
+    constants = {k: float(v) for k, v in given.items()}
+    KernelCurves(**constants)  # its own checks: fractions in (0, 1], times ≥ 0
+    return constants
+
+
 @dataclass(frozen=True)
 class Accelerator:
     """One accelerator (one GPU, one TPU chip). SI units throughout."""
@@ -47,6 +73,10 @@ class Accelerator:
     peak_flops: dict[str, float]  # dense, per dtype: "bf16", "fp16", "fp8", "int8", "fp4", "fp32"
     #: FLOP/s per dtype the vendor measured on its best-case GEMM (`maf_flops_*`: AMD's "max-achievable"); {} = none
     max_achievable_flops: dict[str, float] = field(default_factory=dict)
+    #: The accelerator's own kernel-curve constants (`kernel_*` keys: `specs.kernels.KernelCurves` field names), fitted
+    #: on its measured kernel tables (`kernel_note`: source); under the kernel profile they replace the curves'
+    #: medians for this accelerator (`KernelCurves.for_accelerator`). {} = none (the medians)
+    kernel_constants: dict[str, float] = field(default_factory=dict)
     interconnect_bytes_per_s: float = 0.0
     interconnect: str = ""
     vendor: str = ""
@@ -92,6 +122,7 @@ class Accelerator:
                 peak_flops=peak,
                 max_achievable_flops={k[len("maf_flops_"):]: float(v) for k, v in entry.items()
                                       if k.startswith("maf_flops_") and v},
+                kernel_constants=kernel_constants(entry),
                 interconnect_bytes_per_s=float(entry.get("interconnect_bytes_per_s", 0.0)),
                 interconnect=str(entry.get("interconnect", "")),
                 vendor=str(entry.get("vendor", "")),
@@ -103,7 +134,7 @@ class Accelerator:
                 retrieved=str(entry.get("retrieved", "")),
                 notes=str(entry.get("memory_note", "")),
                 extra={k: v for k, v in entry.items()
-                       if k in ("price_source", "flops_note", "maf_note", "released", "tdp_w")},
+                       if k in ("price_source", "flops_note", "maf_note", "kernel_note", "released", "tdp_w")},
             )
         except KeyError as exc:
             raise KokubanError(

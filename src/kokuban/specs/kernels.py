@@ -77,7 +77,7 @@ messages reach ~80 % of the NIC's line rate (nccl-tests bus bandwidth ≈ 40 of 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -129,9 +129,11 @@ class KernelCurves:
     moe_pair_s: float = 15.3e-9
     moe_layer_fp4_s: float = 49.9e-6
     moe_pair_fp4_s: float = 21.4e-9
+    gemm_ceiling_factor: float = 1.0  # an accelerator's own large-M GEMM fraction ÷ the medians' (`attainable_factor`)
     plain_nccl: bool = False  # the engine all-reduces with NCCL (torch.distributed), not a custom kernel
     kv_per_query_head: bool = False  # the engine's decode attention loads a KV head per query head (no GQA sharing)
     pcie_curve: bool = True  # PCIe all-reduces on `pcie_allreduce_time_s` (False: the flat scalars, before session 30)
+    per_accelerator: bool = True  # an accelerator's own measured constants replace these (`for_accelerator`)
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -142,6 +144,16 @@ class KernelCurves:
             if not ok:
                 allowed = "in (0, 1]" if fraction else "a finite non-negative number"
                 raise KokubanError(f"must be {allowed}, got {value!r}", field=f.name, value=value)
+
+    def for_accelerator(self, accelerator: Any) -> KernelCurves:
+        """These curves as `accelerator` runs them: its own constants (`Accelerator.kernel_constants`, fitted on its
+        measured kernel tables by validation/kernel_tables.py: the A100's GEMM ceiling and half-point, collectives
+        and MoE layer) in place of the medians, when `per_accelerator` is set; otherwise, or where the catalog lists
+        none, unchanged."""
+        own = accelerator.kernel_constants if self.per_accelerator else {}
+        if not own or all(getattr(self, k) == v for k, v in own.items()):
+            return self
+        return replace(self, **own)
 
     def covers(self, accelerator: Any) -> bool:
         """Whether the collective curves apply to `accelerator`: its GPUs talk over NVLink (the link the
@@ -174,10 +186,12 @@ class KernelCurves:
         against the tables' fraction of that dtype; 1 where the catalog lists no measurement. int8 (W8A8) takes
         fp8's factor, as it takes fp8's ratio (`int8_ratio`: no int8 table; AMD's MAF table has no int8 column).
         The factor may exceed 1 (MI325X fp8: 1519 ÷ 2614.9 ÷ 0.548 = 1.06): a vendor whose best case reaches a
-        larger share of its peak than the NVIDIA tables did is priced so; the fraction stays ≤ 1 (`compute` < 1)."""
+        larger share of its peak than the NVIDIA tables did is priced so; the fraction stays ≤ 1 (`compute` < 1).
+        Times `gemm_ceiling_factor`, an NVIDIA GPU's own table against the medians (1 unless its catalog entry sets
+        it: the A100's bf16 table reaches e = 0.852 where the medians' reach 0.797, 1.069; `for_accelerator`)."""
         key = "fp8" if dtype == "int8" else dtype
-        return gemm_attainable_factor(accelerator.max_achievable_flops.get(key, 0.0), accelerator.flops(key),
-                                      TABLE_GEMM_FRACTION.get(key, 0.0))
+        return self.gemm_ceiling_factor * gemm_attainable_factor(
+            accelerator.max_achievable_flops.get(key, 0.0), accelerator.flops(key), TABLE_GEMM_FRACTION.get(key, 0.0))
 
     def moe_constants(self, dtype: str) -> tuple[float, float]:
         """(α per MoE layer, β per routed pair) of `moe_dispatch_time_s` for a compute dtype: for fp4 the B200 nvfp4
