@@ -65,6 +65,26 @@ def fit_gemm(frame: pd.DataFrame, peak: float, hbm: float, w: float) -> tuple[fl
             float(np.exp(z[3])))
 
 
+def fit_gemm_shape(frame: pd.DataFrame, peak: float, hbm: float, w: float) -> tuple[float, ...]:
+    """(e, M_half, N_half, K_half, μ, t₀ s) of the shape-aware form (session 31), by log-least-squares on every shape
+    with N, K ≥ 256 (the split shapes of tensor parallelism included):
+        t = t₀ + max(2MNK ÷ (peak·e·M/(M+M_half)·N/(N+N_half)·K/(K+K_half)), bytes ÷ (hbm·μ))"""
+    f = frame[(frame.n >= 256) & (frame.k >= 256)]
+    m, n, k, t = (f[c].to_numpy(np.float64) for c in ("m", "n", "k", "latency"))
+    t = t * 1e-3
+    flops, nbytes = 2 * m * n * k, (m * k + m * n) * 2 + n * k * w
+
+    def resid(z: np.ndarray) -> np.ndarray:
+        e, mh, mu, nh, kh = 1 / (1 + np.exp(-z[0])), np.exp(z[1]), 1 / (1 + np.exp(-z[2])), np.exp(z[4]), np.exp(z[5])
+        rate = peak * e * m / (m + mh) * n / (n + nh) * k / (k + kh)
+        return np.log((np.exp(z[3]) + np.maximum(flops / rate, nbytes / (hbm * mu))) / t)
+
+    z = least_squares(resid, [1.0, np.log(64), 1.0, np.log(5e-6), np.log(100), np.log(100)]).x
+    rms = float(np.sqrt(np.mean(resid(z) ** 2)))
+    return (float(1 / (1 + np.exp(-z[0]))), float(np.exp(z[1])), float(np.exp(z[4])), float(np.exp(z[5])),
+            float(1 / (1 + np.exp(-z[2]))), float(np.exp(z[3])), rms)
+
+
 def fit_allreduce(frame: pd.DataFrame, link: float) -> tuple[float, float, float]:
     """(α₁ s, α₂ s, f) of the one-shot/two-shot min-form, log-least-squares over N = 2, 4, 8."""
     n, s, t = (frame[c].to_numpy(np.float64) for c in ("num_gpus", "message_size", "latency"))
@@ -107,9 +127,9 @@ def fit_nccl_allreduce(frame: pd.DataFrame, link: float) -> tuple[float, float, 
 def fit_moe(frame: pd.DataFrame, dtype: str, peak: float, hbm: float, w: float, m_half: float | None = None,
             attainable: float = 1.0) -> tuple[float, float]:
     """(α s, β s per pair) of the MoE-layer form in the module docstring, kokuban's GEMM terms held fixed at the
-    kernel profile's fractions of 2026-12-02 (compute 0.74, memory 0.89), those the shipped constants were fitted at
-    (the profile's fractions were refitted on 2026-12-04; the MoE constants were not); `m_half` and `attainable`: a
-    GPU's own GEMM half-point and ceiling factor (`per_gpu`), else the medians' (70, 1)."""
+    kernel profile's fractions of 2026-12-02 (compute 0.74, memory 0.89) and today's curves (dtype ratio, M_half and
+    the shape factor of each expert's gate/up (N = 2·I', K = H) and down (N = H, K = I') GEMMs, session 31); `m_half`
+    and `attainable`: a GPU's own GEMM half-point and ceiling factor (`per_gpu`), else the medians'."""
     from kokuban.specs.hardware import KERNEL_FRACTIONS_2026_12_02 as FRACTIONS
     from kokuban.specs.kernels import KernelCurves
 
@@ -119,8 +139,12 @@ def fit_moe(frame: pd.DataFrame, dtype: str, peak: float, hbm: float, w: float, 
     width = 3 * frame.hidden_size.to_numpy(np.float64) * frame.inter_size.to_numpy(np.float64) / frame.moe_tp_size
     touched = local * (1 - (1 - 1 / local) ** pairs)
     m = pairs / np.maximum(touched, 1.0)
-    e = FRACTIONS["compute"] * KernelCurves().dtype_ratio(dtype) * attainable
-    m_half = KernelCurves().m_half_tokens if m_half is None else m_half
+    curves = KernelCurves()
+    m_half = curves.m_half_tokens if m_half is None else m_half
+    inter = frame.inter_size.to_numpy(np.float64) / frame.moe_tp_size.to_numpy(np.float64)
+    hidden = frame.hidden_size.to_numpy(np.float64)
+    shape = np.array([curves.shape_factor([(2 * i, h), (h, i)], dtype) for i, h in zip(inter, hidden, strict=True)])
+    e = FRACTIONS["compute"] * curves.dtype_ratio(dtype) * attainable * shape
     gemm = np.maximum(2 * pairs * width / (peak * e * m / (m + m_half)),
                       touched * width * w / (hbm * FRACTIONS["memory"]))
     t = frame.latency.to_numpy(np.float64) * 1e-3
@@ -136,15 +160,17 @@ def fit_medians_gpu(base: Path, gpu_dir: str, gpu_id: str) -> None:
     """The shipped medians' GPUs (`GPUS`): every fit of the module docstring."""
     acc = load_accelerator(gpu_id)
     gemm = pd.read_parquet(base / gpu_dir / "gemm/trtllm/1.3.0rc20/gemm_perf.parquet")
-    fits = {}
+    bf16 = None
     for name, (dtype, w) in GEMM_DTYPES.items():
         rows = gemm[gemm.gemm_dtype == name]
         if rows.empty or not acc.peak_flops.get(dtype):
             continue
-        fits[dtype] = fit_gemm(rows, acc.flops(dtype), acc.memory_bandwidth_bytes_per_s, w)
-    for dtype, (e, mh, mu, t0) in fits.items():
-        print(f"{gpu_id} gemm {dtype}: e={e:.3f} ({e / fits['bf16'][0]:.2f}x bf16) M_half={mh:.0f} mu={mu:.2f} "
-              f"t0={t0 * 1e6:.1f} us")
+        e, mh, nh, kh, mu, t0, rms = fit_gemm_shape(rows, acc.flops(dtype), acc.memory_bandwidth_bytes_per_s, w)
+        bf16 = e if dtype == "bf16" else bf16
+        e0, mh0, mu0, _ = fit_gemm(rows, acc.flops(dtype), acc.memory_bandwidth_bytes_per_s, w)
+        print(f"{gpu_id} gemm {dtype}: e={e:.3f} ({e / bf16:.3f}x bf16) M_half={mh:.0f} N_half={nh:.0f} "
+              f"K_half={kh:.0f} mu={mu:.2f} rms={rms:.3f} | shape-free: e={e0:.3f} ({e0 / bf16:.3f}x bf16's "
+              f"shape-aware e) M_half={mh0:.0f} mu={mu0:.2f}")
     ar = pd.read_parquet(base / gpu_dir / "comm/trtllm/1.3.0rc20/custom_allreduce_perf.parquet")
     a1, a2, fr = fit_allreduce(ar, acc.interconnect_bytes_per_s)
     print(f"{gpu_id} all-reduce: one-shot {a1 * 1e6:.1f} us, two-shot {a2 * 1e6:.1f} us, link fraction {fr:.2f}")
@@ -193,11 +219,12 @@ def per_gpu(base: Path, gpu_dir: str) -> None:
         rows = gemm[gemm.gemm_dtype == name]
         if rows.empty or not acc.peak_flops.get(dtype):
             continue
-        e, mh, mu, t0 = fit_gemm(rows, acc.flops(dtype), acc.memory_bandwidth_bytes_per_s, w)
+        e, mh, nh, kh, mu, t0, rms = fit_gemm_shape(rows, acc.flops(dtype), acc.memory_bandwidth_bytes_per_s, w)
         halves.append(mh)
         ceiling[dtype] = e
-        print(f"{gpu_id} gemm {dtype}: e={e:.3f} M_half={mh:.0f} mu={mu:.2f} t0={t0 * 1e6:.1f} us -> "
-              f"ceiling factor {e / TABLE_GEMM_FRACTION[dtype]:.3f}")
+        print(f"{gpu_id} gemm {dtype}: e={e:.3f} M_half={mh:.0f} N_half={nh:.0f} K_half={kh:.0f} mu={mu:.2f} "
+              f"rms={rms:.3f} -> ceiling factor {e / TABLE_GEMM_FRACTION[dtype]:.3f}, kernel_n_half_{dtype} = "
+              f"{nh:.0f}, kernel_k_half_{dtype} = {kh:.0f}")
     m_half = float(np.median(halves))
     print(f"{gpu_id} kernel_m_half_tokens = {m_half:.0f}")
     if comm:

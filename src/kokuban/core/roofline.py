@@ -293,7 +293,9 @@ def linear_compute_fractions(dep: Deployment, tokens: Any) -> tuple[Any, Any]:
 
     Scalar profile (no curves): `Efficiency.compute` for both. Kernel profile (`Efficiency.kernels`): `gemm_fraction`
     of compute × the compute dtype's ratio × the accelerator's attainable factor (`KernelCurves.attainable_factor`:
-    1 unless its vendor measured its GEMMs, e.g. MI300X), at M = the tokens one GPU's dense GEMMs see (tokens ÷
+    1 unless its vendor measured its GEMMs, e.g. MI300X) × the shape factor of the GEMMs one GPU runs
+    (`KernelCurves.shape_factor` of `Deployment.gemm_shapes`: narrow N and shallow K after a tensor-parallel split
+    reach less of the ceiling, fp8 far more than bf16), at M = the tokens one GPU's dense GEMMs see (tokens ÷
     data-parallel ranks; up to `KernelCurves.gemv_max_tokens` a matrix-vector kernel, unpadded) and, for the
     experts, at M = the tokens one touched expert receives (tokens·k ÷ experts touched; always tiled: the grouped
     GEMM of the MoE kernels pads each expert's rows to its tile, as the MoE tables the MoE constants are fitted on
@@ -304,12 +306,14 @@ def linear_compute_fractions(dep: Deployment, tokens: Any) -> tuple[Any, Any]:
     from kokuban.specs.kernels import gemm_fraction
 
     m, k = dep.model, eff.kernels
-    dense = gemm_fraction(gemm_ceiling_fraction(dep), tokens / dep.parallel.data_parallel_ranks, k.m_half_tokens,
-                          k.gemv_max_tokens)
+    dense_shapes, expert_shapes = dep.gemm_shapes
+    peak = gemm_ceiling_fraction(dep) * k.shape_factor(dense_shapes, dep.compute_dtype)
+    dense = gemm_fraction(peak, tokens / dep.parallel.data_parallel_ranks, k.m_half_tokens, k.gemv_max_tokens)
     if not m.is_moe:
         return dense, dense
     touched = np.maximum(expected_experts_touched(m.num_experts, m.top_k, tokens), 1.0)
-    peak = gemm_ceiling_fraction(dep, dep.expert_compute_dtype)
+    dtype = dep.expert_compute_dtype
+    peak = gemm_ceiling_fraction(dep, dtype) * k.shape_factor(expert_shapes, dtype)
     return dense, gemm_fraction(peak, tokens * m.top_k / touched, k.m_half_tokens)
 
 

@@ -189,6 +189,31 @@ class Deployment:
         return Layout(self.layout, self.num_gpus)
 
     @cached_property
+    def gemm_shapes(self) -> tuple[tuple[tuple[float, float], ...], tuple[tuple[float, float], ...]]:
+        """The (N, K) of the weight matmuls one GPU runs per layer, (dense, routed experts), after the layout's split:
+        for the kernel curves' shape factor (`specs.kernels.layer_shape_factor`, `core.roofline`).
+
+        Dense: the fused QKV projection (N = (H + 2·max(KV ÷ S, 1)·S)·d_h ÷ S for S dense shards, K = d) and the output
+        projection (N = d, K = H·d_h ÷ S), then the dense MLP when the model has one (gate and up fused, N = 2·I ÷ S,
+        K = d; down, N = d, K = I ÷ S) or a MoE model's shared experts (their width). Experts: each routed expert's
+        gate/up and down at its width I_e = params per expert ÷ 3d, split by S under TP, whole under EP.
+        ASSUMPTIONS: d_h from the KV elements of a GQA/MHA layer (2·KV·d_h), d ÷ H for other attention (MLA,
+        linear attention: their projections are priced as one such layer); every MLP gated (3 matrices)."""
+        m, shards = self.model, self.parallel.dense_shards
+        d, heads, kv = float(m.hidden_size), float(max(m.num_heads, 1)), float(max(m.num_kv_heads, 1))
+        gqa = m.attention == "gqa" and m.kv_elements_per_token_per_layer > 0
+        hd = m.kv_elements_per_token_per_layer / (2 * kv) if gqa else d / heads
+        dense = [((heads / shards + 2 * max(kv / shards, 1.0)) * hd, d), (d, heads * hd / shards)]
+        expert_width = m.params_per_expert / (3 * d) if m.is_moe else 0.0
+        mlp = m.mlp_width - m.top_k * expert_width if m.is_moe else m.mlp_width
+        if mlp > 0:
+            dense += [(2 * mlp / shards, d), (d, mlp / shards)]
+        if not m.is_moe:
+            return tuple(dense), ()
+        split = shards if self.layout == "tp" else 1
+        return tuple(dense), ((2 * expert_width / split, d), (d, expert_width / split))
+
+    @cached_property
     def kv_shards(self) -> int:
         """Ways one request's KV cache is split (`Layout.kv_shards` for this model's KV heads)."""
         return self.parallel.kv_shards(self.model.num_kv_heads, self.model.kv_shardable)

@@ -122,7 +122,6 @@ class Accelerator:
                 peak_flops=peak,
                 max_achievable_flops={k[len("maf_flops_"):]: float(v) for k, v in entry.items()
                                       if k.startswith("maf_flops_") and v},
-                kernel_constants=kernel_constants(entry),
                 interconnect_bytes_per_s=float(entry.get("interconnect_bytes_per_s", 0.0)),
                 interconnect=str(entry.get("interconnect", "")),
                 vendor=str(entry.get("vendor", "")),
@@ -142,6 +141,7 @@ class Accelerator:
             ) from None
         except (TypeError, ValueError) as exc:
             raise KokubanError(f"accelerator entry '{entry.get('id', '?')}' has a non-numeric figure: {exc}") from None
+        acc = replace(acc, kernel_constants=kernel_constants(entry))
         require_positive(f"{acc.id}.memory_bytes", acc.memory_bytes)
         require_positive(f"{acc.id}.memory_bandwidth_bytes_per_s", acc.memory_bandwidth_bytes_per_s)
         if not any(acc.peak_flops.get(k) for k in ("bf16", "fp16")):
@@ -264,17 +264,20 @@ class Efficiency:
         return cls()
 
     @classmethod
-    def kernel_calibrated(cls, fractions: dict[str, float] | None = None) -> Efficiency:
+    def kernel_calibrated(cls, fractions: dict[str, float] | None = None,
+                          curves: dict[str, Any] | None = None) -> Efficiency:
         """The kernel profile: `kernels` set (`specs.kernels`: GEMM fraction by dtype and token count,
         collectives by message size and link, groups that cross a node on the scale-out network), at the global
         fractions of `KERNEL_PROFILE_FRACTIONS` (compute, memory, step overhead: their fit and source are there), or
         the `fractions` given (`KERNEL_FRACTIONS_2026_12_02`: the profile "kernel-2026-12-02").
         It is the shipped step model (`shipped()`, the profile named "default"; also named "kernel"). On NVLink
         accelerators the curves replace `interconnect` and `collective_latency_s`; other links keep them
-        (`KernelCurves.covers`)."""
+        (`KernelCurves.covers`). `curves`: `KernelCurves` fields other than its defaults (`CURVES_2026_12_04`: the
+        curves a dated profile was fitted at)."""
         from kokuban.specs.kernels import KernelCurves
 
-        return cls(**(KERNEL_PROFILE_FRACTIONS if fractions is None else fractions), kernels=KernelCurves())
+        return cls(**(KERNEL_PROFILE_FRACTIONS if fractions is None else fractions),
+                   kernels=KernelCurves(**(curves or {})))
 
     @classmethod
     def shipped(cls, curves: bool = True) -> Efficiency:
@@ -408,9 +411,18 @@ KERNEL_FRACTIONS_2026_12_04B: dict[str, float] = {"compute": 0.69, "memory": 0.8
 #: Mixtral 8x7B at 34.3 % (docs/validation.md, "A clean check on 96 rows no fit has seen").
 KERNEL_FRACTIONS_2026_12_04C: dict[str, float] = {"compute": 0.72, "memory": 0.89, "step_overhead_s": 4.6e-3,
                                                   "kv_reread": 0.76, "dequant_memory": 1.0, "loop_overhead_s": 1.2e-3}
+#: The fourth refit of 2026-12-04 (session 31), with today's curves (the GEMM shape factor, the medians refitted in its
+#: form, the A100's own constants: `specs.kernels`): the same procedure on seed 0's training two thirds of the 196 rows
+#: then in the set (`python validation/profiles.py --profile default --seeds 0`, validation/profiles/choice-196/
+#: session31-seed0): compute 0.6864, memory 0.8959, step_overhead_s 3.806 ms, kv_reread 0.3868, dequant_memory 0.9495,
+#: loop_overhead_s 0.9806 ms, shipped rounded. On seed 0's 59 held-out rows: 9.2 % / 34.0 % (median / p90 |error|),
+#: where the curves before session 31 refitted by the same procedure on the same split gave 11.0 % / 32.7 %
+#: (validation/profiles/report.md). The checks no fit saw: docs/validation.md, "Session 31".
+KERNEL_FRACTIONS_2026_12_04D: dict[str, float] = {"compute": 0.69, "memory": 0.90, "step_overhead_s": 3.8e-3,
+                                                  "kv_reread": 0.39, "dequant_memory": 0.95, "loop_overhead_s": 0.98e-3}
 #: The shipped ones are the latest dated set: a refit adds a new dated set and points this name at it, so that what
 #: was fitted at an old one (TensorRT-LLM's serving overheads: the profile "kernel-2026-12-04") keeps its step model.
-KERNEL_PROFILE_FRACTIONS: dict[str, float] = KERNEL_FRACTIONS_2026_12_04C
+KERNEL_PROFILE_FRACTIONS: dict[str, float] = KERNEL_FRACTIONS_2026_12_04D
 
 #: The kernel profile's fractions until 2026-12-04: memory and step_overhead_s refitted with the curves, compute held
 #: at the scalar set's 0.74, on seed 0's two thirds of the 43 rows of 2026-12-02. Kept because what was fitted at
@@ -421,9 +433,19 @@ KERNEL_FRACTIONS_2026_12_02: dict[str, float] = {"compute": 0.74, "memory": 0.89
 #: Named efficiency profiles `--efficiency-file` accepts instead of a path: "default" is the shipped step model;
 #: "kernel-2026-12-02" the kernel profile at its fractions until that refit (what vLLM V1's serving overheads need),
 #: "kernel-2026-12-04" at the fractions of that refit (what TensorRT-LLM's need), "kernel-2026-12-04b" the set shipped
-#: before session 29's refit, "kernel-2026-12-04c" the shipped ones.
+#: before session 29's refit, "kernel-2026-12-04c" the set shipped until session 31, each at the curves it was fitted
+#: with (`specs.kernels.CURVES_2026_12_04`: no GEMM shape term, no accelerator's own constants); "kernel-2026-12-04d"
+#: the shipped ones (today's curves).
+def _dated(fractions: dict[str, float]) -> Efficiency:
+    """A dated profile: its fractions at the curves they were fitted with (`specs.kernels.CURVES_2026_12_04`)."""
+    from kokuban.specs.kernels import CURVES_2026_12_04
+
+    return Efficiency.kernel_calibrated(fractions, CURVES_2026_12_04)
+
+
 PROFILES = {"default": Efficiency.shipped, "kernel": Efficiency.kernel_calibrated, "scalar": Efficiency.scalar,
-            "kernel-2026-12-02": partial(Efficiency.kernel_calibrated, KERNEL_FRACTIONS_2026_12_02),
-            "kernel-2026-12-04": partial(Efficiency.kernel_calibrated, KERNEL_FRACTIONS_2026_12_04),
-            "kernel-2026-12-04b": partial(Efficiency.kernel_calibrated, KERNEL_FRACTIONS_2026_12_04B),
-            "kernel-2026-12-04c": partial(Efficiency.kernel_calibrated, KERNEL_FRACTIONS_2026_12_04C)}
+            "kernel-2026-12-02": partial(_dated, KERNEL_FRACTIONS_2026_12_02),
+            "kernel-2026-12-04": partial(_dated, KERNEL_FRACTIONS_2026_12_04),
+            "kernel-2026-12-04b": partial(_dated, KERNEL_FRACTIONS_2026_12_04B),
+            "kernel-2026-12-04c": partial(_dated, KERNEL_FRACTIONS_2026_12_04C),
+            "kernel-2026-12-04d": partial(Efficiency.kernel_calibrated, KERNEL_FRACTIONS_2026_12_04D)}

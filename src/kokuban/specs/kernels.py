@@ -4,8 +4,10 @@ The "kernel" efficiency profile (`Efficiency.kernel_calibrated()`, the shipped s
 scalars of the scalar profile (`Efficiency.scalar()`) by curves with few parameters and a stated form, each a
 small pure function below:
 
-    GEMM fraction     e(dtype, M) = compute · r_dtype · a · M ÷ (M + M_half), or compute · r_dtype · a at M ≤ M_gemv
-                                                                                             (`gemm_fraction`)
+    GEMM fraction     e(dtype, M) = compute · r_dtype · a · s · M ÷ (M + M_half), or compute · r_dtype · a · s at
+                      M ≤ M_gemv (`gemm_fraction`);  s = the shape factor of the GEMMs one GPU runs, their N and K
+                      after the layout's split: N/(N + N_half)·K/(K + K_half) each, FLOP-weighted
+                      (`gemm_shape_factor`, `layer_shape_factor`, `Deployment.gemm_shapes`; session 31)
     all-reduce        t = min(α₁ + (N−1)·S ÷ (f·B),  α₂ + 2(N−1)/N·S ÷ (f·B))  one-shot | two-shot (`allreduce_time_s`)
     all-to-all        t = α + [on-node bytes ÷ (f·B)] + [off-node bytes ÷ (f_net·B_net)]          (`alltoall_time_s`)
     NCCL all-reduce   t = α₀ + α₁·(N−1) + 2(N−1)/N·S ÷ (f·B)   for an engine without a custom kernel (`plain_nccl`)
@@ -27,30 +29,40 @@ table's collection_meta.yaml), files aiconfigurator_core/systems/data/<gpu>/gemm
 h200_sxm and b200_sxm (downloaded and read 2026-12-03). `validation/kernel_tables.py` refits every constant below
 from those files; what it printed:
 
-    GEMM t = t₀ + max(2MNK ÷ (peak·e·M/(M+M_half)), bytes ÷ (HBM·μ)), N, K ≥ 1024, log-least-squares
-      h100-sxm bf16 e 0.797 M_half 97 | fp8 e 0.548 (0.69× bf16) M_half 23
-      h200     bf16 e 0.802 M_half 71 | fp8 e 0.569 (0.71× bf16) M_half 19
-      b200     bf16 e 0.708 M_half 147 | fp8 e 0.518 (0.73× bf16) M_half 102 | nvfp4 e 0.380 (0.54× bf16) M_half 21
+    GEMM t = t₀ + max(2MNK ÷ (peak·e·M/(M+M_half)·N/(N+N_half)·K/(K+K_half)), bytes ÷ (HBM·μ)), N, K ≥ 256,
+    log-least-squares (session 31: the shape-aware form; rms log error bf16 0.12–0.17, fp8 0.07, against 0.12–0.17
+    and 0.21–0.22 without the N, K terms, which fp8 needs: its fraction halves at N ≈ 1,600)
+      h100-sxm bf16 e 0.832 M_half 111 N_half 44 K_half 128 | fp8 e 0.767 (0.92× bf16) M_half 95 N_half 1581 K_half 192
+      h200     bf16 e 0.829 M_half 82 N_half 45 K_half 92   | fp8 e 0.779 (0.94× bf16) M_half 77 N_half 1416 K_half 215
+      b200     bf16 e 0.800 M_half 241 N_half 227 K_half 57 | fp8 e 0.731 (0.91× bf16) M_half 173 N_half 1899 K_half 224
+      b200 nvfp4: the shape form does not fit it (μ 0.44, rms 0.22); shape-free, N, K ≥ 1024: e 0.380 (0.47× bf16's
+      shape-aware e) M_half 21: fp4 keeps no shape term (`shape_halves`)
+    Until session 31 the form had no N, K terms (N, K ≥ 1024): bf16 e 0.797 / 0.802 / 0.708, M_half 97 / 71 / 147;
+    fp8 0.548 / 0.569 / 0.518 (0.71× bf16), M_half 23 / 19 / 102 (`CURVES_2026_12_04`, what the dated profiles keep).
     custom all-reduce (TensorRT-LLM), N = 2, 4, 8
       h100-sxm one-shot 3.0 µs, two-shot 25.7 µs, f 0.72 | h200 3.0, 20.7, 0.73 | b200 5.0, 29.0, 0.63
     NCCL all-to-all, N = 2, 4, 8: h100-sxm 9.8 µs, f 0.57 | h200 9.3 µs, 0.58 | b200 12.7 µs, 0.44
     NCCL all-reduce, N = 2, 4, 8: h100-sxm 5.7 µs + 1.66 µs per peer, f 0.65 | h200 5.6 + 1.77, 0.66
       | b200 8.8 + 2.61, 0.55   (8 GPUs: ~18 µs for a small message, where the custom one-shot kernel takes 3)
     MoE layer (moe/trtllm/1.3.0rc20/moe_perf.parquet, cutlass kernel, balanced routing, 11,178 fp8 and 12,852 bf16
-    rows per GPU), what kokuban's expert GEMMs at the constants below leave out: α per MoE layer, β per routed pair
-      h100-sxm fp8 40.0 µs, 19.6 ns | bf16 37.7, 18.7 | h200 fp8 41.6, 15.9 | bf16 40.1, 14.4
-      | b200 fp8 37.2, 14.8 | bf16 34.4, 12.8   (without them kokuban's MoE layer is 2.3–5.3× too fast at the
-      median row; with them the rms log error falls from 1.4–2.2 to 0.28–0.49) | b200 nvfp4 49.9 µs, 21.4 ns (the only
-      fp4 table: not in the medians, used as it is for an fp4 compute dtype, `KernelCurves.moe_constants`)
+    rows per GPU), what kokuban's expert GEMMs at the constants below (the shape term included) leave out: α per MoE
+    layer, β per routed pair
+      h100-sxm fp8 34.9 µs, 3.0 ns | bf16 37.6, 16.3 | h200 fp8 33.6, 0.0 | bf16 39.6, 11.3
+      | b200 fp8 34.0, 6.8 | bf16 34.3, 11.6   | b200 nvfp4 49.7 µs, 19.9 ns (the only fp4 table: not in the medians,
+      used as it is for an fp4 compute dtype, `KernelCurves.moe_constants`). (Fitted at the shape-free form until
+      session 31: 39 µs and 15.3 ns; without them kokuban's MoE layer was 2.3–5.3× too fast at the median row.)
 
-The constants are the medians across the three GPUs (rounded); int8 (SmoothQuant W8A8) has no Hopper table and
-is ASSUMED to follow fp8. The GEMM's absolute bf16 fraction is not taken from the tables: `Efficiency.compute`
-stays the whole-model fraction fitted on published serving rows, and the tables give the ratios and the shape.
+The constants are the medians across the three GPUs (rounded; M_half the median of the six bf16 and fp8 fits, 103);
+int8 (SmoothQuant W8A8) has no Hopper table and is ASSUMED to follow fp8. The GEMM's absolute bf16 fraction is not
+taken from the tables: `Efficiency.compute` stays the whole-model fraction fitted on published serving rows, and the
+tables give the ratios and the shape. A GPU with its own tables in the package (the A100) carries its own constants in
+the catalog (`Accelerator.kernel_constants`, `KernelCurves.for_accelerator`; validation/kernel_tables.py `per_gpu`).
 The tables are NVIDIA's; another vendor's GEMM library reaches a different fraction of its own peak. Where the
 catalog lists a vendor's measured best-case GEMM (`maf_flops_*`: AMD's "max-achievable FLOPs", hipBLASLt on
 MI300X bf16 708 of 1307.4 TFLOP/s = 0.542, fp8 1273 of 2614.9 = 0.487), the curves' ceiling for that dtype is scaled
-by a = (MAF ÷ peak) ÷ the tables' own large-M fraction of the same dtype (bf16 0.797, fp8 0.548, the medians
-above; fp16 as bf16): MI300X bf16 0.542 ÷ 0.797 = 0.68, fp8 0.487 ÷ 0.548 = 0.89. Both are best-case shapes
+by a = (MAF ÷ peak) ÷ the tables' own fraction of the same dtype (bf16 0.829, fp8 0.767, the medians above; fp16
+as bf16) at the measurement's own shape (`MAF_SHAPE`: the shape factor of N 4864 or 3648, K 32896): MI300X bf16
+0.542 ÷ (0.829 · 0.988) = 0.66, fp8 0.487 ÷ (0.767 · 0.693) = 0.92. Both are best-case shapes
 measured by the vendors' own tools, so a compares like with like; the serving derate (`Efficiency.compute`) is
 kept for both vendors (an ASSUMPTION: no table measures hipBLASLt at serving shapes).
 PCIe all-reduce (NCCL's ring; no engine runs a custom all-reduce over PCIe, session 30):
@@ -95,11 +107,28 @@ GEMV_MAX_TOKENS = 4.0
 
 #: The large-M GEMM fraction of peak the NVIDIA tables reached, per dtype (module docstring: the median of
 #: h100-sxm, h200 and b200; fp4 is b200's alone): what a vendor's measured best case is compared with.
-TABLE_GEMM_FRACTION = {"bf16": 0.797, "fp16": 0.797, "fp8": 0.548, "fp4": 0.380}
+TABLE_GEMM_FRACTION = {"bf16": 0.829, "fp16": 0.829, "fp8": 0.767, "fp4": 0.380}
+#: The same tables' large-M fractions in the shape-free form (no N, K term), what curves without a shape term compare
+#: a vendor's measurement with (`CURVES_2026_12_04`).
+TABLE_GEMM_FRACTION_SHAPE_FREE = {"bf16": 0.797, "fp16": 0.797, "fp8": 0.548, "fp4": 0.380}
+
+#: The shape (N, K) of the vendor GEMM measurements of the catalog (`maf_flops_*`): AMD's "max-achievable FLOPs"
+#: runs, M 4096, N 4864 (fp8 3648), K 32896 (the ROCm blog quoted in each maf_note): `attainable_factor` compares
+#: them with the tables' fraction AT that shape (`gemm_shape_factor`).
+MAF_SHAPE = {"bf16": (4864.0, 32896.0), "fp16": (4864.0, 32896.0), "fp8": (3648.0, 32896.0)}
 
 #: Default scale-out latency and fraction of the NIC line rate (ASSUMED: see the module docstring).
 SCALEOUT_LATENCY_S = 10e-6
 SCALEOUT_FRACTION = 0.8
+
+
+#: The curves as they were until session 31 (the GEMM fraction without its shape term, the first medians: M_half 70, fp8
+#: and int8 0.71 of bf16, fp4 0.54; the MoE constants fitted at that form; no accelerator's own constants): what the
+#: dated profiles fitted at them keep (`Efficiency.kernel_calibrated(fractions, curves)`, `specs.hardware.PROFILES`).
+CURVES_2026_12_04: dict[str, Any] = {
+    "m_half_tokens": 70.0, "fp8_ratio": 0.71, "fp4_ratio": 0.54, "int8_ratio": 0.71, "n_half_bf16": 0.0,
+    "k_half_bf16": 0.0, "n_half_fp8": 0.0, "k_half_fp8": 0.0, "moe_layer_s": 39e-6, "moe_pair_s": 15.3e-9,
+    "moe_layer_fp4_s": 49.9e-6, "moe_pair_fp4_s": 21.4e-9, "per_accelerator": False}
 
 
 @dataclass(frozen=True)
@@ -108,11 +137,15 @@ class KernelCurves:
     half-point in tokens, the largest M priced as an unpadded matrix-vector kernel (`gemv_max_tokens`), and the
     collectives' latencies (seconds) and link fractions."""
 
-    m_half_tokens: float = 70.0
+    m_half_tokens: float = 103.0
     gemv_max_tokens: float = GEMV_MAX_TOKENS
-    fp8_ratio: float = 0.71
-    fp4_ratio: float = 0.54
-    int8_ratio: float = 0.71
+    fp8_ratio: float = 0.92
+    fp4_ratio: float = 0.47
+    int8_ratio: float = 0.92
+    n_half_bf16: float = 45.0
+    k_half_bf16: float = 92.0
+    n_half_fp8: float = 1581.0
+    k_half_fp8: float = 215.0
     allreduce_one_shot_s: float = 3.0e-6
     allreduce_two_shot_s: float = 25.7e-6
     allreduce_fraction: float = 0.72
@@ -125,10 +158,10 @@ class KernelCurves:
     pcie_allreduce_per_peer_s: float = 5.2e-6
     pcie_allreduce_fraction: float = 0.85
     pcie_allreduce_sqrt_s: float = 39e-9
-    moe_layer_s: float = 39e-6
-    moe_pair_s: float = 15.3e-9
-    moe_layer_fp4_s: float = 49.9e-6
-    moe_pair_fp4_s: float = 21.4e-9
+    moe_layer_s: float = 34.6e-6
+    moe_pair_s: float = 9.1e-9
+    moe_layer_fp4_s: float = 49.7e-6
+    moe_pair_fp4_s: float = 19.9e-9
     gemm_ceiling_factor: float = 1.0  # an accelerator's own large-M GEMM fraction ÷ the medians' (`attainable_factor`)
     plain_nccl: bool = False  # the engine all-reduces with NCCL (torch.distributed), not a custom kernel
     kv_per_query_head: bool = False  # the engine's decode attention loads a KV head per query head (no GQA sharing)
@@ -177,6 +210,20 @@ class KernelCurves:
                                 self.pcie_allreduce_fraction)
         return ring + (self.pcie_allreduce_sqrt_s * np.sqrt(s) if n > 1 else 0.0)
 
+    def shape_halves(self, dtype: str) -> tuple[float, float]:
+        """(N_half, K_half) of `gemm_shape_factor` for a compute dtype: bf16's for bf16/fp16, fp8's for fp8 and int8
+        (W8A8, ASSUMED to follow fp8 as its ratio does); (0, 0), no shape term, for fp4 (its one table, B200 nvfp4,
+        does not fit the shape form: μ 0.44, rms log error 0.22) and fp32."""
+        if dtype in ("bf16", "fp16"):
+            return self.n_half_bf16, self.k_half_bf16
+        if dtype in ("fp8", "int8"):
+            return self.n_half_fp8, self.k_half_fp8
+        return 0.0, 0.0
+
+    def shape_factor(self, gemms: Any, dtype: str) -> float:
+        """`layer_shape_factor` of `gemms` ((N, K) pairs one GPU multiplies per token) at `dtype`'s halves."""
+        return layer_shape_factor(gemms, *self.shape_halves(dtype))
+
     def dtype_ratio(self, dtype: str) -> float:
         """The GEMM fraction of `dtype` relative to bf16's: fp8/int8/fp4 from the tables, 1 for 16/32-bit."""
         return {"fp8": self.fp8_ratio, "fp4": self.fp4_ratio, "int8": self.int8_ratio}.get(dtype, 1.0)
@@ -185,13 +232,18 @@ class KernelCurves:
         """`gemm_attainable_factor` of `accelerator` in `dtype`: its measured best-case GEMM (`max_achievable_flops`)
         against the tables' fraction of that dtype; 1 where the catalog lists no measurement. int8 (W8A8) takes
         fp8's factor, as it takes fp8's ratio (`int8_ratio`: no int8 table; AMD's MAF table has no int8 column).
-        The factor may exceed 1 (MI325X fp8: 1519 ÷ 2614.9 ÷ 0.548 = 1.06): a vendor whose best case reaches a
+        The tables' fraction is taken at the measurement's shape (`MAF_SHAPE`, `gemm_shape_factor`): MI300X fp8
+        1273 ÷ 2614.9 ÷ (0.767 · 3648/(3648 + 1581) · 32896/(32896 + 215)) = 0.918.
+        The factor may exceed 1 (MI325X fp8: 1519 ÷ 2614.9 ÷ 0.5316 = 1.09): a vendor whose best case reaches a
         larger share of its peak than the NVIDIA tables did is priced so; the fraction stays ≤ 1 (`compute` < 1).
         Times `gemm_ceiling_factor`, an NVIDIA GPU's own table against the medians (1 unless its catalog entry sets
         it: the A100's bf16 table reaches e = 0.852 where the medians' reach 0.797, 1.069; `for_accelerator`)."""
         key = "fp8" if dtype == "int8" else dtype
+        halves = self.shape_halves(key)
+        table = TABLE_GEMM_FRACTION if any(halves) else TABLE_GEMM_FRACTION_SHAPE_FREE
+        at_shape = layer_shape_factor([MAF_SHAPE[key]], *halves) if key in MAF_SHAPE else 1.0
         return self.gemm_ceiling_factor * gemm_attainable_factor(
-            accelerator.max_achievable_flops.get(key, 0.0), accelerator.flops(key), TABLE_GEMM_FRACTION.get(key, 0.0))
+            accelerator.max_achievable_flops.get(key, 0.0), accelerator.flops(key), table.get(key, 0.0) * at_shape)
 
     def moe_constants(self, dtype: str) -> tuple[float, float]:
         """(α per MoE layer, β per routed pair) of `moe_dispatch_time_s` for a compute dtype: for fp4 the B200 nvfp4
@@ -229,6 +281,26 @@ def gemm_fraction(peak_fraction: float, tokens: Any, m_half_tokens: float, gemv_
     m = np.maximum(np.asarray(tokens, dtype=np.float64), 1.0)
     tiled = peak_fraction / (1.0 + m_half_tokens / m)  # = e·M/(M + M_half), never above e in floating point
     return np.where(m <= gemv_max_tokens, peak_fraction, tiled)
+
+
+def gemm_shape_factor(n: float, k: float, n_half: float, k_half: float) -> float:
+    """The share of its dtype's ceiling a GEMM of output width N and depth K reaches: N/(N + N_half)·K/(K + K_half).
+
+    A narrow output (N: tensor parallelism splits a column-parallel weight's N by the TP degree, as the QKV and
+    gate/up projections) leaves tiles of the grid idle and its epilogue uncovered; a shallow depth (K: a row-parallel
+    weight's K, as the output and down projections) leaves too few steps of the main loop to hide the prologue. Fitted
+    on the NVIDIA tables with the M curve (module docstring): fp8 needs a wide N (N_half ≈ 1,600) where bf16 does not
+    (≈ 45). Halves of 0: no shape term (1)."""
+    return (n / (n + n_half) if n_half > 0 else 1.0) * (k / (k + k_half) if k_half > 0 else 1.0)
+
+
+def layer_shape_factor(gemms: Any, n_half: float, k_half: float) -> float:
+    """The FLOP-weighted shape factor of several GEMMs run on the same M: Σ N·K ÷ Σ N·K/s(N, K), s =
+    `gemm_shape_factor` (their times add, each FLOP at its own GEMM's rate). No GEMM: 1."""
+    gemms = [(float(n), float(k)) for n, k in gemms]
+    if not gemms:
+        return 1.0
+    return sum(n * k for n, k in gemms) / sum(n * k / gemm_shape_factor(n, k, n_half, k_half) for n, k in gemms)
 
 
 def gemm_attainable_factor(max_achievable_flops: float, peak_flops: float, table_fraction: float) -> float:

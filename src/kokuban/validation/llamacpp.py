@@ -551,14 +551,16 @@ def step_efficiency(eff: Efficiency, m_half_tokens: float | None, m: int) -> Eff
     """The fractions a step whose matmuls have `m` rows runs at.
 
     GEMV path (M = 1), or `m_half_tokens` None (the flat model): `eff` without curves: every FLOP at the flat compute
-    fraction. GEMM path (M ≥ 2): `eff` with the kernel profile's curves set (`KernelCurves(m_half_tokens=…)`), so the
+    fraction. GEMM path (M ≥ 2): `eff` with the kernel profile's curves set (`KernelCurves(m_half_tokens=…)`, without
+    the GPU tables' shape term: no CPU table measures it), so the
     roofline prices the weight matmuls at `gemm_fraction(compute, M, M_half)`. On one CPU nothing else of the
     curves applies: no collective runs, and fp32 (the reference rate) has dtype ratio 1. The LM head and attention
     stay at the flat compute fraction, as the roofline's kernel profile keeps them. `gemv_max_tokens` is ggml's own
     bound (M < 2), so the GPU default of 4 does not turn this CPU's M = 2-4 GEMMs into GEMVs."""
     if m_half_tokens is None or matmul_path(m) == "gemv":
         return replace(eff, kernels=None)
-    return replace(eff, kernels=KernelCurves(m_half_tokens=float(m_half_tokens), gemv_max_tokens=GEMM_MIN_TOKENS - 1))
+    return replace(eff, kernels=KernelCurves(m_half_tokens=float(m_half_tokens), gemv_max_tokens=GEMM_MIN_TOKENS - 1,
+                                             n_half_bf16=0.0, k_half_bf16=0.0, n_half_fp8=0.0, k_half_fp8=0.0))
 
 
 # ---- which kernel each weight tensor runs, by its GGUF type and M ------------------------------------------

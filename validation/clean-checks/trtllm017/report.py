@@ -1,13 +1,14 @@
-"""Predict the TensorRT-LLM 0.17 rows once with the shipped step model and write report.json and report.md:
+"""The TensorRT-LLM 0.17 rows as predicted once in session 30, and today; writes report.json and report.md:
 
     python validation/clean-checks/trtllm017/report.py
 
-"As checked" is the step model of session 30, which predicted these rows once (the per-accelerator kernel constants of
-session 31 switched off: `KernelCurves.per_accelerator`); the report adds the splits by model and GPU, the same rows
-under the flat collective model (the PCIe curve of session 30 switched off too: what the step model said before it),
-and what today's shipped model (`kokuban accuracy --measurements-file validation/clean-checks/trtllm017/rows.toml`)
-predicts. That last column is NOT a clean figure: session 31's change (the A100's own kernel tables) was made after
-these rows were seen, and they are its development set; its check is `../trtllm014/`.
+"As checked" is the step model of session 30, which predicted these rows once (the dated profile
+"kernel-2026-12-04c" at the curves it was fitted with, `specs.kernels.CURVES_2026_12_04`); the report adds the
+splits by model and GPU, the same rows under the flat collective model (the PCIe curve of session 30 switched off
+too: what the step model said before it), and what today's shipped model (`kokuban accuracy --measurements-file
+validation/clean-checks/trtllm017/rows.toml`) predicts. That last column is NOT a clean figure: session 31's changes
+(the A100's own kernel tables, the GEMM shape factor and the refit) were made after these rows were seen, and they
+are their development set; the checks are `../trtllm014/` (the A100 tables) and `../trtllm013/` (all of session 31).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kokuban.specs.hardware import Efficiency
+from kokuban.specs.hardware import PROFILES, Efficiency
 from kokuban.usecases.validation import read_measurements
 from kokuban.validation.accuracy import add_intervals, error_summary, predict_row, speed_direction
 
@@ -32,11 +33,12 @@ def figures(preds: list) -> dict:
     return {k: v for k, v in summary.items() if k != "bootstrap"}  # the settings: `accuracy.bootstrap_settings()`
 
 
-def report(flat_pcie: bool = False, own_tables: bool = False) -> dict:
-    """Rows and groups as predicted by the shipped step model, with (`own_tables`) or without the per-accelerator
-    kernel constants of session 31, and with the PCIe curve or (`flat_pcie`) without it."""
+def report(flat_pcie: bool = False, today: bool = False) -> dict:
+    """Rows and groups as predicted by the step model of session 30 (the profile "kernel-2026-12-04c" at the curves
+    it was fitted with), with the PCIe curve or (`flat_pcie`) without it; or (`today`) by today's shipped model."""
     rows = read_measurements(str(ROWS))
-    efficiency = Efficiency.shipped().with_kernels(pcie_curve=not flat_pcie, per_accelerator=own_tables)
+    efficiency = Efficiency.shipped() if today else PROFILES["kernel-2026-12-04c"]().with_kernels(
+        pcie_curve=not flat_pcie)
     preds = [predict_row(r, efficiency) for r in rows]
     groups: dict[str, list] = {}
     for r, p in zip(rows, preds, strict=True):
@@ -60,8 +62,8 @@ def markdown(now: dict, flat: dict, own: dict) -> str:
              "`rows.toml`): the first five columns, the clean check.",
              "The flat columns: the same rows with PCIe all-reduces on the scalar set's 8 µs + 27 % (before "
              "session 30's PCIe curve).",
-             "The last columns: today's shipped model, with the A100's own kernel tables (session 31), a change made "
-             "after these rows were seen: a development figure, not a clean one.", "",
+             "The last columns: today's shipped model (session 31: the A100's own kernel tables, the GEMM shape "
+             "factor, the refit), changes made after these rows were seen: a development figure, not a clean one.", "",
              "| rows | count | median \\|error\\| (95 % bootstrap) | p90 | median signed "
              "| flat PCIe: median \\|error\\| | flat: median signed | today: median \\|error\\| | today: p90 "
              "| today: median signed |", "|---|---|---|---|---|---|---|---|---|---|"]
@@ -76,7 +78,7 @@ def markdown(now: dict, flat: dict, own: dict) -> str:
 
 
 if __name__ == "__main__":
-    now, flat, own = report(), report(flat_pcie=True), report(own_tables=True)
+    now, flat, own = report(), report(flat_pcie=True), report(today=True)
     (HERE / "report.json").write_text(json.dumps({"as_checked": now, "flat_pcie": flat["groups"],
                                                   "today": own["groups"]}, indent=1) + "\n")
     (HERE / "report.md").write_text(markdown(now, flat, own))
