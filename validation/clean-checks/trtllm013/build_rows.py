@@ -1,0 +1,68 @@
+"""Turn `table.md` (TensorRT-LLM 0.13's throughput table, copied) into `rows.toml` in the published schema, by the
+rule of `inclusion-rule.md`:
+
+    python validation/clean-checks/trtllm013/build_rows.py
+
+and predict them once with `report.py`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+HERE = Path(__file__).parent
+SOURCE = ("NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md, version 0.13.0 (tool library index file id "
+          "5856956924; commit not named by the index)")
+#: model as written → (catalog id, id suffix, longest input + output kept: the checkpoint's window), None = left out
+MODELS = {"LLaMA v3.1 8B": ("llama-3.1-8b", "", None), "LLaMA v3 8B": ("llama-3.1-8b", "-v3", 8192),
+          "LLaMA v2 7B": ("llama-2-7b", "", 4096), "Mistral 7B": ("mistral-7b-v0.3", "", 4096),
+          "LLaMA v3.1 405B": ("llama-3.1-405b", "", None), "LLaMA v3.1 70B": ("llama-3.1-70b", "", None),
+          "LLaMA v3 70B": ("llama-3.1-70b", "-v3", 8192), "LLaMA v2 70B": ("llama-2-70b", "", 4096),
+          "Mixtral 8x7B": ("mixtral-8x7b", "", None), "GPTJ 6B": None}
+#: the six GPU columns, left to right: (catalog id, weights and KV dtype), None = left out (GH200 120GB)
+COLUMNS = (("h200", "fp8"), None, ("h100-sxm", "fp8"), ("h100-sxm", "fp16"), ("a100-80gb", "fp16"), ("l40s", "fp8"))
+
+
+def _toml():
+    spec = importlib.util.spec_from_file_location("build017", HERE.parent / "trtllm017" / "build_rows.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.toml
+
+
+def rows() -> list[dict]:
+    out, model, lengths = [], "", ""
+    for line in (HERE / "table.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.startswith("| ") or len(cells) != 9 or not cells[2].isdigit():
+            continue
+        model, lengths, tp = cells[0] or model, cells[1] or lengths, int(cells[2])
+        inp, out_tokens = (int(x) for x in lengths.split("/"))
+        mapped = MODELS[model]
+        if mapped is None or (mapped[2] and inp + out_tokens > mapped[2]):
+            continue
+        catalog, suffix, _ = mapped
+        for column, value in zip(COLUMNS, cells[3:], strict=True):
+            if column is None or not value:
+                continue
+            gpu, dtype = column
+            out.append({"id": f"trtllm013-{catalog}{suffix}-{gpu}-{dtype}-tp{tp}-{inp}-{out_tokens}",
+                        "model": catalog, "accelerator": gpu, "num_gpus": tp, "tensor_parallel": tp,
+                        "expert_parallel": False, "weights_dtype": dtype, "kv_dtype": dtype,
+                        "engine": "TensorRT-LLM 0.13 (trtllm-bench)", "metric": "output_tokens_per_s",
+                        "value": float(value.replace(",", "")), "per_gpu": False, "batch": 0, "input_tokens": inp,
+                        "output_tokens": out_tokens, "scenario": "offline", "source": SOURCE})
+    return out
+
+
+def toml(rows: list[dict]) -> str:
+    """The 0.17 check's writer (`../trtllm017/build_rows.toml`)."""
+    return _toml()(rows)
+
+
+if __name__ == "__main__":
+    built = rows()
+    (HERE / "rows.toml").write_text(f"# built by build_rows.py from table.md ({len(built)} rows); source {SOURCE}\n\n"
+                                    + toml(built))
+    print(len(built), "rows")
