@@ -36,7 +36,8 @@ def markdown(now: dict, before: dict) -> str:
     lines = ["# TensorRT-LLM 0.13's throughput table: a fourth clean check (session 31)", "",
              "Predicted once by `report.py` with the shipped step model (rule: `inclusion-rule.md`; rows: "
              "`rows.toml`; table: `table.md`): the first five columns are the check.",
-             "The last two: the step model of session 30 (the profile \"kernel-2026-12-04c\"), for comparison only.", "",
+             "The last two: the step model of session 30 (the profile \"kernel-2026-12-04c\"), for comparison "
+             "only.", "",
              "| rows | count | median \\|error\\| (95 % bootstrap) | p90 | median signed "
              "| session 30: median \\|error\\| | session 30: median signed |", "|---|---|---|---|---|---|---|"]
     for key, g in now["groups"].items():
