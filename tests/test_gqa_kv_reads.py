@@ -18,6 +18,7 @@ from kokuban.errors import KokubanError
 from kokuban.specs.catalog import load_accelerator, load_model
 from kokuban.specs.deployment import Deployment
 from kokuban.specs.hardware import KERNEL_FRACTIONS_2026_12_04, KERNEL_FRACTIONS_2026_12_04B, Efficiency
+from kokuban.specs.kernels import CURVES_2026_12_04
 from kokuban.validation.accuracy import (
     engine_version,
     load_published,
@@ -110,7 +111,7 @@ def _docs() -> str:
 #: predate.
 PERFBENCH = "perfbench-"
 #: The profile shipped on stop 28's day, which these figures describe (session 29 shipped a refit).
-STOP_28 = Efficiency.kernel_calibrated(KERNEL_FRACTIONS_2026_12_04B)
+STOP_28 = Efficiency.kernel_calibrated(KERNEL_FRACTIONS_2026_12_04B, CURVES_2026_12_04)
 
 
 def _rows_of_stop_28():
@@ -127,10 +128,11 @@ def test_docs_clean_check_of_the_h200_rows():
     error, the median |error| of the seven TensorRT-LLM 0.5 rows and of the three 0.7a rows."""
     rows = [r for r in load_published() if r.source.endswith(H200_BLOGS)]
     assert len(rows) == 11 and sum("without XQA" in r.engine for r in rows) == 1
-    no_rule = Efficiency.kernel_calibrated({k: v for k, v in KERNEL_FRACTIONS_2026_12_04B.items() if k != "kv_reread"})
+    no_rule = Efficiency.kernel_calibrated({k: v for k, v in KERNEL_FRACTIONS_2026_12_04B.items() if k != "kv_reread"},
+                                      CURVES_2026_12_04)
     profiles = ((STOP_28, "shipped default (0.69 / 0.84 / 2.6 ms, r 0.49)"),
                 (no_rule, "the same fractions, r = 0 (no rule)"),
-                (Efficiency.kernel_calibrated(KERNEL_FRACTIONS_2026_12_04),
+                (Efficiency.kernel_calibrated(KERNEL_FRACTIONS_2026_12_04, CURVES_2026_12_04),
                  "the kernel profile before (0.70 / 0.63 / 0.36 ms)"),
                 (Efficiency.scalar(), "scalar set"))
     for eff, label in profiles:
@@ -162,7 +164,7 @@ def test_docs_rows_the_shipped_fit_never_saw():
         return f"{_pct(np.median(err))} median, p90 {_pct(np.percentile(err, 90))}"
 
     shipped = errors(STOP_28)
-    before = figures(errors(Efficiency.kernel_calibrated(KERNEL_FRACTIONS_2026_12_04))[unseen])
+    before = figures(errors(Efficiency.kernel_calibrated(KERNEL_FRACTIONS_2026_12_04, CURVES_2026_12_04))[unseen])
     assert f"it reads {figures(shipped[unseen])}; the profile before, {before.replace(' median, p90', ' /')}" in _docs()
 
 
@@ -223,5 +225,5 @@ def test_shipped_fractions_comment_figures():
     assert (len(rows), int(held.sum())) == (77, 22)
     source = " ".join(line.lstrip("#: ") for line in inspect.getsource(hardware).splitlines())
     quoted = (f"seed 0's 22 held-out rows {figures(STOP_28)} (median / p90 |error|; the set above "
-              f"{figures(Efficiency.kernel_calibrated(KERNEL_FRACTIONS_2026_12_04))})")
+              f"{figures(Efficiency.kernel_calibrated(KERNEL_FRACTIONS_2026_12_04, CURVES_2026_12_04))})")
     assert quoted in " ".join(source.split()), quoted

@@ -12,7 +12,7 @@ import pytest
 from kokuban.core import roofline
 from kokuban.specs.catalog import load_accelerator, load_model
 from kokuban.specs.deployment import Deployment
-from kokuban.specs.hardware import Efficiency
+from kokuban.specs.hardware import PROFILES, Efficiency
 from kokuban.specs.kernels import KernelCurves
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,8 +84,9 @@ def test_docs_quote_the_l40s_rows_before_and_after():
         llama = np.array([p.signed_error for p in preds if "llama2-70b" in p.id])
         return preds, np.median([p.error for p in preds]), signed, llama
 
-    after, med_after, signed_after, llama = figures()
-    before, med_before, signed_before, _ = figures(Efficiency.shipped().with_kernels(pcie_curve=False))
+    session30 = PROFILES["kernel-2026-12-04c"]()  # the step model the section describes (session 30)
+    after, med_after, signed_after, llama = figures(session30)
+    before, med_before, signed_before, _ = figures(session30.with_kernels(pcie_curve=False))
 
     def s(x):
         return f"{100 * x:+.1f}".replace("-", "−")

@@ -15,7 +15,7 @@ from kokuban.sim import SchedulerConfig, StepModel, simulate, synthetic
 from kokuban.sim.profiles import DEFAULT_ENGINE, Overheads, OverheadStepModel, load_profile, profiles
 from kokuban.specs.catalog import load_accelerator, load_model
 from kokuban.specs.deployment import Deployment
-from kokuban.specs.hardware import Efficiency
+from kokuban.specs.hardware import PROFILES, Efficiency
 from kokuban.usecases.simulate import CapacityRequest, SimulateRequest, run_capacity, run_simulate
 
 SMALL = dict(model="llama-3.1-8b", rate=1.0, requests=3, prompt=100, output=3)
@@ -58,7 +58,7 @@ def test_default_profile_is_todays_scheduler():
     assert set(SchedulerConfig().as_dict()) == {"policy", "max_num_seqs", "max_num_batched_tokens", "block_size",
                                                 "prefix_caching", "batch_timeout_s", "max_concurrency"}
     assert req.deployment().efficiency == Efficiency.shipped()  # the core's shipped step model (the kernel profile)
-    assert req.deployment().efficiency.step_overhead_s == 4.6e-3
+    assert req.deployment().efficiency.step_overhead_s == 3.8e-3
 
 
 def test_every_profile_default_has_a_source_and_every_overhead_says_how_it_was_got():
@@ -94,8 +94,10 @@ def test_profile_defaults_fill_only_what_the_user_left_unset():
     assert mine.deployment().efficiency.step_overhead_s == 1e-3  # the user's flag beats the profile
     v1 = SimulateRequest(**SMALL | {"gpu": "h100-sxm", "engine": "vllm-v1"})
     assert v1.deployment().efficiency.step_overhead_s == 0.713e-3  # fitted by serving-accuracy --refit
-    # with the profile's step model, the kernel-calibrated one (engines.toml: efficiency = "kernel")
-    assert v1.deployment().efficiency.kernels == Efficiency.kernel_calibrated().kernels
+    # with the profile's step model, the kernel-calibrated one at the fractions and curves its overheads were fitted
+    # at (engines.toml: efficiency = "kernel-2026-12-02"; `specs.kernels.CURVES_2026_12_04`)
+    assert v1.deployment().efficiency.kernels == PROFILES["kernel-2026-12-02"]().kernels
+    assert v1.deployment().efficiency.kernels.m_half_tokens == 70.0
     assert v0.deployment().efficiency.kernels is None  # the other profiles keep the shipped fractions
 
 

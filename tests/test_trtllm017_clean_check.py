@@ -45,7 +45,9 @@ def test_the_report_is_todays_prediction_and_the_docs_quote_it():
     report = _script("report")
     now, flat = report.report(), report.report(flat_pcie=True)
     committed = json.loads((HERE / "report.json").read_text())
-    for saved, fresh in ((committed["shipped"]["groups"], now["groups"]), (committed["flat_pcie"], flat["groups"])):
+    today = report.report(today=True)
+    for saved, fresh in ((committed["as_checked"]["groups"], now["groups"]), (committed["flat_pcie"], flat["groups"]),
+                         (committed["today"], today["groups"])):
         assert set(saved) == set(fresh)
         for key, group in fresh.items():
             for name, value in group.items():
@@ -79,21 +81,28 @@ def test_the_report_is_todays_prediction_and_the_docs_quote_it():
 
 
 def test_readme_quotes_it(capsys):
+    """The README quotes the check as it was run (session 30's step model) and, beside it, today's model on the same
+    rows (`kokuban accuracy --measurements-file`), which session 31 changed after seeing them."""
     from json_envelope import result_of
 
     from kokuban.cli import main
 
-    assert main(["accuracy", "--measurements-file", str(HERE / "rows.toml"), "--json"]) == 0
-    s = result_of(capsys.readouterr().out)["summary"]
+    report = _script("report")
+    checked = report.report()["groups"]
+    s = checked["all"]
     lo, hi = (f"{100 * x:.1f}" for x in s["median_abs_error_ci"])
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert f"all {s['count']} catalog cells of TensorRT-LLM 0.17's throughput table" in readme
     med, p90 = (f"{100 * s[k]:.1f}" for k in ("median_abs_error", "p90_abs_error"))
     assert f"read **{med} % median ({lo}–{hi} %), p90 {p90} %**" in readme
-    g = _script("report").report()["groups"]
+    g = checked
     assert (f"one GPU {100 * g['workload one gpu']['median_abs_error']:.1f} %, H200 "
             f"{100 * g['gpu h200']['median_abs_error']:.1f} %, MoE {100 * g['workload moe']['median_abs_error']:.1f} %"
             in readme)
     groups = [("a100-80gb", n) for n in (2, 4, 8)] + [("l40s", n) for n in (4, 8)]
     too_fast = [g[f"gpu {gpu} tp{n}"]["median_signed_error"] for gpu, n in groups]
     assert f"{100 * min(too_fast):.0f}–{100 * max(too_fast):.0f} % too fast" in readme
+    assert main(["accuracy", "--measurements-file", str(HERE / "rows.toml"), "--json"]) == 0
+    t = result_of(capsys.readouterr().out)["summary"]
+    assert (f"today's model, changed after they were seen, {100 * t['median_abs_error']:.1f} %, p90 "
+            f"{100 * t['p90_abs_error']:.1f} %") in readme

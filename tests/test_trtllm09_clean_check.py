@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kokuban.specs.hardware import Efficiency
+from kokuban.specs.hardware import PROFILES, Efficiency
 from kokuban.validation import accuracy
 from kokuban.validation.accuracy import (
     bootstrap_median_ci,
@@ -24,8 +24,13 @@ ROWS = [r for r in load_published() if r.id.startswith("trtllm09-")]
 
 def as_checked(efficiency: Efficiency) -> Efficiency:
     """The step model as the check ran it (session 29, before session 30's PCIe all-reduce curve): PCIe all-reduces on
-    the flat scalars. The figures the docs give for the check are reproduced with it; today's are quoted beside them."""
+    the flat scalars, at the profile given (session 29 shipped "kernel-2026-12-04c"; a dated profile keeps the curves it
+    was fitted at, `specs.kernels.CURVES_2026_12_04`). The figures the docs give for the check are reproduced with it;
+    today's are quoted beside them."""
     return efficiency.with_kernels(pcie_curve=False)
+
+
+SESSION29 = PROFILES["kernel-2026-12-04c"]()  # the profile shipped when the check ran
 
 
 def _text() -> str:
@@ -65,7 +70,7 @@ def test_docs_quote_the_clean_check():
     assert f"(`kernel-2026-12-04b`): {b[0]} % / {b[3]} %; the scalar set {s[0]} % / {s[3]} %" in text
     groups = collections.defaultdict(list)
     for r in ROWS:
-        e = predict_row(r, as_checked(Efficiency.shipped())).error
+        e = predict_row(r, as_checked(SESSION29)).error
         groups[r.model].append(e)
         groups[r.accelerator].append(e)
     m = {k: f"{100 * np.median(v):.1f} %" for k, v in groups.items()}
@@ -79,7 +84,7 @@ def test_docs_quote_the_group_size_rule_counterfactual(monkeypatch):
     sel = [r for r in ROWS if r.model in ("mistral-7b-v0.3", "mixtral-8x7b") and r.metric == "output_tokens_per_s"]
 
     def medians():
-        eff = as_checked(Efficiency.shipped())
+        eff = as_checked(SESSION29)
         a = np.array([predict_row(r, eff).error for r in ROWS])
         b = np.array([predict_row(r, eff).error for r in sel])
         return f"{100 * np.median(a):.1f} % / {100 * np.percentile(a, 90):.1f} %", f"{100 * np.median(b):.1f} %"
@@ -92,11 +97,11 @@ def test_docs_quote_the_group_size_rule_counterfactual(monkeypatch):
 
 
 def test_readme_quotes_the_clean_check():
-    med, lo, hi, p90 = _summary(as_checked(Efficiency.shipped()))
+    med, lo, hi, p90 = _summary(as_checked(SESSION29))
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert f"read **{med} % median ({lo}–{hi} %), p90 {p90} %**" in readme
     assert f"**not met** on the 96 TensorRT-LLM 0.9 rows no fit had seen ({med} %, p90 {p90} %" in readme
-    med, _, _, p90 = _summary(as_checked(Efficiency.shipped()), [r for r in ROWS if not r.withdrawn])
+    med, _, _, p90 = _summary(as_checked(SESSION29), [r for r in ROWS if not r.withdrawn])
     assert f"quoted beside the headline, never instead: {med} %, p90 {p90} % on the other 78" in readme
 
 
@@ -108,7 +113,7 @@ def test_docs_quote_the_16_bit_experts_counterfactual():
 
     rows = [r for r in ROWS if r.model == "mixtral-8x7b" and r.weights_dtype == "fp8"]
     assert len(rows) == 3 * (4 + 2)  # three fp8 GPUs × (four throughput settings + two first tokens)
-    eff = as_checked(Efficiency.shipped())
+    eff = as_checked(SESSION29)
     sixteen = {r.id: replace(r, experts_dtype="fp16") for r in rows}
     before = {r.id: replace(predict_row(r, eff), floor=floor_row(r)) for r in rows}
     after = {k: replace(predict_row(r, eff), floor=floor_row(r)) for k, r in sixteen.items()}
@@ -142,7 +147,7 @@ def test_the_withdrawn_rows_and_the_figures_without_them():
     assert withdrawn == {r.id for r in ROWS if r.model == "mixtral-8x7b" and r.weights_dtype == "fp8"}
     assert all(r.withdrawn.startswith("NVIDIA/TensorRT-LLM 66ef1df4 (2024-04-24)") for r in ROWS if r.withdrawn)
     assert not any(r.withdrawn for r in load_published() if not r.id.startswith("trtllm09-"))
-    eff = as_checked(Efficiency.shipped())
+    eff = as_checked(SESSION29)
     med, lo, hi, p90 = _summary(eff, [r for r in ROWS if not r.withdrawn])
     every = _summary(eff)
     assert (f"without the 18, {med} % ({lo}–{hi} %), p90 {p90} % on 78 rows (against {every[0]} % / {every[3]} % on "
@@ -164,4 +169,4 @@ def test_todays_figures_without_the_withdrawn_rows(capsys):
             f"{100 * w['p90_abs_error']:.1f} % on {w['count']} (against {100 * s['median_abs_error']:.1f} % / "
             f"{100 * s['p90_abs_error']:.1f} %)") in _text()
     med, lo, hi, p90 = _summary(Efficiency.shipped())
-    assert f"with today's model the 96 rows read {med} % ({lo}–{hi} %), p90 {p90} %" in _text()
+    assert f"these among them, the 96 rows read {med} % ({lo}–{hi} %), p90 {p90} %" in _text()

@@ -29,12 +29,12 @@ def test_roofline_formulas_by_hand():
 
 
 def test_blackboard_roofs_scale_with_the_deployment():
-    # the shipped step model's fractions on an H100 in bf16: 989.4e12 × 0.72 = 712.368e12 FLOP/s, 3.35e12 × 0.89 =
-    # 2.9815e12 B/s, ridge 712.368 ÷ 2.9815 = 238.9294 FLOP/B; the scalar set's 0.74 / 0.84: 732.156e12, 2.814e12
+    # the shipped step model's fractions on an H100 in bf16: 989.4e12 × 0.69 = 682.686e12 FLOP/s, 3.35e12 × 0.90 =
+    # 3.015e12 B/s, ridge 682.686 ÷ 3.015 = 226.4299 FLOP/B; the scalar set's 0.74 / 0.84: 732.156e12, 2.814e12
     one = run_blackboard(EstimateRequest(model="llama-3.1-8b", gpu="h100-sxm", batch=8))
-    assert one.peak_flops_per_s == pytest.approx(712.368e12) and one.bandwidth_bytes_per_s == pytest.approx(2.9815e12)
+    assert one.peak_flops_per_s == pytest.approx(682.686e12) and one.bandwidth_bytes_per_s == pytest.approx(3.015e12)
     two = run_blackboard(EstimateRequest(model="llama-3.1-8b", gpu="h100-sxm", gpus=2, batch=8))
-    assert two.peak_flops_per_s == pytest.approx(2 * 712.368e12) and two.ridge_flop_per_byte == pytest.approx(238.9294)
+    assert two.peak_flops_per_s == pytest.approx(2 * 682.686e12) and two.ridge_flop_per_byte == pytest.approx(226.4299)
     scalar = run_blackboard(EstimateRequest(model="llama-3.1-8b", gpu="h100-sxm", batch=8, efficiency_file="scalar"))
     assert scalar.peak_flops_per_s == pytest.approx(732.156e12)
     assert scalar.bandwidth_bytes_per_s == pytest.approx(2.814e12)

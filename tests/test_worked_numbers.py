@@ -29,7 +29,7 @@ from kokuban.economics.context import bandwidth_wall
 from kokuban.specs import dtypes
 from kokuban.specs.catalog import accelerator_catalog, load_accelerator, load_model, model_catalog
 from kokuban.specs.deployment import Deployment
-from kokuban.specs.hardware import Efficiency
+from kokuban.specs.hardware import PROFILES, Efficiency
 from kokuban.usecases.estimate import estimate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,7 +133,7 @@ def test_catalog_sizes_the_readme_quotes():
     says(README, f"{len(models)} models ship", f"({verified} of {len(models)} are); the other {len(models) - verified}",
          f"{len(accelerator_catalog())} accelerators", f"{len(load_prices())} rows: Anthropic",
          f"{len(load_published())} rows in `data/published_results.toml`", "first 100 rows median")
-    assert (len(models), verified, len(accelerator_catalog()), len(load_published())) == (36, 21, 26, 196)
+    assert (len(models), verified, len(accelerator_catalog()), len(load_published())) == (36, 21, 27, 196)
 
 
 # ---- the crossover batch (README, docs/economics.md, economics.batch docstrings) -------------------
@@ -304,22 +304,30 @@ def test_readme_worked_example_by_hand():
 
 def test_readme_worked_example_at_the_shipped_step_model():
     """The README's paragraph after the example: the same command without `--efficiency-file scalar`, priced with the
-    kernel profile (memory 0.89, 4.6 ms per step; the fp8 body's GEMMs at 0.72 · 0.71 · 32 ÷ (32 + 70) of peak)."""
+    kernel profile (memory 0.90, 3.8 ms per step; the fp8 body's GEMMs at 0.69 · 0.92 · s · 32 ÷ (32 + 103) of peak,
+    s the shape factor of one H100-class GPU's Llama-3.1-70B GEMMs: QKV 10,240 × 8192, output 8192 × 8192, gate/up
+    57,344 × 8192, down 8192 × 28,672 at fp8's N_half 1581, K_half 215, FLOP-weighted)."""
     b, ctx = 32, 2500
-    BW = H200_BW * 0.89  # 4.272e12 B/s
-    weights_s = (L70_BODY * 1 + L70_VOCAB * 2) / BW  # 70,553,706,496 B ÷ 4.272e12 = 16.515 ms
-    kv_s = b * L70_KV_PER_TOKEN * ctx / BW  # 26.2144 GB ÷ 4.272e12 = 6.136 ms
-    body_s = 2 * b * L70_BODY / (H100_FP8 * 0.72 * 0.71 * b / (b + 70))  # the fp8 body alone: 13.804 ms
-    step = weights_s + kv_s + 4.6e-3  # weight-bound multiplies, KV-bound attention, the fixed cost
-    assert (f"{weights_s * 1e3:.1f}", f"{kv_s * 1e3:.1f}", f"{body_s * 1e3:.1f}") == ("16.5", "6.1", "13.8")
-    assert (f"{step * 1e3:.1f}", f"{b / step:,.1f}") == ("27.3", "1,174.2")
+    BW = H200_BW * 0.90  # 4.32e12 B/s
+    weights_s = (L70_BODY * 1 + L70_VOCAB * 2) / BW  # 70,553,706,496 B ÷ 4.32e12 = 16.332 ms
+    kv_s = b * L70_KV_PER_TOKEN * ctx / BW  # 26.2144 GB ÷ 4.32e12 = 6.068 ms
+    gemms = ((10240, 8192), (8192, 8192), (57344, 8192), (8192, 28672))
+    s = sum(n * k for n, k in gemms) / sum(n * k / (n / (n + 1581) * k / (k + 215)) for n, k in gemms)  # 0.8920
+    body_s = 2 * b * L70_BODY / (H100_FP8 * 0.69 * 0.92 * s * b / (b + 103))  # the fp8 body alone: 16.5 ms
+    multiply_s = max(body_s, weights_s)  # the multiplies or the weight read, whichever is longer
+    step = multiply_s + kv_s + 3.8e-3  # compute-bound multiplies (the LM head's few FLOPs added below), KV, fixed cost
+    assert (f"{weights_s * 1e3:.1f}", f"{kv_s * 1e3:.1f}", f"{body_s * 1e3:.1f}", f"{s:.3f}") == (
+        "16.3", "6.1", "16.5", "0.892")
     e = estimate("llama-3.1-70b", "h200", batch=32, prompt=2000, output=500, weights="fp8").as_dict()
     dec = e["decode"]
-    assert dec["step_time_s"] == pytest.approx(step, rel=1e-9) and dec["bound"] == "weights"
-    assert dec["breakdown"]["weights_s"] == pytest.approx(weights_s, rel=1e-9)
+    assert dec["bound"] == "compute" and dec["breakdown"]["weights_s"] == pytest.approx(weights_s, rel=1e-9)
     assert body_s < dec["breakdown"]["multiply_compute_s"] < 1.01 * body_s  # + the 16-bit LM head's few FLOPs
-    says(README, "the weights stream at 89 % of 4.8 TB/s (16.5 ms)", "0.72 × 0.71 × 32 ÷ (32 + 70) of peak (13.8 ms",
-         "the KV read takes 6.1 ms and the fixed step cost 4.6 ms: a 27.3 ms step, 1,174.2 tokens/s in all, "
+    step = dec["breakdown"]["multiply_compute_s"] + kv_s + 3.8e-3
+    assert dec["step_time_s"] == pytest.approx(step, rel=1e-9)
+    assert (f"{step * 1e3:.1f}", f"{b / step:,.1f}") == ("26.4", "1,211.6")
+    says(README, "the weights stream at 90 % of 4.8 TB/s (16.3 ms)",
+         "0.69 × 0.92 × 0.892 × 32 ÷ (32 + 103) of peak (16.5 ms",
+         "the KV read takes 6.1 ms and the fixed step cost 3.8 ms: a 26.4 ms step, 1,211.6 tokens/s in all, "
          f"${e['cost']['usd_per_m_output']:.2f} per million output tokens, TTFT {e['generation']['ttft_s']:.2f} s")
 
 
@@ -426,15 +434,18 @@ def test_readme_accuracy_figures():
     def whole(x):
         return f"{100 * x:.0f} %"
 
+    session30 = PROFILES["kernel-2026-12-04c"]()
     for eff, label in ((Efficiency.textbook(), "textbook fractions (0.6 / 0.8 / 0.75 / 0 s)"),
                        (SCALAR, "scalar set (0.74 / 0.84 / 0.27 / 2.7 ms)"),
-                       (Efficiency.shipped(),
-                        "shipped default: kernel profile (0.72 / 0.89 / 4.6 ms / 0.76 / 1.0 / 1.2 ms + curves)")):
+                       (session30,
+                        "session 30's default: kernel profile (0.72 / 0.89 / 4.6 ms / 0.76 / 1.0 / 1.2 ms + curves)"),
+                       (Efficiency.shipped(), "shipped default (session 31: refitted on 137 of 196 rows, those 29 held "
+                                              "out)")):
         err, held, _ = errors(eff)
         assert held.sum() == 29
         says(README, f"| {label} | {pct(np.median(err[held]))} | {whole(np.percentile(err[held], 90))} | "
                      f"{pct(np.median(err))} | {whole(np.percentile(err, 90))} |")
-    _, _, regimes = errors(Efficiency.shipped())
+    _, _, regimes = errors(session30)
     r = {k: (pct(v["median_abs_error"]), v["count"]) for k, v in regimes.items()}
     says(README, f"weight-bound {r['weights'][0]} median ({r['weights'][1]} rows), communication-bound "
                  f"{r['comm'][0]} ({r['comm'][1]}), compute-bound {r['compute'][0]} ({r['compute'][1]}), KV-bound "

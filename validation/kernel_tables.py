@@ -193,9 +193,9 @@ def fit_medians_gpu(base: Path, gpu_dir: str, gpu_id: str) -> None:
 
 #: GPUs fitted on their own tables (session 31), the tables' versions as the package ships them: (catalog id, GEMM,
 #: all-reduce and NCCL versions, MoE version or None, use its collectives). Only the A100's constants are in the
-#: catalog (`Accelerator.kernel_constants`). The L40S's GEMM fits are printed, not used: at its M_half (192) one L40S's
-#: prefill of 128-2,048 tokens is priced 17-32 % slower than NVIDIA's measured first-token times in
-#: data/published_results.toml, which its median constants meet within 12 % (docs/validation.md).
+#: catalog (`Accelerator.kernel_constants`). The L40S's GEMM fits are printed, not used: at its constants one L40S's
+#: prefill of 128-2,048 tokens is priced 12-40 % slower than NVIDIA's measured first-token times in
+#: data/published_results.toml, which the medians meet within 15 % (docs/validation.md, "Session 31").
 PER_GPU = {"a100_sxm": ("a100-80gb", "1.0.0", "1.0.0", "2.27.3", "1.0.0", True),
            "l40s": ("l40s", "1.3.0rc20", "1.0.0", "2.27.3", None, False)}
 

@@ -198,8 +198,11 @@ class Deployment:
         K = d; down, N = d, K = I ÷ S) or a MoE model's shared experts (their width). Experts: each routed expert's
         gate/up and down at its width I_e = params per expert ÷ 3d, split by S under TP, whole under EP.
         ASSUMPTIONS: d_h from the KV elements of a GQA/MHA layer (2·KV·d_h), d ÷ H for other attention (MLA,
-        linear attention: their projections are priced as one such layer); every MLP gated (3 matrices)."""
+        linear attention: their projections are priced as one such layer); every MLP gated (3 matrices). A coarse
+        model (`ModelSpec.coarse`) has none: (), ()."""
         m, shards = self.model, self.parallel.dense_shards
+        if m.family == "coarse" or m.hidden_size <= 0:
+            return (), ()  # a blackboard model names no matrix: no shape term
         d, heads, kv = float(m.hidden_size), float(max(m.num_heads, 1)), float(max(m.num_kv_heads, 1))
         gqa = m.attention == "gqa" and m.kv_elements_per_token_per_layer > 0
         hd = m.kv_elements_per_token_per_layer / (2 * kv) if gqa else d / heads

@@ -296,8 +296,8 @@ def gemm_shape_factor(n: float, k: float, n_half: float, k_half: float) -> float
 
 def layer_shape_factor(gemms: Any, n_half: float, k_half: float) -> float:
     """The FLOP-weighted shape factor of several GEMMs run on the same M: Σ N·K ÷ Σ N·K/s(N, K), s =
-    `gemm_shape_factor` (their times add, each FLOP at its own GEMM's rate). No GEMM: 1."""
-    gemms = [(float(n), float(k)) for n, k in gemms]
+    `gemm_shape_factor` (their times add, each FLOP at its own GEMM's rate). No GEMM (or none of positive size): 1."""
+    gemms = [(float(n), float(k)) for n, k in gemms if n > 0 and k > 0]
     if not gemms:
         return 1.0
     return sum(n * k for n, k in gemms) / sum(n * k / gemm_shape_factor(n, k, n_half, k_half) for n, k in gemms)

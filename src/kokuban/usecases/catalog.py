@@ -49,7 +49,8 @@ def run_models() -> Rows:
 
 def run_gpus(gpu_file: str | None = None) -> Rows:
     """The accelerator catalog, and those of `gpu_file` (the catalog's schema) if given: the rows of
-    `kokuban gpus --json` (dense peak FLOP/s by dtype). The web face never passes a file."""
+    `kokuban gpus --json` (dense peak FLOP/s by dtype; a vendor's measured GEMM ceilings and the GPU's own kernel-curve
+    constants where the catalog lists them). The web face never passes a file."""
     from kokuban.specs.catalog import accelerator_catalog, read_accelerator_file
 
     accs = dict(accelerator_catalog())
@@ -61,6 +62,8 @@ def run_gpus(gpu_file: str | None = None) -> Rows:
             "memory_bandwidth_bytes_per_s": a.memory_bandwidth_bytes_per_s, "peak_flops": a.peak_flops,
             "interconnect": a.interconnect, "interconnect_bytes_per_s": a.interconnect_bytes_per_s,
             "usd_per_gpu_hour": a.price_per_hour_usd, "sources": list(a.sources), "retrieved": a.retrieved,
+            # measured GEMM ceilings and the GPU's own kernel-curve constants (its kernel tables), {} where none
+            "max_achievable_flops": a.max_achievable_flops, "kernel_constants": a.kernel_constants,
         }
         for a in accs.values()
     ))
