@@ -93,6 +93,10 @@ def test_an_a100_runs_its_own_measured_constants():
     k = Deployment.make(model, a100, 4, efficiency=medians).efficiency.kernels
     assert (k.m_half_tokens, k.allreduce_fraction, k.gemm_ceiling_factor) == (103.0, 0.72, 1.0)
     assert Deployment.make(model, load_accelerator("h100-sxm"), 4).efficiency == Efficiency.shipped()
+    # a value someone set stays theirs: only the medians give way to the GPU's own
+    mine = Efficiency.shipped().with_kernels(allreduce_fraction=0.8)
+    k = Deployment.make(model, a100, 4, efficiency=mine).efficiency.kernels
+    assert (k.allreduce_fraction, k.m_half_tokens) == (0.8, 113.0)
     # the A100's bf16 ceiling: compute · 1.099 (its e 0.911 over the medians' 0.829)
     assert KernelCurves(gemm_ceiling_factor=1.099).attainable_factor(a100, "fp16") == 1.099
 

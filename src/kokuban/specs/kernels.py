@@ -182,11 +182,14 @@ class KernelCurves:
         """These curves as `accelerator` runs them: its own constants (`Accelerator.kernel_constants`, fitted on its
         measured kernel tables by validation/kernel_tables.py: the A100's GEMM ceiling and half-point, collectives
         and MoE layer) in place of the medians, when `per_accelerator` is set; otherwise, or where the catalog lists
-        none, unchanged."""
-        own = accelerator.kernel_constants if self.per_accelerator else {}
-        if not own or all(getattr(self, k) == v for k, v in own.items()):
+        none, unchanged. Only a field still at its median gives way: one set otherwise (a calibrated efficiency file,
+        `Efficiency.with_kernels`) stays as set."""
+        if not self.per_accelerator or not accelerator.kernel_constants:
             return self
-        return replace(self, **own)
+        medians = {f.name: f.default for f in fields(self)}
+        # a value someone set (an efficiency file, `with_kernels`) is theirs: only the medians give way
+        own = {k: v for k, v in accelerator.kernel_constants.items() if getattr(self, k) == medians[k] != v}
+        return replace(self, **own) if own else self
 
     def covers(self, accelerator: Any) -> bool:
         """Whether the collective curves apply to `accelerator`: its GPUs talk over NVLink (the link the

@@ -24,41 +24,21 @@ MODELS = {"LLaMA v3.1 8B": ("llama-3.1-8b", "", None), "LLaMA v3 8B": ("llama-3.
 COLUMNS = (("h200", "fp8"), None, ("h100-sxm", "fp8"), ("h100-sxm", "fp16"), ("a100-80gb", "fp16"), ("l40s", "fp8"))
 
 
-def _toml():
-    spec = importlib.util.spec_from_file_location("build017", HERE.parent / "trtllm017" / "build_rows.py")
+def _table():
+    spec = importlib.util.spec_from_file_location("perf_table", HERE.parent / "perf_table.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.toml
+    return module
 
 
 def rows() -> list[dict]:
-    out, model, lengths = [], "", ""
-    for line in (HERE / "table.md").read_text().splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if not line.startswith("| ") or len(cells) != 9 or not cells[2].isdigit():
-            continue
-        model, lengths, tp = cells[0] or model, cells[1] or lengths, int(cells[2])
-        inp, out_tokens = (int(x) for x in lengths.split("/"))
-        mapped = MODELS[model]
-        if mapped is None or (mapped[2] and inp + out_tokens > mapped[2]):
-            continue
-        catalog, suffix, _ = mapped
-        for column, value in zip(COLUMNS, cells[3:], strict=True):
-            if column is None or not value:
-                continue
-            gpu, dtype = column
-            out.append({"id": f"trtllm013-{catalog}{suffix}-{gpu}-{dtype}-tp{tp}-{inp}-{out_tokens}",
-                        "model": catalog, "accelerator": gpu, "num_gpus": tp, "tensor_parallel": tp,
-                        "expert_parallel": False, "weights_dtype": dtype, "kv_dtype": dtype,
-                        "engine": "TensorRT-LLM 0.13 (trtllm-bench)", "metric": "output_tokens_per_s",
-                        "value": float(value.replace(",", "")), "per_gpu": False, "batch": 0, "input_tokens": inp,
-                        "output_tokens": out_tokens, "scenario": "offline", "source": SOURCE})
-    return out
+    """Every cell the rule keeps (`../perf_table.rows`)."""
+    return _table().rows(HERE / "table.md", MODELS, COLUMNS, "trtllm013", "TensorRT-LLM 0.13 (trtllm-bench)", SOURCE)
 
 
 def toml(rows: list[dict]) -> str:
     """The 0.17 check's writer (`../trtllm017/build_rows.toml`)."""
-    return _toml()(rows)
+    return _table().toml(rows)
 
 
 if __name__ == "__main__":
