@@ -164,3 +164,34 @@ def test_the_l40s_tables_were_not_used_for_a_reason():
     assert len(rows) == 6 and max(abs(e) for e in medians) < 0.15
     assert (round(-100 * max(tables)), round(-100 * min(tables))) == (12, 40)
     assert "come out 12–40 % too slow" in _text("docs/validation.md")
+
+
+def test_the_readme_row_of_session_31s_five_splits_is_the_report():
+    """validation/profiles/session31/report.json: `python validation/profiles.py --out validation/profiles/session31`
+    with today's curves, five splits of the 196 rows; the README's third profile row and its note."""
+    report = json.loads((ROOT / "validation/profiles/session31/report.json").read_text())
+    assert report["rows"] == 196 and report["seeds"] == [0, 1, 2, 3, 4]
+    p = report["profiles"]["default"]["pooled"]
+    lo, hi = p["median_abs_error_ci"]
+
+    def pct(x):
+        return f"{100 * x:.1f} %"
+
+    cells = [f"{pct(p['median_abs_error'])} ({100 * lo:.1f}–{pct(hi)})", pct(p["p90_abs_error"])]
+    cells += [pct(p["by_workload"][k]["median_abs_error"]) for k in
+              ("decode_batch_1", "throughput", "prefill", "moe", "multi_gpu")]
+    cells += [pct(p["by_weights"][k]["median_abs_error"]) for k in ("fp8", "fp4", "fp16")]
+    readme = (ROOT / "README.md").read_text()
+    assert "| default since session 31 (the shape term, the A100's tables) | " + " | ".join(cells) + " |" in readme
+    groups = {k: g["median_abs_error"] for part in ("by_workload", "by_weights") for k, g in p[part].items()}
+    worst = max(groups, key=groups.get)
+    assert (worst, f"{100 * groups[worst]:.1f}") == ("bf16", "17.0") and p["by_weights"]["bf16"]["count"] == 3
+    assert p["median_abs_error"] <= 0.10 < 0.30 < p["p90_abs_error"]  # as the README says: the p90 just misses
+    assert f"every workload and dtype at or below 17.0 % (bf16, 3 pooled rows), the p90 {pct(p['p90_abs_error'])}" in (
+        " ".join(readme.split()))
+    assert (f"{pct(p['median_abs_error'])} median ({100 * lo:.1f}–{pct(hi)}), p90 {pct(p['p90_abs_error'])}, every "
+            "workload and dtype at or below 17.0 %") in _text("docs/validation.md")
+    # seed 0 of this run is the shipped fit (validation/profiles/choice-196/session31-seed0)
+    seed0 = json.loads((ROOT / "validation/profiles/choice-196/session31-seed0/report.json").read_text())
+    assert (report["profiles"]["default"]["per_seed"][0]["fitted"]
+            == seed0["profiles"]["default"]["per_seed"][0]["fitted"])
