@@ -32,7 +32,7 @@ def blackboard(con: Console, est: Estimate) -> None:
            else "")
         + f", KV {prec['kv']}, compute {prec['compute']}; "
         f"peak {si(hw['peak_flops'], 'FLOP/s')} × {eff['compute']}"
-        + (" (bf16 large-GEMM fraction; the kernel curves scale it by dtype and token count)"
+        + (" (bf16 large-GEMM fraction; the kernel curves scale it by dtype, token count and GEMM shape)"
            if "kernels" in eff else "")
         + ", HBM "
         f"{si(hw['memory_bandwidth_bytes_per_s'], 'B/s')} × {eff['memory']}"
