@@ -45,3 +45,10 @@ def toml(rows: list[dict]) -> str:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.toml(rows)
+
+
+def write(check_dir: Path, built: list[dict], source: str) -> None:
+    """Write a check's rows.toml (its `build_rows.py` run as a script) and say how many rows."""
+    head = f"# built by build_rows.py from table.md ({len(built)} rows); source {source}\n\n"
+    (check_dir / "rows.toml").write_text(head + toml(built))
+    print(len(built), "rows")

@@ -24,25 +24,16 @@ MODELS = {"LLaMA v3.1 8B": ("llama-3.1-8b", "", None), "LLaMA v3 8B": ("llama-3.
 COLUMNS = (("h200", "fp8"), None, ("h100-sxm", "fp8"), ("h100-sxm", "fp16"), ("a100-80gb", "fp16"), ("l40s", "fp8"))
 
 
-def _table():
-    spec = importlib.util.spec_from_file_location("perf_table", HERE.parent / "perf_table.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+_spec = importlib.util.spec_from_file_location("perf_table", HERE.parent / "perf_table.py")
+TABLE = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(TABLE)
+toml = TABLE.toml  # the 0.17 check's writer
 
 
 def rows() -> list[dict]:
     """Every cell the rule keeps (`../perf_table.rows`)."""
-    return _table().rows(HERE / "table.md", MODELS, COLUMNS, "trtllm013", "TensorRT-LLM 0.13 (trtllm-bench)", SOURCE)
-
-
-def toml(rows: list[dict]) -> str:
-    """The 0.17 check's writer (`../trtllm017/build_rows.toml`)."""
-    return _table().toml(rows)
+    return TABLE.rows(HERE / "table.md", MODELS, COLUMNS, "trtllm013", "TensorRT-LLM 0.13 (trtllm-bench)", SOURCE)
 
 
 if __name__ == "__main__":
-    built = rows()
-    (HERE / "rows.toml").write_text(f"# built by build_rows.py from table.md ({len(built)} rows); source {SOURCE}\n\n"
-                                    + toml(built))
-    print(len(built), "rows")
+    TABLE.write(HERE, rows(), SOURCE)
