@@ -266,7 +266,7 @@ class Efficiency:
     @classmethod
     def kernel_calibrated(cls, fractions: dict[str, float] | None = None,
                           curves: dict[str, Any] | None = None) -> Efficiency:
-        """The kernel profile: `kernels` set (`specs.kernels`: GEMM fraction by dtype and token count,
+        """The kernel profile: `kernels` set (`specs.kernels`: GEMM fraction by dtype, token count and shape,
         collectives by message size and link, groups that cross a node on the scale-out network), at the global
         fractions of `KERNEL_PROFILE_FRACTIONS` (compute, memory, step overhead: their fit and source are there), or
         the `fractions` given (`KERNEL_FRACTIONS_2026_12_02`: the profile "kernel-2026-12-02").
@@ -430,12 +430,6 @@ KERNEL_PROFILE_FRACTIONS: dict[str, float] = KERNEL_FRACTIONS_2026_12_04D
 #: the MoE layer constants of `specs.kernels` (validation/kernel_tables.py).
 KERNEL_FRACTIONS_2026_12_02: dict[str, float] = {"compute": 0.74, "memory": 0.89, "step_overhead_s": 2.15e-3}
 
-#: Named efficiency profiles `--efficiency-file` accepts instead of a path: "default" is the shipped step model;
-#: "kernel-2026-12-02" the kernel profile at its fractions until that refit (what vLLM V1's serving overheads need),
-#: "kernel-2026-12-04" at the fractions of that refit (what TensorRT-LLM's need), "kernel-2026-12-04b" the set shipped
-#: before session 29's refit, "kernel-2026-12-04c" the set shipped until session 31, each at the curves it was fitted
-#: with (`specs.kernels.CURVES_2026_12_04`: no GEMM shape term, no accelerator's own constants); "kernel-2026-12-04d"
-#: the shipped ones (today's curves).
 def _dated(fractions: dict[str, float]) -> Efficiency:
     """A dated profile: its fractions at the curves they were fitted with (`specs.kernels.CURVES_2026_12_04`)."""
     from kokuban.specs.kernels import CURVES_2026_12_04
@@ -443,6 +437,12 @@ def _dated(fractions: dict[str, float]) -> Efficiency:
     return Efficiency.kernel_calibrated(fractions, CURVES_2026_12_04)
 
 
+#: Named efficiency profiles `--efficiency-file` accepts instead of a path: "default" is the shipped step model;
+#: "kernel-2026-12-02" the kernel profile at its fractions until that refit (what vLLM V1's serving overheads need),
+#: "kernel-2026-12-04" at the fractions of that refit (what TensorRT-LLM's need), "kernel-2026-12-04b" the set shipped
+#: before session 29's refit, "kernel-2026-12-04c" the set shipped until session 31, each at the curves it was fitted
+#: with (`specs.kernels.CURVES_2026_12_04`: no GEMM shape term, no accelerator's own constants); "kernel-2026-12-04d"
+#: the shipped ones (today's curves).
 PROFILES = {"default": Efficiency.shipped, "kernel": Efficiency.kernel_calibrated, "scalar": Efficiency.scalar,
             "kernel-2026-12-02": partial(_dated, KERNEL_FRACTIONS_2026_12_02),
             "kernel-2026-12-04": partial(_dated, KERNEL_FRACTIONS_2026_12_04),
