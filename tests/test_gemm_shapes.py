@@ -108,7 +108,7 @@ def test_a_catalog_kernel_constant_is_checked_at_the_boundary():
     assert "kernel_m_half_tokens" in str(err.value) and err.value.field == "kernel_m_half"
     with pytest.raises(KokubanError) as err:
         Accelerator.from_dict(base | {"kernel_allreduce_fraction": 1.5})
-    assert err.value.field == "allreduce_fraction"
+    assert err.value.field == "kernel_allreduce_fraction" and "my-gpu" in str(err.value) and "(0, 1]" in str(err.value)
     assert Accelerator.from_dict(base | {"kernel_m_half_tokens": 90}).kernel_constants == {"m_half_tokens": 90.0}
 
 

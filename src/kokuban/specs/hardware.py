@@ -58,7 +58,11 @@ def kernel_constants(entry: dict[str, Any]) -> dict[str, float]:
             raise KokubanError(f"accelerator '{entry.get('id', '?')}': kernel_{name} must be a number, got {value!r}",
                                field=f"kernel_{name}", value=value)
     constants = {k: float(v) for k, v in given.items()}
-    KernelCurves(**constants)  # its own checks: fractions in (0, 1], times ≥ 0
+    try:
+        KernelCurves(**constants)  # its own checks: fractions in (0, 1], times ≥ 0
+    except KokubanError as err:
+        raise KokubanError(f"accelerator '{entry.get('id', '?')}': kernel_{err.field} {err.reason}",
+                           field=f"kernel_{err.field}", value=err.value) from None
     return constants
 
 
