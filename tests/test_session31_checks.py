@@ -195,3 +195,23 @@ def test_the_readme_row_of_session_31s_five_splits_is_the_report():
     seed0 = json.loads((ROOT / "validation/profiles/choice-196/session31-seed0/report.json").read_text())
     assert (report["profiles"]["default"]["per_seed"][0]["fitted"]
             == seed0["profiles"]["default"]["per_seed"][0]["fitted"])
+
+
+def test_the_caveats_of_session_31():
+    """docs/validation.md, "Caveats": the 405B cells of 0.13 against 0.14, the multi-GPU signed errors of both checks,
+    and the range of the PCIe groups (L40S, A100 PCIe) by TP."""
+    def rows(check):
+        return {r["id"].split("-", 1)[1]: r["value"]
+                for r in tomllib.loads((CHECKS / check / "rows.toml").read_text())["result"]}
+
+    r13, r14 = rows("trtllm013"), rows("trtllm014")
+    big = [r13[k] / r14[k] for k in r14 if k in r13 and "405b" in k]
+    docs = _text("docs/validation.md")
+    assert len(big) == 9 and f"cells run at {np.median(big):.2f} of 0.14's" in docs
+    g13 = json.loads((CHECKS / "trtllm013/report.json").read_text())["shipped"]["groups"]
+    g14 = json.loads((CHECKS / "trtllm014/report.json").read_text())["as_checked"]["groups"]
+    multi = [f"+{_pct(g['workload multi-gpu']['median_signed_error'])} %" for g in (g13, g14)]
+    assert f"multi-GPU rows read {multi[0]} and {multi[1]} too fast" in docs
+    pcie = [g[k]["median_signed_error"] for g in (g13, g14) for k in g
+            if k.count(" ") == 3 and ("l40s" in k or "pcie" in k) and not k.endswith("tp1")]
+    assert f"(+{100 * min(pcie):.0f} … +{100 * max(pcie):.0f} % by TP group in the 0.13 and 0.14 checks)" in docs
