@@ -23,6 +23,14 @@ def test_gemm_shape_factor_by_hand():
     assert gemm_shape_factor(1280, 8192, 0, 0) == 1.0  # no shape term
 
 
+def by_hand(shapes, n_half=1581, k_half=215):
+    """Each GEMM's FLOPs (N·K per token) at its own rate N/(N + N_half)·K/(K + K_half), summed: Σ N·K ÷ Σ N·K/s; the
+    halves are fp8's."""
+    flops = [n * k for n, k in shapes]
+    rates = [n / (n + n_half) * k / (k + k_half) for n, k in shapes]
+    return sum(flops) / sum(f / r for f, r in zip(flops, rates, strict=True))
+
+
 def test_llama_70b_gemm_shapes_and_layer_factor_by_hand():
     """64 query heads, 8 KV heads of 128, d 8192, MLP 28,672. TP8: QKV (64/8 + 2·1)·128 = 1280 wide, K 8192; output
     8192 wide, K 64·128/8 = 1024; gate+up 2·28,672/8 = 7168, K 8192; down 8192, K 3584. TP1: 10,240, 8192·8192,
@@ -33,13 +41,10 @@ def test_llama_70b_gemm_shapes_and_layer_factor_by_hand():
     assert tp8.gemm_shapes == (shapes, ())
     tp1 = Deployment.make(model, h100, 1, weights_dtype="fp8")
     assert tp1.gemm_shapes == (((10240, 8192), (8192, 8192), (57344, 8192), (8192, 28672)), ())
-    # each GEMM's FLOPs at its own rate: Σ N·K ÷ Σ N·K/s
-    s = [n / (n + 1581) * k / (k + 215) for n, k in shapes]
-    flops = [n * k for n, k in shapes]
-    expected = sum(flops) / sum(f / x for f, x in zip(flops, s, strict=True))
-    assert layer_shape_factor(shapes, 1581, 215) == pytest.approx(expected)
-    assert layer_shape_factor(shapes, 1581, 215) == pytest.approx(0.7284, abs=1e-4)
-    assert KernelCurves().shape_factor(tp1.gemm_shapes[0], "fp8") == pytest.approx(0.8920, abs=1e-4)
+    assert layer_shape_factor(shapes, 1581, 215) == pytest.approx(by_hand(shapes), rel=1e-12)
+    assert f"{by_hand(shapes):.4f}" == "0.7284"  # the figure docs/validation.md quotes (0.728)
+    assert KernelCurves().shape_factor(tp1.gemm_shapes[0], "fp8") == pytest.approx(by_hand(tp1.gemm_shapes[0]))
+    assert f"{by_hand(tp1.gemm_shapes[0]):.4f}" == "0.8920"
     assert layer_shape_factor([], 1581, 215) == 1.0
 
 
@@ -55,14 +60,16 @@ def test_moe_expert_shapes_follow_the_layout():
 
 def test_the_step_prices_a_split_fp8_gemm_slower():
     """Kernel profile: the dense fraction of fp8 Llama 3.1 70B on eight H100s at M = 1000 tokens is compute · 0.92 ·
-    0.7284 · 1000/(1000 + 103); on one H100 the shape factor is 0.8920: TP8 reaches 0.816 of TP1's rate per FLOP."""
+    0.7284 · 1000/(1000 + 103); on one H100 the shape factor is 0.8920: TP8 reaches 0.817 of TP1's rate per FLOP."""
     e, model, h100 = Efficiency.shipped(), load_model("llama-3.1-70b"), load_accelerator("h100-sxm")
     tp8 = Deployment.make(model, h100, 8, weights_dtype="fp8")
     tp1 = Deployment.make(model, h100, 1, weights_dtype="fp8")
-    expected = e.compute * 0.92 * layer_shape_factor(tp8.gemm_shapes[0], 1581, 215) * 1000 / 1103
+    shapes = ((1280, 8192), (8192, 1024), (7168, 8192), (8192, 3584))  # test_llama_70b_gemm_shapes_and_layer_factor
+    expected = e.compute * 0.92 * by_hand(shapes) * 1000 / 1103
     assert float(linear_compute_fractions(tp8, 1000.0)[0]) == pytest.approx(expected)
     ratio = float(linear_compute_fractions(tp8, 1000.0)[0]) / float(linear_compute_fractions(tp1, 1000.0)[0])
-    assert ratio == pytest.approx(0.7284 / 0.8920, abs=1e-3)
+    assert ratio == pytest.approx(by_hand(shapes) / by_hand(tp1.gemm_shapes[0]), rel=1e-12)
+    assert f"{ratio:.3f}" == "0.817"
 
 
 @settings(max_examples=200, deadline=None)

@@ -48,41 +48,34 @@ GPUS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200"}
 GEMM_DTYPES = {"bfloat16": ("bf16", 2.0), "fp8": ("fp8", 1.0), "nvfp4": ("fp4", 0.5625)}
 
 
-def fit_gemm(frame: pd.DataFrame, peak: float, hbm: float, w: float) -> tuple[float, float, float, float]:
-    """(e, M_half, μ, t₀ s) of t = t₀ + max(2MNK/(peak·e·M/(M+Mh)), bytes/(hbm·μ)) by log-least-squares."""
-    f = frame[(frame.n >= 1024) & (frame.k >= 1024)]
+def fit_gemm(frame: pd.DataFrame, peak: float, hbm: float, w: float, shape: bool = True,
+             least: int | None = None) -> dict[str, float]:
+    """e, M_half, N_half, K_half, μ, t₀ (s) and the rms log error of the GEMM form, by log-least-squares:
+        t = t₀ + max(2MNK ÷ (peak·e·M/(M+M_half)·s(N, K)), bytes ÷ (hbm·μ)),  s = `kernels.gemm_shape_factor`
+    With `shape` (session 31) on every shape with N, K ≥ 256 (the split shapes of tensor parallelism included);
+    without, s = 1 (N_half = K_half = 0) on N, K ≥ 1024, the form until session 31; `least` sets the smallest N and K
+    (the shape-free form on the shape fit's rows, 256, is what the shape term's gain is quoted against)."""
+    from kokuban.specs.kernels import gemm_shape_factor
+
+    least = least or (256 if shape else 1024)
+    f = frame[(frame.n >= least) & (frame.k >= least)]
     m, n, k, t = (f[c].to_numpy(np.float64) for c in ("m", "n", "k", "latency"))
     t = t * 1e-3
     flops, nbytes = 2 * m * n * k, (m * k + m * n) * 2 + n * k * w
 
-    def resid(z: np.ndarray) -> np.ndarray:
-        e, mh, mu = 1 / (1 + np.exp(-z[0])), np.exp(z[1]), 1 / (1 + np.exp(-z[2]))
-        pred = np.exp(z[3]) + np.maximum(flops / (peak * e * m / (m + mh)), nbytes / (hbm * mu))
-        return np.log(pred / t)
-
-    z = least_squares(resid, [1.0, np.log(64), 1.0, np.log(5e-6)]).x
-    return (float(1 / (1 + np.exp(-z[0]))), float(np.exp(z[1])), float(1 / (1 + np.exp(-z[2]))),
-            float(np.exp(z[3])))
-
-
-def fit_gemm_shape(frame: pd.DataFrame, peak: float, hbm: float, w: float) -> tuple[float, ...]:
-    """(e, M_half, N_half, K_half, μ, t₀ s) of the shape-aware form (session 31), by log-least-squares on every shape
-    with N, K ≥ 256 (the split shapes of tensor parallelism included):
-        t = t₀ + max(2MNK ÷ (peak·e·M/(M+M_half)·N/(N+N_half)·K/(K+K_half)), bytes ÷ (hbm·μ))"""
-    f = frame[(frame.n >= 256) & (frame.k >= 256)]
-    m, n, k, t = (f[c].to_numpy(np.float64) for c in ("m", "n", "k", "latency"))
-    t = t * 1e-3
-    flops, nbytes = 2 * m * n * k, (m * k + m * n) * 2 + n * k * w
+    def unpack(z: np.ndarray) -> dict[str, float]:
+        halves = (np.exp(z[4]), np.exp(z[5])) if shape else (0.0, 0.0)
+        return {"e": 1 / (1 + np.exp(-z[0])), "m_half": np.exp(z[1]), "n_half": halves[0], "k_half": halves[1],
+                "mu": 1 / (1 + np.exp(-z[2])), "t0": np.exp(z[3])}
 
     def resid(z: np.ndarray) -> np.ndarray:
-        e, mh, mu, nh, kh = 1 / (1 + np.exp(-z[0])), np.exp(z[1]), 1 / (1 + np.exp(-z[2])), np.exp(z[4]), np.exp(z[5])
-        rate = peak * e * m / (m + mh) * n / (n + nh) * k / (k + kh)
-        return np.log((np.exp(z[3]) + np.maximum(flops / rate, nbytes / (hbm * mu))) / t)
+        p = unpack(z)
+        rate = peak * p["e"] * m / (m + p["m_half"]) * gemm_shape_factor(n, k, p["n_half"], p["k_half"])
+        return np.log((p["t0"] + np.maximum(flops / rate, nbytes / (hbm * p["mu"]))) / t)
 
-    z = least_squares(resid, [1.0, np.log(64), 1.0, np.log(5e-6), np.log(100), np.log(100)]).x
-    rms = float(np.sqrt(np.mean(resid(z) ** 2)))
-    return (float(1 / (1 + np.exp(-z[0]))), float(np.exp(z[1])), float(np.exp(z[4])), float(np.exp(z[5])),
-            float(1 / (1 + np.exp(-z[2]))), float(np.exp(z[3])), rms)
+    start = [1.0, np.log(64), 1.0, np.log(5e-6)] + ([np.log(100), np.log(100)] if shape else [])
+    z = least_squares(resid, start).x
+    return {k: float(v) for k, v in unpack(z).items()} | {"rms": float(np.sqrt(np.mean(resid(z) ** 2)))}
 
 
 def fit_allreduce(frame: pd.DataFrame, link: float) -> tuple[float, float, float]:
@@ -165,12 +158,14 @@ def fit_medians_gpu(base: Path, gpu_dir: str, gpu_id: str) -> None:
         rows = gemm[gemm.gemm_dtype == name]
         if rows.empty or not acc.peak_flops.get(dtype):
             continue
-        e, mh, nh, kh, mu, t0, rms = fit_gemm_shape(rows, acc.flops(dtype), acc.memory_bandwidth_bytes_per_s, w)
-        bf16 = e if dtype == "bf16" else bf16
-        e0, mh0, mu0, _ = fit_gemm(rows, acc.flops(dtype), acc.memory_bandwidth_bytes_per_s, w)
-        print(f"{gpu_id} gemm {dtype}: e={e:.3f} ({e / bf16:.3f}x bf16) M_half={mh:.0f} N_half={nh:.0f} "
-              f"K_half={kh:.0f} mu={mu:.2f} rms={rms:.3f} | shape-free: e={e0:.3f} ({e0 / bf16:.3f}x bf16's "
-              f"shape-aware e) M_half={mh0:.0f} mu={mu0:.2f}")
+        g = fit_gemm(rows, acc.flops(dtype), acc.memory_bandwidth_bytes_per_s, w)
+        bf16 = g["e"] if dtype == "bf16" else bf16
+        g0 = fit_gemm(rows, acc.flops(dtype), acc.memory_bandwidth_bytes_per_s, w, shape=False)
+        same = fit_gemm(rows, acc.flops(dtype), acc.memory_bandwidth_bytes_per_s, w, shape=False, least=256)
+        print(f"{gpu_id} gemm {dtype}: e={g['e']:.3f} ({g['e'] / bf16:.3f}x bf16) M_half={g['m_half']:.0f} "
+              f"N_half={g['n_half']:.0f} K_half={g['k_half']:.0f} mu={g['mu']:.2f} rms={g['rms']:.3f} (without the "
+              f"N, K terms on the same rows: {same['rms']:.3f}) | shape-free, N, K >= 1024: e={g0['e']:.3f} "
+              f"({g0['e'] / bf16:.3f}x bf16's shape-aware e) M_half={g0['m_half']:.0f} mu={g0['mu']:.2f}")
     ar = pd.read_parquet(base / gpu_dir / "comm/trtllm/1.3.0rc20/custom_allreduce_perf.parquet")
     a1, a2, fr = fit_allreduce(ar, acc.interconnect_bytes_per_s)
     print(f"{gpu_id} all-reduce: one-shot {a1 * 1e6:.1f} us, two-shot {a2 * 1e6:.1f} us, link fraction {fr:.2f}")
@@ -219,12 +214,13 @@ def per_gpu(base: Path, gpu_dir: str) -> None:
         rows = gemm[gemm.gemm_dtype == name]
         if rows.empty or not acc.peak_flops.get(dtype):
             continue
-        e, mh, nh, kh, mu, t0, rms = fit_gemm_shape(rows, acc.flops(dtype), acc.memory_bandwidth_bytes_per_s, w)
-        halves.append(mh)
-        ceiling[dtype] = e
-        print(f"{gpu_id} gemm {dtype}: e={e:.3f} M_half={mh:.0f} N_half={nh:.0f} K_half={kh:.0f} mu={mu:.2f} "
-              f"rms={rms:.3f} -> ceiling factor {e / TABLE_GEMM_FRACTION[dtype]:.3f}, kernel_n_half_{dtype} = "
-              f"{nh:.0f}, kernel_k_half_{dtype} = {kh:.0f}")
+        g = fit_gemm(rows, acc.flops(dtype), acc.memory_bandwidth_bytes_per_s, w)
+        halves.append(g["m_half"])
+        ceiling[dtype] = g["e"]
+        print(f"{gpu_id} gemm {dtype}: e={g['e']:.3f} M_half={g['m_half']:.0f} N_half={g['n_half']:.0f} "
+              f"K_half={g['k_half']:.0f} mu={g['mu']:.2f} rms={g['rms']:.3f} -> ceiling factor "
+              f"{g['e'] / TABLE_GEMM_FRACTION[dtype]:.3f}, kernel_n_half_{dtype} = {g['n_half']:.0f}, "
+              f"kernel_k_half_{dtype} = {g['k_half']:.0f}")
     m_half = float(np.median(halves))
     print(f"{gpu_id} kernel_m_half_tokens = {m_half:.0f}")
     if comm:

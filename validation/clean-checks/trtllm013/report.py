@@ -21,31 +21,23 @@ def _report014():
     spec = importlib.util.spec_from_file_location("report014", HERE.parent / "trtllm014" / "report.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    module.ROWS = HERE / "rows.toml"  # the same splits and figures, on these rows
     return module
 
 
 def report(today: bool = True) -> dict:
-    """Rows and groups as today's shipped model predicts them, or (`today` False) the step model of session 30
-    (`../trtllm014/report.py`'s `report` on these rows)."""
-    return _report014().report(today)
+    """Rows and groups as today's shipped model predicts them, or (`today` False) the step model of session 30: the
+    groups of the 0.14 check (`../trtllm014/report.py`), on these rows."""
+    return _report014().report(today, HERE / "rows.toml")
 
 
 def markdown(now: dict, before: dict) -> str:
-    pct = _report014().pct
     lines = ["# TensorRT-LLM 0.13's throughput table: a fourth clean check (session 31)", "",
              "Predicted once by `report.py` with the shipped step model (rule: `inclusion-rule.md`; rows: "
              "`rows.toml`; table: `table.md`): the first five columns are the check.",
              "The last two: the step model of session 30 (the profile \"kernel-2026-12-04c\"), for comparison "
-             "only.", "",
-             "| rows | count | median \\|error\\| (95 % bootstrap) | p90 | median signed "
-             "| session 30: median \\|error\\| | session 30: median signed |", "|---|---|---|---|---|---|---|"]
-    for key, g in now["groups"].items():
-        b = before["groups"][key]
-        lo, hi = g["median_abs_error_ci"]
-        lines.append(f"| {key} | {g['count']} | {pct(g['median_abs_error'])} ({pct(lo)} – {pct(hi)}) | "
-                     f"{pct(g['p90_abs_error'])} | {pct(g['median_signed_error'])} | {pct(b['median_abs_error'])} | "
-                     f"{pct(b['median_signed_error'])} |")
+             "only.", ""]
+    lines += _report014().REPORT.table(now["groups"], [("session 30", before["groups"],
+                                                         _report014().REPORT.BRIEF)])
     return "\n".join(lines) + "\n"
 
 

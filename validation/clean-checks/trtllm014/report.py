@@ -18,39 +18,27 @@ import json
 from pathlib import Path
 
 from kokuban.specs.hardware import PROFILES, Efficiency
-from kokuban.usecases.validation import read_measurements
-from kokuban.validation.accuracy import predict_row
 
 HERE = Path(__file__).parent
 ROWS = HERE / "rows.toml"
 
 
-def _report017():
-    spec = importlib.util.spec_from_file_location("report017", HERE.parent / "trtllm017" / "report.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+_spec = importlib.util.spec_from_file_location("perf_report", HERE.parent / "perf_report.py")
+REPORT = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(REPORT)
 
 
-figures, pct = _report017().figures, _report017().pct
+def groups_of(r) -> tuple[str, ...]:
+    return (f"model {r.model}", f"gpu {r.accelerator} {r.weights_dtype}",
+            f"gpu {r.accelerator} {r.weights_dtype} tp{r.num_gpus}", f"dtype {r.weights_dtype}",
+            "workload moe" if "mixtral" in r.model else "workload dense",
+            "workload multi-gpu" if r.num_gpus > 1 else "workload one gpu")
 
 
-def report(today: bool = True) -> dict:
-    """Rows and groups as today's shipped model predicts them, or (`today` False) the step model of session 30."""
-    rows = read_measurements(str(ROWS))
-    efficiency = Efficiency.shipped() if today else PROFILES["kernel-2026-12-04c"]()
-    preds = [predict_row(r, efficiency) for r in rows]
-    groups: dict[str, list] = {}
-    for r, p in zip(rows, preds, strict=True):
-        for key in (f"model {r.model}", f"gpu {r.accelerator} {r.weights_dtype}",
-                    f"gpu {r.accelerator} {r.weights_dtype} tp{r.num_gpus}", f"dtype {r.weights_dtype}",
-                    "workload moe" if "mixtral" in r.model else "workload dense",
-                    "workload multi-gpu" if r.num_gpus > 1 else "workload one gpu"):
-            groups.setdefault(key, []).append(p)
-    groups = {"all": preds} | dict(sorted(groups.items()))
-    return {"rows": [{"id": p.id, "measured": p.measured, "predicted": p.predicted, "signed_error": p.signed_error,
-                      "batch_per_replica": p.batch_per_replica} for p in preds],
-            "groups": {k: figures(v) for k, v in groups.items()}}
+def report(today: bool = True, rows: Path = ROWS) -> dict:
+    """Rows and groups of `rows` (these, or another check's of the same layout: `../trtllm013/report.py`) as today's
+    shipped model predicts them, or (`today` False) the step model of session 30."""
+    return REPORT.predict(rows, Efficiency.shipped() if today else PROFILES["kernel-2026-12-04c"](), groups_of)
 
 
 def markdown(checked: dict, before: dict, today: dict) -> str:
@@ -60,17 +48,9 @@ def markdown(checked: dict, before: dict, today: dict) -> str:
              "columns are the check.",
              "Then, recomputed: the step model of session 30 (the profile \"kernel-2026-12-04c\"), for comparison, and "
              "today's shipped model, changed after these rows were seen (the GEMM shape factor, the refit): a "
-             "development figure, not a clean one.", "",
-             "| rows | count | median \\|error\\| (95 % bootstrap) | p90 | median signed "
-             "| session 30: median \\|error\\| | session 30: median signed | today: median \\|error\\| | today: p90 "
-             "| today: median signed |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for key, g in checked["groups"].items():
-        b, t = before["groups"][key], today["groups"][key]
-        lo, hi = g["median_abs_error_ci"]
-        lines.append(f"| {key} | {g['count']} | {pct(g['median_abs_error'])} ({pct(lo)} – {pct(hi)}) | "
-                     f"{pct(g['p90_abs_error'])} | {pct(g['median_signed_error'])} | {pct(b['median_abs_error'])} | "
-                     f"{pct(b['median_signed_error'])} | {pct(t['median_abs_error'])} | {pct(t['p90_abs_error'])} | "
-                     f"{pct(t['median_signed_error'])} |")
+             "development figure, not a clean one.", ""]
+    lines += REPORT.table(checked["groups"], [("session 30", before["groups"], REPORT.BRIEF),
+                                              ("today", today["groups"], REPORT.FULL)])
     return "\n".join(lines) + "\n"
 
 

@@ -13,47 +13,31 @@ are their development set; the checks are `../trtllm014/` (the A100 tables) and 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
 from kokuban.specs.hardware import PROFILES, Efficiency
-from kokuban.usecases.validation import read_measurements
-from kokuban.validation.accuracy import add_intervals, error_summary, predict_row, speed_direction
 
 HERE = Path(__file__).parent
 ROWS = HERE / "rows.toml"
+_spec = importlib.util.spec_from_file_location("perf_report", HERE.parent / "perf_report.py")
+REPORT = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(REPORT)
 
 
-def figures(preds: list) -> dict:
-    """`accuracy.error_summary` of the predictions with the bootstrap interval of the median (`add_intervals`)."""
-    measured, predicted = [p.measured for p in preds], [p.predicted for p in preds]
-    direction = [speed_direction(p.metric) for p in preds]
-    summary = add_intervals(error_summary(measured, predicted, direction=direction), measured, predicted, {},
-                            direction=direction)
-    return {k: v for k, v in summary.items() if k != "bootstrap"}  # the settings: `accuracy.bootstrap_settings()`
+def groups_of(r) -> tuple[str, ...]:
+    return (f"model {r.model}", f"gpu {r.accelerator}", f"gpu {r.accelerator} tp{r.num_gpus}",
+            "workload moe" if "mixtral" in r.model else "workload dense",
+            "workload multi-gpu" if r.num_gpus > 1 else "workload one gpu")
 
 
 def report(flat_pcie: bool = False, today: bool = False) -> dict:
     """Rows and groups as predicted by the step model of session 30 (the profile "kernel-2026-12-04c" at the curves
     it was fitted with), with the PCIe curve or (`flat_pcie`) without it; or (`today`) by today's shipped model."""
-    rows = read_measurements(str(ROWS))
     efficiency = Efficiency.shipped() if today else PROFILES["kernel-2026-12-04c"]().with_kernels(
         pcie_curve=not flat_pcie)
-    preds = [predict_row(r, efficiency) for r in rows]
-    groups: dict[str, list] = {}
-    for r, p in zip(rows, preds, strict=True):
-        for key in (f"model {r.model}", f"gpu {r.accelerator}", f"gpu {r.accelerator} tp{r.num_gpus}",
-                    "workload moe" if "mixtral" in r.model else "workload dense",
-                    "workload multi-gpu" if r.num_gpus > 1 else "workload one gpu"):
-            groups.setdefault(key, []).append((r, p))
-    groups = {"all": list(zip(rows, preds, strict=True))} | dict(sorted(groups.items()))
-    return {"rows": [{"id": p.id, "measured": p.measured, "predicted": p.predicted, "signed_error": p.signed_error,
-                      "batch_per_replica": p.batch_per_replica} for p in preds],
-            "groups": {k: figures([p for _, p in v]) for k, v in groups.items()}}
-
-
-def pct(x: float) -> str:
-    return f"{100 * x:.1f} %"
+    return REPORT.predict(ROWS, efficiency, groups_of)
 
 
 def markdown(now: dict, flat: dict, own: dict) -> str:
@@ -63,17 +47,9 @@ def markdown(now: dict, flat: dict, own: dict) -> str:
              "The flat columns: the same rows with PCIe all-reduces on the scalar set's 8 µs + 27 % (before "
              "session 30's PCIe curve).",
              "The last columns: today's shipped model (session 31: the A100's own kernel tables, the GEMM shape "
-             "factor, the refit), changes made after these rows were seen: a development figure, not a clean one.", "",
-             "| rows | count | median \\|error\\| (95 % bootstrap) | p90 | median signed "
-             "| flat PCIe: median \\|error\\| | flat: median signed | today: median \\|error\\| | today: p90 "
-             "| today: median signed |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for key, g in now["groups"].items():
-        f, o = flat["groups"][key], own["groups"][key]
-        lo, hi = g["median_abs_error_ci"]
-        lines.append(f"| {key} | {g['count']} | {pct(g['median_abs_error'])} ({pct(lo)} – {pct(hi)}) | "
-                     f"{pct(g['p90_abs_error'])} | {pct(g['median_signed_error'])} | {pct(f['median_abs_error'])} | "
-                     f"{pct(f['median_signed_error'])} | {pct(o['median_abs_error'])} | {pct(o['p90_abs_error'])} | "
-                     f"{pct(o['median_signed_error'])} |")
+             "factor, the refit), changes made after these rows were seen: a development figure, not a clean one.", ""]
+    lines += REPORT.table(now["groups"], [("flat PCIe", flat["groups"], REPORT.BRIEF),
+                                          ("today", own["groups"], REPORT.FULL)])
     return "\n".join(lines) + "\n"
 
 
