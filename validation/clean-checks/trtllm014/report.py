@@ -21,8 +21,6 @@ from kokuban.specs.hardware import PROFILES, Efficiency
 
 HERE = Path(__file__).parent
 ROWS = HERE / "rows.toml"
-
-
 _spec = importlib.util.spec_from_file_location("perf_report", HERE.parent / "perf_report.py")
 REPORT = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(REPORT)
