@@ -17,7 +17,7 @@ from kokuban.core.bytes import decode_kv_read_factor
 from kokuban.errors import KokubanError
 from kokuban.specs.catalog import load_accelerator, load_model
 from kokuban.specs.deployment import Deployment
-from kokuban.specs.hardware import KERNEL_FRACTIONS_2026_12_04, KERNEL_FRACTIONS_2026_12_04B, Efficiency
+from kokuban.specs.hardware import KERNEL_FRACTIONS_2026_12_04, KERNEL_FRACTIONS_2026_12_04B, PROFILES, Efficiency
 from kokuban.specs.kernels import CURVES_2026_12_04
 from kokuban.validation.accuracy import (
     engine_version,
@@ -111,7 +111,7 @@ def _docs() -> str:
 #: predate.
 PERFBENCH = "perfbench-"
 #: The profile shipped on stop 28's day, which these figures describe (session 29 shipped a refit).
-STOP_28 = Efficiency.kernel_calibrated(KERNEL_FRACTIONS_2026_12_04B, CURVES_2026_12_04)
+STOP_28 = PROFILES["kernel-2026-12-04b"]()  # its fractions at the curves and memory rule of its date
 
 
 def _rows_of_stop_28():
@@ -225,5 +225,5 @@ def test_shipped_fractions_comment_figures():
     assert (len(rows), int(held.sum())) == (77, 22)
     source = " ".join(line.lstrip("#: ") for line in inspect.getsource(hardware).splitlines())
     quoted = (f"seed 0's 22 held-out rows {figures(STOP_28)} (median / p90 |error|; the set above "
-              f"{figures(Efficiency.kernel_calibrated(KERNEL_FRACTIONS_2026_12_04, CURVES_2026_12_04))})")
+              f"{figures(PROFILES['kernel-2026-12-04']())})")
     assert quoted in " ".join(source.split()), quoted

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from kokuban.core import roofline
 from kokuban.errors import KokubanError
 from kokuban.specs.catalog import load_accelerator
-from kokuban.specs.hardware import Efficiency
+from kokuban.specs.hardware import NON_TORCH_BYTES_UNTIL_SESSION_32, Efficiency
 from kokuban.specs.kernels import CURVES_2026_12_04
 from kokuban.validation import accuracy
 from kokuban.validation.accuracy import (
@@ -142,7 +142,8 @@ def _training_regimes(seeds: list[dict], loop_engines: tuple[str, ...], monkeypa
     rows = [r for r in load_published() if not r.id.startswith("trtllm09-")]  # the 100 rows the reports were run on
     groups: dict[str, list[float]] = {}
     for s in seeds:
-        eff = Efficiency.kernel_calibrated(s["fitted"], CURVES_2026_12_04)  # the curves the reports ran at
+        eff = replace(Efficiency.kernel_calibrated(s["fitted"], CURVES_2026_12_04),  # the curves the reports ran at
+                      engine_non_torch_bytes=NON_TORCH_BYTES_UNTIL_SESSION_32)  # and their date's memory rule
         for row, held in zip(rows, holdout_mask([r.id for r in rows], 1 / 3, s["seed"]), strict=True):
             if held:
                 continue

@@ -74,11 +74,11 @@ def test_sglang_rule_on_a_24gb_card():
 
 
 def test_trtllm_rule_on_a_24gb_card():
-    # KV = 0.9 × (H − W − A(256) − 0.6e9) = 0.9 × 6,619,945,856 = 5,957,951,270.4; blocks of 32 tokens = 4,194,304
-    # bytes → ⌊1,420.49⌋ = 1,420
-    assert pool_blocks("trtllm") == 1420
-    # free_gpu_memory_fraction 0.5: 0.5 × 6,619,945,856 = 3,309,972,928 → ⌊789.16⌋ = 789
-    assert pool_blocks("trtllm", gpu_memory_utilization=0.5) == 789
+    # KV = 0.9 × (H − W − A(256) − 3.0e9) = 0.9 × 4,219,945,856 = 3,797,951,270.4 (H − W − A = 7,219,945,856; the
+    # profile's fitted 3.0e9 outside the pool); blocks of 32 tokens = 4,194,304 bytes → ⌊905.5⌋ = 905
+    assert pool_blocks("trtllm") == 905
+    # free_gpu_memory_fraction 0.5: 0.5 × 4,219,945,856 = 2,109,972,928 → ⌊503.06⌋ = 503
+    assert pool_blocks("trtllm", gpu_memory_utilization=0.5) == 503
 
 
 def test_kv_blocks_replace_every_rule():
@@ -92,8 +92,8 @@ def test_kv_blocks_replace_every_rule():
     (None, 9),        # (21.735e9 − W − 738,197,504) ÷ (536,870,912 + 513,024) = 4,936,280,000 ÷ 537,383,936 = 9.19
     ("vllm-v1", 8),   # (4,936,280,000 − 0.6e9) ÷ 537,383,936 = 8.07
     ("sglang", 7),    # (0.837 × H − W) ÷ 536,870,912 = 4,153,027,504 ÷ 536,870,912 = 7.74 (logits in the reserve)
-    ("trtllm", 11),   # 0.9 × (H − W − 738,197,504 − 0.6e9) ÷ (536,870,912 + 0.9 × 513,024) = 6,076,152,000 ÷
-                      # 537,332,633.6 = 11.31
+    ("trtllm", 7),    # 0.9 × (H − W − 738,197,504 − 3.0e9) ÷ (536,870,912 + 0.9 × 513,024) = 0.9 × (7,351,280,000
+                      # − 3.0e9) ÷ 537,332,633.6 = 3,916,152,000 ÷ 537,332,633.6 = 7.29
 ])
 def test_estimate_largest_batch_by_engine(engine, expected):
     est = run_estimate(EstimateRequest(model="llama-3.1-8b", gpu="l4", batch="max", context=4096, engine=engine))
@@ -112,7 +112,7 @@ def test_profiles_name_their_rules():
     assert load_profile("kokuban").memory_rule is None
     assert load_profile("vllm-v1").memory_rule == MemoryRule("utilization", 0.6e9)
     assert load_profile("sglang").memory_rule == MemoryRule("static", 0.0)
-    assert load_profile("trtllm").memory_rule == MemoryRule("free_fraction", 0.6e9)
+    assert load_profile("trtllm").memory_rule == MemoryRule("free_fraction", 3.0e9)
     for name in ("vllm-v1", "vllm-v0", "sglang", "trtllm"):
         sources = dict(load_profile(name).sources)
         assert "memory_rule" in sources and "memory_fraction" in sources

@@ -82,7 +82,7 @@ def test_the_report_is_todays_prediction_and_the_docs_quote_it():
 
 def test_readme_quotes_it(capsys):
     """The README quotes the check as it was run (session 30's step model) and, beside it, today's model on the same
-    rows (`kokuban accuracy --measurements-file`), which session 31 changed after seeing them."""
+    rows (`kokuban accuracy --measurements-file`), which sessions 31 and 32 changed after seeing them."""
     from json_envelope import result_of
 
     from kokuban.cli import main
@@ -104,5 +104,5 @@ def test_readme_quotes_it(capsys):
     assert f"{100 * min(too_fast):.0f}–{100 * max(too_fast):.0f} % too fast" in readme
     assert main(["accuracy", "--measurements-file", str(HERE / "rows.toml"), "--json"]) == 0
     t = result_of(capsys.readouterr().out)["summary"]
-    assert (f"today's model, changed after they were seen, {100 * t['median_abs_error']:.1f} %, p90 "
-            f"{100 * t['p90_abs_error']:.1f} %") in readme
+    assert (f"today's model, changed after they were seen and fitted on them in session 32, "
+            f"{100 * t['median_abs_error']:.1f} %, p90 {100 * t['p90_abs_error']:.1f} %") in readme

@@ -60,30 +60,3 @@ def table(main: dict, others: list[tuple[str, dict, tuple[str, ...]]]) -> list[s
     return lines
 
 
-
-#: session 32's pre-registered candidate (`trtllm015/inclusion-rule.md`): TensorRT-LLM's memory outside its KV pool
-#: per GPU, fitted on the 0.17 rows alone, in place of the trtllm profile's assumed 0.6e9
-CANDIDATE_NON_TORCH_BYTES = 3.0e9
-
-
-def predict_with_reserve(rows_path: Path, efficiency: Any, keys: Callable[[Any], Iterable[str]],
-                         non_torch_bytes: float) -> dict:
-    """`predict` with the memory outside TensorRT-LLM's KV pool (`MemoryRule.non_torch_bytes` of a "free_fraction"
-    rule) set to `non_torch_bytes`: the candidate of a check's rule, the shipped code otherwise unchanged."""
-    from dataclasses import replace
-
-    import kokuban.validation.accuracy as accuracy
-
-    shipped = accuracy.row_memory
-
-    def row_memory(row: Any, memory_bytes: float, gpus: int) -> dict:
-        out = shipped(row, memory_bytes, gpus)
-        if "memory_rule" in out and out["memory_rule"].kind == "free_fraction":
-            out["memory_rule"] = replace(out["memory_rule"], non_torch_bytes=non_torch_bytes)
-        return out
-
-    accuracy.row_memory = row_memory
-    try:
-        return predict(rows_path, efficiency, keys)
-    finally:
-        accuracy.row_memory = shipped

@@ -258,7 +258,7 @@ def print_accuracy(console: Any, result: Any) -> None:
                       f"({pct(lo)} – {pct(hi)}), p90 {pct(w['p90_abs_error'])}")
     console.print(worst_table(result.worst))
     console.print(floor_line(result.predictions))
-    fractions = {k: v for k, v in result.efficiency.as_dict().items() if k != "kernels"}
+    fractions = {k: v for k, v in result.efficiency.as_dict().items() if k != "kernels" and v is not None}
     console.print("efficiency: " + ", ".join(f"{k}={v:g}" for k, v in fractions.items()))
     if result.efficiency.kernels is not None:
         curves = result.efficiency.kernels.as_dict()

@@ -199,6 +199,11 @@ class Efficiency:
       engine's kernel loads each KV head once per query head instead of once per step (`KernelCurves.kv_per_query_head`:
       TensorRT-LLM before XQA, `core.bytes.decode_kv_read_factor`); the rest hit the L2 cache. 0 in the scalar set
       (its fit predates the rule); the kernel profile fits it (`KERNEL_PROFILE_FRACTIONS`).
+    - engine_non_torch_bytes None: the memory per GPU an engine of the "free_fraction" rule (TensorRT-LLM) holds
+      outside its KV pool when a published row is priced (`validation.accuracy.row_memory`): None is the engine
+      profile's (data/engines.toml: 3.0e9, fitted in session 32); the dated profiles of `PROFILES` set the 0.6e9
+      assumed until then (`NON_TORCH_BYTES_UNTIL_SESSION_32`), so that each reproduces the figures of its date. The
+      simulator sizes pools by the engine profile alone.
     - kernels None: the scalars above price every GEMM and collective. Set (`kernel_calibrated()`, the shipped
       "default" profile, `specs.kernels.KernelCurves`), the GEMM fraction depends on the dtype and the token count
       and collectives on message size and link, fitted on measured kernel tables (docs/validation.md).
@@ -218,6 +223,7 @@ class Efficiency:
     dequant_memory: float = 0.6
     kv_reread: float = 0.0
     loop_overhead_s: float | None = None
+    engine_non_torch_bytes: float | None = None
     kernels: KernelCurves | None = None
 
     @property
@@ -305,6 +311,10 @@ class Efficiency:
                                    field=name, value=value)
         if not (_is_number(self.overlap) and 0 <= self.overlap <= 1):
             raise KokubanError(f"must be in [0, 1], got {self.overlap!r}", field="overlap", value=self.overlap)
+        reserve = self.engine_non_torch_bytes
+        if reserve is not None and not (_is_number(reserve) and 0 <= reserve < float("inf")):
+            raise KokubanError(f"must be a finite number ≥ 0 bytes, got {reserve!r}", field="engine_non_torch_bytes",
+                               value=reserve)
         for name in ("collective_latency_s", "step_overhead_s", "loop_overhead_s"):
             value = getattr(self, name)
             if name == "loop_overhead_s" and value is None:
@@ -434,11 +444,17 @@ KERNEL_PROFILE_FRACTIONS: dict[str, float] = KERNEL_FRACTIONS_2026_12_04D
 #: the MoE layer constants of `specs.kernels` (validation/kernel_tables.py).
 KERNEL_FRACTIONS_2026_12_02: dict[str, float] = {"compute": 0.74, "memory": 0.89, "step_overhead_s": 2.15e-3}
 
-def _dated(fractions: dict[str, float]) -> Efficiency:
-    """A dated profile: its fractions at the curves they were fitted with (`specs.kernels.CURVES_2026_12_04`)."""
+#: TensorRT-LLM's memory outside its KV pool as assumed until session 32 (data/engines.toml has the fitted value since)
+NON_TORCH_BYTES_UNTIL_SESSION_32 = 0.6e9
+
+
+def _dated(fractions: dict[str, float], curves: bool = True) -> Efficiency:
+    """A dated profile: its fractions at the curves they were fitted with (`specs.kernels.CURVES_2026_12_04`; today's
+    with `curves` False) and the memory rule of its date (`engine_non_torch_bytes`)."""
     from kokuban.specs.kernels import CURVES_2026_12_04
 
-    return Efficiency.kernel_calibrated(fractions, CURVES_2026_12_04)
+    eff = Efficiency.kernel_calibrated(fractions, CURVES_2026_12_04 if curves else None)
+    return replace(eff, engine_non_torch_bytes=NON_TORCH_BYTES_UNTIL_SESSION_32)
 
 
 #: Named efficiency profiles `--efficiency-file` accepts instead of a path: "default" is the shipped step model;
@@ -446,10 +462,11 @@ def _dated(fractions: dict[str, float]) -> Efficiency:
 #: "kernel-2026-12-04" at the fractions of that refit (what TensorRT-LLM's need), "kernel-2026-12-04b" the set shipped
 #: before session 29's refit, "kernel-2026-12-04c" the set shipped until session 31, each at the curves it was fitted
 #: with (`specs.kernels.CURVES_2026_12_04`: no GEMM shape term, no accelerator's own constants); "kernel-2026-12-04d"
-#: the shipped ones (today's curves).
+#: the shipped fractions at today's curves: session 31's step model. Each keeps TensorRT-LLM's memory rule of its date
+#: (`NON_TORCH_BYTES_UNTIL_SESSION_32`); "default" has session 32's.
 PROFILES = {"default": Efficiency.shipped, "kernel": Efficiency.kernel_calibrated, "scalar": Efficiency.scalar,
             "kernel-2026-12-02": partial(_dated, KERNEL_FRACTIONS_2026_12_02),
             "kernel-2026-12-04": partial(_dated, KERNEL_FRACTIONS_2026_12_04),
             "kernel-2026-12-04b": partial(_dated, KERNEL_FRACTIONS_2026_12_04B),
             "kernel-2026-12-04c": partial(_dated, KERNEL_FRACTIONS_2026_12_04C),
-            "kernel-2026-12-04d": partial(Efficiency.kernel_calibrated, KERNEL_FRACTIONS_2026_12_04D)}
+            "kernel-2026-12-04d": partial(_dated, KERNEL_FRACTIONS_2026_12_04D, curves=False)}

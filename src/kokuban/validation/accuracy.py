@@ -360,18 +360,24 @@ def row_efficiency(row: PublishedResult, efficiency: Efficiency) -> Efficiency:
 ENGINE_PROFILES = {"TensorRT-LLM": "trtllm", "vLLM": "vllm-v1"}
 
 
-def row_memory(row: PublishedResult, memory_bytes: float, gpus: int) -> dict[str, Any]:
+def row_memory(row: PublishedResult, memory_bytes: float, gpus: int,
+               efficiency: Efficiency | None = None) -> dict[str, Any]:
     """How the row's engine sizes its KV pool, as `Deployment.make` keywords: for an engine family of
     `ENGINE_PROFILES` its profile's memory rule and default fraction (`sim.profiles.EngineProfile`: TensorRT-LLM
-    0.9 of the memory free after weights and activations, vLLM 0.9 of HBM less the profiled peak and non-torch
-    bytes); for another engine none (kokuban's default, 0.9 of HBM less weights and activations)."""
+    0.9 of the memory free after weights, activations and 3.0e9 bytes, vLLM 0.9 of HBM less the profiled peak and
+    non-torch bytes); for another engine none (kokuban's default, 0.9 of HBM less weights and activations). A dated
+    `efficiency` sets TensorRT-LLM's bytes outside the pool as of its date (`Efficiency.engine_non_torch_bytes`)."""
     name = ENGINE_PROFILES.get(engine_family(row.engine))
     if name is None:
         return {}
     from kokuban.sim.profiles import load_profile
 
     prof = load_profile(name)
-    return {"memory_rule": prof.memory_rule, "memory_utilization": prof.utilization(memory_bytes, None, gpus)}
+    rule = prof.memory_rule
+    reserve = efficiency.engine_non_torch_bytes if efficiency is not None else None
+    if rule is not None and rule.kind == "free_fraction" and reserve is not None:
+        rule = replace(rule, non_torch_bytes=reserve)
+    return {"memory_rule": rule, "memory_utilization": prof.utilization(memory_bytes, None, gpus)}
 
 
 def replica_layout(row: PublishedResult, efficiency: Efficiency | None = None):
@@ -386,7 +392,7 @@ def replica_layout(row: PublishedResult, efficiency: Efficiency | None = None):
         return Deployment.make(model, acc, n, layout=layout, weights_dtype=row.weights_dtype, kv_dtype=row.kv_dtype,
                                experts_dtype=row.experts_dtype or None, efficiency=efficiency,
                                overlap_comm=overlaps_communication(row),
-                               **row_memory(row, acc.memory_bytes, n))
+                               **row_memory(row, acc.memory_bytes, n, efficiency))
 
     inp, out = assumed_lengths(row)
     if row.expert_parallel:

@@ -17,7 +17,7 @@ import importlib.util
 import json
 from pathlib import Path
 
-from kokuban.specs.hardware import PROFILES, Efficiency
+from kokuban.specs.hardware import PROFILES
 
 HERE = Path(__file__).parent
 ROWS = HERE / "rows.toml"
@@ -34,9 +34,11 @@ def groups_of(r) -> tuple[str, ...]:
 
 
 def report(today: bool = True, rows: Path = ROWS) -> dict:
-    """Rows and groups of `rows` (these, or another check's of the same layout: `../trtllm013/report.py`) as today's
-    shipped model predicts them, or (`today` False) the step model of session 30."""
-    return REPORT.predict(rows, Efficiency.shipped() if today else PROFILES["kernel-2026-12-04c"](), groups_of)
+    """Rows and groups of `rows` (these, or another check's of the same layout: `../trtllm013/report.py`) as the model
+    shipped at the end of session 31 predicts them ("today" when this was written; the dated profile
+    "kernel-2026-12-04d", session 32 changed TensorRT-LLM's memory rule since: `../session32.py`), or (`today` False)
+    the step model of session 30."""
+    return REPORT.predict(rows, PROFILES["kernel-2026-12-04d" if today else "kernel-2026-12-04c"](), groups_of)
 
 
 def markdown(checked: dict, before: dict, today: dict) -> str:

@@ -1,5 +1,7 @@
-"""Predict the TensorRT-LLM 0.15 rows once with the shipped step model and, beside it, the candidate of the rule
-(`inclusion-rule.md`: the trtllm profile's memory outside the KV pool at 3.0e9); writes report.json and report.md:
+"""Predict the TensorRT-LLM 0.15 rows with the step model shipped when they were checked (session 31's: the dated
+profile "kernel-2026-12-04d", TensorRT-LLM's memory outside its KV pool at the 0.6e9 then assumed) and, beside it, the
+rule's pre-registered candidate (`inclusion-rule.md`: 3.0e9, fitted on the 0.17 rows), which the rule adopted and
+which is today's shipped model; writes report.json ("shipped": the check, "candidate") and report.md:
 
     python validation/clean-checks/trtllm015/report.py
 """
@@ -10,7 +12,7 @@ import importlib.util
 import json
 from pathlib import Path
 
-from kokuban.specs.hardware import Efficiency
+from kokuban.specs.hardware import PROFILES, Efficiency
 
 HERE = Path(__file__).parent
 _spec = importlib.util.spec_from_file_location("perf_report", HERE.parent / "perf_report.py")
@@ -27,10 +29,9 @@ def groups_of(r) -> tuple[str, ...]:
 
 
 def report(rows: Path, candidate: bool = False) -> dict:
-    """Rows and groups of `rows` as the shipped model predicts them, or (`candidate`) the rule's candidate."""
-    if candidate:
-        return REPORT.predict_with_reserve(rows, Efficiency.shipped(), groups_of, REPORT.CANDIDATE_NON_TORCH_BYTES)
-    return REPORT.predict(rows, Efficiency.shipped(), groups_of)
+    """Rows and groups of `rows` as the step model shipped at the check predicts them, or (`candidate`) the rule's
+    candidate: today's shipped model, whose only change is TensorRT-LLM's 3.0e9 outside the KV pool."""
+    return REPORT.predict(rows, Efficiency.shipped() if candidate else PROFILES["kernel-2026-12-04d"](), groups_of)
 
 
 def markdown(title: str, shipped: dict, candidate: dict) -> str:

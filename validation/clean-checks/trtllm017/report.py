@@ -17,7 +17,7 @@ import importlib.util
 import json
 from pathlib import Path
 
-from kokuban.specs.hardware import PROFILES, Efficiency
+from kokuban.specs.hardware import PROFILES
 
 HERE = Path(__file__).parent
 ROWS = HERE / "rows.toml"
@@ -34,8 +34,10 @@ def groups_of(r) -> tuple[str, ...]:
 
 def report(flat_pcie: bool = False, today: bool = False) -> dict:
     """Rows and groups as predicted by the step model of session 30 (the profile "kernel-2026-12-04c" at the curves
-    it was fitted with), with the PCIe curve or (`flat_pcie`) without it; or (`today`) by today's shipped model."""
-    efficiency = Efficiency.shipped() if today else PROFILES["kernel-2026-12-04c"]().with_kernels(
+    it was fitted with), with the PCIe curve or (`flat_pcie`) without it; or (`today`) by the model shipped at the end
+    of session 31, "today" when this was written (the dated profile "kernel-2026-12-04d"; today's is
+    `../session32.py`'s)."""
+    efficiency = PROFILES["kernel-2026-12-04d"]() if today else PROFILES["kernel-2026-12-04c"]().with_kernels(
         pcie_curve=not flat_pcie)
     return REPORT.predict(ROWS, efficiency, groups_of)
 
