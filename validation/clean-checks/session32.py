@@ -1,13 +1,14 @@
-"""Every TensorRT-LLM performance-overview clean check side by side, as checked and with today's shipped model;
-writes session32.json and session32.md beside this file:
+"""Every TensorRT-LLM performance-overview clean check side by side, as checked, with session 32's first model and
+with today's; writes session32.json and session32.md beside this file:
 
     python validation/clean-checks/session32.py
 
 "As checked" is each report's own record of the model that predicted it once (0.17: session 30's; 0.14: session 31's
-first change; 0.13, 0.15 and v0.20: session 31's). "Today" is the shipped model, whose one change of session 32 (the
-memory TensorRT-LLM holds outside its KV pool, 3.0e9 instead of the assumed 0.6e9) was fitted on the 0.17 rows and
-adopted by a rule written before 0.15's and v0.20's rows were read (`trtllm015/inclusion-rule.md`): on those two
-tables today's figures are clean, on 0.13, 0.14 and 0.17 they are development figures (the rows were seen first).
+first change; 0.13, 0.15 and v0.20: session 31's; 0.12: today's). "Session 32's first" is the dated profile
+"kernel-2026-12-04e": session 31's model with TensorRT-LLM's 3.0e9 outside its KV pool, fitted on the 0.17 rows and
+adopted by a rule written before 0.15's, v0.20's and 0.12's rows were read: on those three tables its figures are
+clean. "Today" adds the PCIe all-reduce fractions of the L40S and A100 PCIe servers, fitted on the 0.13, 0.14, 0.15
+and 0.17 rows: clean only on 0.12 (`trtllm012/inclusion-rule.md`).
 """
 
 from __future__ import annotations
@@ -16,62 +17,73 @@ import importlib.util
 import json
 from pathlib import Path
 
-from kokuban.specs.hardware import Efficiency
-from kokuban.usecases.validation import read_measurements
+from kokuban.specs.hardware import PROFILES, Efficiency
 
 HERE = Path(__file__).parent
 _spec = importlib.util.spec_from_file_location("perf_report", HERE / "perf_report.py")
 REPORT = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(REPORT)
-#: check → (its report.json key of the prediction made once, whether today's figures on it are clean)
-CHECKS = {"trtllm013": ("shipped", False), "trtllm014": ("as_checked", False), "trtllm015": ("shipped", True),
-          "trtllm017": ("as_checked", False), "trtllm020": ("shipped", True)}
+#: check → (its report.json key of the prediction made once, clean for session 32's first model, clean for today's)
+CHECKS = {"trtllm013": ("shipped", False, False), "trtllm014": ("as_checked", False, False),
+          "trtllm017": ("as_checked", False, False), "trtllm015": ("shipped", True, False),
+          "trtllm020": ("shipped", True, False), "trtllm012": ("shipped", True, True)}
+MODELS = {"first": lambda: PROFILES["kernel-2026-12-04e"](), "today": Efficiency.shipped}
 
 
 def groups_of(r) -> tuple[str, ...]:
-    """The regimes of issue 13 these throughput tables can show, and the engine's version."""
+    """The regimes of issue 13 these throughput tables can show, and the GPU."""
     dtype = "fp4" if r.weights_dtype == "nvfp4" else r.weights_dtype
     moe = r.model.startswith(("mixtral", "llama-4"))
     return (f"dtype {dtype}", "workload moe" if moe else "workload dense",
             "workload multi-gpu" if r.num_gpus > 1 else "workload one gpu", f"gpu {r.accelerator}")
 
 
-def today(checks: tuple[str, ...] = tuple(CHECKS)) -> dict:
-    """Today's shipped model on the rows of `checks` (every check by default) and on the clean ones pooled:
-    {check: groups, "clean": groups}."""
-    out = {check: REPORT.predict(HERE / check / "rows.toml", Efficiency.shipped(), groups_of)["groups"]
-           for check in checks}
-    clean = [HERE / c / "rows.toml" for c, (_, is_clean) in CHECKS.items() if is_clean]
-    pooled = HERE / "clean-rows.toml"  # the clean checks' rows in one file, written and read back
-    pooled.write_text("".join(p.read_text() for p in clean))
+def pooled(checks: list[str], efficiency) -> dict:
+    """Groups of `efficiency` on the rows of `checks` in one file (written beside this script and removed)."""
+    path = HERE / "pooled-rows.toml"
+    path.write_text("".join((HERE / c / "rows.toml").read_text() for c in checks))
     try:
-        assert len(read_measurements(str(pooled))) == sum(len(read_measurements(str(p))) for p in clean)
-        out["clean"] = REPORT.predict(pooled, Efficiency.shipped(), groups_of)["groups"]
+        return REPORT.predict(path, efficiency, groups_of)["groups"]
     finally:
-        pooled.unlink()
+        path.unlink()
+
+
+def summary(checks: tuple[str, ...] = tuple(CHECKS)) -> dict:
+    """{model: {check: groups}} for `checks` (every one by default), and each model's clean tables pooled
+    ("clean": the checks clean for it)."""
+    out = {}
+    for name, make in MODELS.items():
+        eff = make()
+        out[name] = {c: REPORT.predict(HERE / c / "rows.toml", eff, groups_of)["groups"] for c in checks}
+        clean = [c for c, (_, first, today) in CHECKS.items() if (first if name == "first" else today)]
+        out[name]["clean"] = pooled(clean, eff)
     return out
 
 
 def markdown(now: dict) -> str:
     pct = REPORT.pct
-    lines = ["# The TensorRT-LLM clean checks, as checked and today (session 32)", "",
-             "| table | rows | as checked: median \\|error\\| | as checked: p90 | today: median \\|error\\| (95 % "
-             "bootstrap) | today: p90 | today: median signed | today's figure |", "|---" * 8 + "|"]
-    for check, (key, is_clean) in CHECKS.items():
-        checked = json.loads((HERE / check / "report.json").read_text())[key]
-        checked = checked.get("groups", checked)["all"]
-        g = now[check]["all"]
+
+    def cell(g):
         lo, hi = g["median_abs_error_ci"]
-        lines.append(f"| {check} | {g['count']} | {pct(checked['median_abs_error'])} | {pct(checked['p90_abs_error'])}"
-                     f" | {pct(g['median_abs_error'])} ({pct(lo)} – {pct(hi)}) | {pct(g['p90_abs_error'])} | "
-                     f"{pct(g['median_signed_error'])} | {'clean' if is_clean else 'development'} |")
-    lines += ["", "Today's model on the two clean tables pooled (0.15 and v0.20), by regime:", ""]
-    lines += REPORT.table(now["clean"], [])
+        return f"{pct(g['median_abs_error'])} ({pct(lo)} – {pct(hi)}), p90 {pct(g['p90_abs_error'])}"
+
+    lines = ["# The TensorRT-LLM clean checks, as checked and since (session 32)", "",
+             "| table | rows | as checked | session 32's first model | today | clean for |", "|---" * 6 + "|"]
+    for check, (key, first, today) in CHECKS.items():
+        saved = json.loads((HERE / check / "report.json").read_text())[key]
+        checked = saved.get("groups", saved)["all"]
+        clean = " and ".join(n for n, c in (("first", first), ("today", today)) if c) or "neither"
+        lines.append(f"| {check} | {checked['count']} | {pct(checked['median_abs_error'])}, p90 "
+                     f"{pct(checked['p90_abs_error'])} | {cell(now['first'][check]['all'])} | "
+                     f"{cell(now['today'][check]['all'])} | {clean} |")
+    for name, label in (("first", "Session 32's first model on 0.12, 0.15 and v0.20 pooled (clean for it)"),
+                        ("today", "Today's model on 0.12 (clean for it)")):
+        lines += ["", f"{label}, by regime:", ""] + REPORT.table(now[name]["clean"], [])
     return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
-    now = today()
+    now = summary()
     (HERE / "session32.json").write_text(json.dumps(now, indent=1) + "\n")
     (HERE / "session32.md").write_text(markdown(now))
     print(markdown(now))

@@ -448,13 +448,15 @@ KERNEL_FRACTIONS_2026_12_02: dict[str, float] = {"compute": 0.74, "memory": 0.89
 NON_TORCH_BYTES_UNTIL_SESSION_32 = 0.6e9
 
 
-def _dated(fractions: dict[str, float], curves: bool = True) -> Efficiency:
-    """A dated profile: its fractions at the curves they were fitted with (`specs.kernels.CURVES_2026_12_04`; today's
-    with `curves` False) and the memory rule of its date (`engine_non_torch_bytes`)."""
+def _dated(fractions: dict[str, float], curves: bool = True,
+           non_torch_bytes: float = NON_TORCH_BYTES_UNTIL_SESSION_32) -> Efficiency:
+    """A dated profile: its fractions at the curves they were fitted with (`specs.kernels.CURVES_2026_12_04`; with
+    `curves` False today's, less the PCIe all-reduce fractions the catalog gained in session 32) and TensorRT-LLM's
+    memory rule of its date (`engine_non_torch_bytes`)."""
     from kokuban.specs.kernels import CURVES_2026_12_04
 
-    eff = Efficiency.kernel_calibrated(fractions, CURVES_2026_12_04 if curves else None)
-    return replace(eff, engine_non_torch_bytes=NON_TORCH_BYTES_UNTIL_SESSION_32)
+    eff = Efficiency.kernel_calibrated(fractions, CURVES_2026_12_04 if curves else {"own_pcie": False})
+    return replace(eff, engine_non_torch_bytes=non_torch_bytes)
 
 
 #: Named efficiency profiles `--efficiency-file` accepts instead of a path: "default" is the shipped step model;
@@ -462,11 +464,14 @@ def _dated(fractions: dict[str, float], curves: bool = True) -> Efficiency:
 #: "kernel-2026-12-04" at the fractions of that refit (what TensorRT-LLM's need), "kernel-2026-12-04b" the set shipped
 #: before session 29's refit, "kernel-2026-12-04c" the set shipped until session 31, each at the curves it was fitted
 #: with (`specs.kernels.CURVES_2026_12_04`: no GEMM shape term, no accelerator's own constants); "kernel-2026-12-04d"
-#: the shipped fractions at today's curves: session 31's step model. Each keeps TensorRT-LLM's memory rule of its date
-#: (`NON_TORCH_BYTES_UNTIL_SESSION_32`); "default" has session 32's.
+#: the shipped fractions at today's curves: session 31's step model; "kernel-2026-12-04e" the same with TensorRT-LLM's
+#: 3.0e9 outside its KV pool (session 32's first change, what its clean checks of 0.15 and v0.20 adopted). Each keeps
+#: TensorRT-LLM's memory rule of its date (`NON_TORCH_BYTES_UNTIL_SESSION_32` until then), and none has the PCIe
+#: all-reduce fractions the catalog gained after (`KernelCurves.own_pcie`); "default" has both.
 PROFILES = {"default": Efficiency.shipped, "kernel": Efficiency.kernel_calibrated, "scalar": Efficiency.scalar,
             "kernel-2026-12-02": partial(_dated, KERNEL_FRACTIONS_2026_12_02),
             "kernel-2026-12-04": partial(_dated, KERNEL_FRACTIONS_2026_12_04),
             "kernel-2026-12-04b": partial(_dated, KERNEL_FRACTIONS_2026_12_04B),
             "kernel-2026-12-04c": partial(_dated, KERNEL_FRACTIONS_2026_12_04C),
-            "kernel-2026-12-04d": partial(_dated, KERNEL_FRACTIONS_2026_12_04D, curves=False)}
+            "kernel-2026-12-04d": partial(_dated, KERNEL_FRACTIONS_2026_12_04D, curves=False),
+            "kernel-2026-12-04e": partial(_dated, KERNEL_FRACTIONS_2026_12_04D, curves=False, non_torch_bytes=3.0e9)}

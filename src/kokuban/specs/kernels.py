@@ -167,6 +167,7 @@ class KernelCurves:
     kv_per_query_head: bool = False  # the engine's decode attention loads a KV head per query head (no GQA sharing)
     pcie_curve: bool = True  # PCIe all-reduces on `pcie_allreduce_time_s` (False: the flat scalars, before session 30)
     per_accelerator: bool = True  # an accelerator's own measured constants replace these (`for_accelerator`)
+    own_pcie: bool = True  # with them, its own PCIe all-reduce fraction (session 32; False: before it)
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -188,7 +189,8 @@ class KernelCurves:
             return self
         medians = {f.name: f.default for f in fields(self)}
         # a value someone set (an efficiency file, `with_kernels`) is theirs: only the medians give way
-        own = {k: v for k, v in accelerator.kernel_constants.items() if getattr(self, k) == medians[k] != v}
+        own = {k: v for k, v in accelerator.kernel_constants.items() if getattr(self, k) == medians[k] != v
+               and (self.own_pcie or k != "pcie_allreduce_fraction")}
         return replace(self, **own) if own else self
 
     def covers(self, accelerator: Any) -> bool:

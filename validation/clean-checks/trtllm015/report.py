@@ -1,7 +1,7 @@
 """Predict the TensorRT-LLM 0.15 rows with the step model shipped when they were checked (session 31's: the dated
 profile "kernel-2026-12-04d", TensorRT-LLM's memory outside its KV pool at the 0.6e9 then assumed) and, beside it, the
-rule's pre-registered candidate (`inclusion-rule.md`: 3.0e9, fitted on the 0.17 rows), which the rule adopted and
-which is today's shipped model; writes report.json ("shipped": the check, "candidate") and report.md:
+rule's pre-registered candidate (`inclusion-rule.md`: 3.0e9, fitted on the 0.17 rows), which the rule adopted (the
+dated profile "kernel-2026-12-04e"); writes report.json ("shipped": the check, "candidate") and report.md:
 
     python validation/clean-checks/trtllm015/report.py
 """
@@ -12,7 +12,7 @@ import importlib.util
 import json
 from pathlib import Path
 
-from kokuban.specs.hardware import PROFILES, Efficiency
+from kokuban.specs.hardware import PROFILES
 
 HERE = Path(__file__).parent
 _spec = importlib.util.spec_from_file_location("perf_report", HERE.parent / "perf_report.py")
@@ -30,8 +30,9 @@ def groups_of(r) -> tuple[str, ...]:
 
 def report(rows: Path, candidate: bool = False) -> dict:
     """Rows and groups of `rows` as the step model shipped at the check predicts them, or (`candidate`) the rule's
-    candidate: today's shipped model, whose only change is TensorRT-LLM's 3.0e9 outside the KV pool."""
-    return REPORT.predict(rows, Efficiency.shipped() if candidate else PROFILES["kernel-2026-12-04d"](), groups_of)
+    candidate, whose only change is TensorRT-LLM's 3.0e9 outside the KV pool (the dated profile "kernel-2026-12-04e":
+    the rule adopted it, and the shipped model has changed since, `../session32.py`)."""
+    return REPORT.predict(rows, PROFILES["kernel-2026-12-04e" if candidate else "kernel-2026-12-04d"](), groups_of)
 
 
 def markdown(title: str, shipped: dict, candidate: dict) -> str:
