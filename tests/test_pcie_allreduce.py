@@ -52,12 +52,16 @@ def l40s(efficiency: Efficiency, gpus: int = 4) -> Deployment:
 
 def test_a_pcie_tensor_parallel_prefill_pays_the_curve():
     """Llama-2-70B (80 layers, hidden 8,192) on 4 L40S (PCIe Gen4 x16, 32e9 B/s per direction): a 2,048-token
-    prefill all-reduces 2,048 · 8,192 · 2 B twice per layer."""
+    prefill all-reduces 2,048 · 8,192 · 2 B twice per layer, at 0.45 of the link: the fraction of NVIDIA's L40S
+    servers (the catalog's kernel_pcie_allreduce_fraction, session 32); before it, the curve's 0.85 (a 4090 box)."""
     k, message = KernelCurves(), 2_048 * 8_192 * 2
-    one = 5.2e-6 * 3 + 1.5 * message / (0.85 * 32e9) + 39e-9 * message**0.5
+    one = 5.2e-6 * 3 + 1.5 * message / (0.45 * 32e9) + 39e-9 * message**0.5
     seconds, sent = roofline.comm_time_s(l40s(Efficiency.shipped()), 2_048)
     assert float(seconds) == pytest.approx(2 * 80 * one, rel=1e-12)
     assert float(sent) == pytest.approx(2 * 80 * 1.5 * message)
+    box = 5.2e-6 * 3 + 1.5 * message / (0.85 * 32e9) + 39e-9 * message**0.5
+    before, _ = roofline.comm_time_s(l40s(PROFILES["kernel-2026-12-04e"]()), 2_048)
+    assert float(before) == pytest.approx(2 * 80 * box, rel=1e-12)
     # the scalar set keeps its flat model: 8 µs + the ring's bytes at 27 % of the link
     flat, _ = roofline.comm_time_s(l40s(Efficiency.scalar()), 2_048)
     assert float(flat) == pytest.approx(2 * 80 * (8e-6 + 1.5 * message / (0.27 * 32e9)), rel=1e-12)

@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from test_session31_checks import _pct, _same, _text  # the same readers of reports and docs
 
 from kokuban.sim.profiles import load_profile
 from kokuban.specs.hardware import NON_TORCH_BYTES_UNTIL_SESSION_32, PROFILES, Efficiency
@@ -24,14 +25,6 @@ def _module(path: Path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def _text(name: str) -> str:
-    return " ".join((ROOT / name).read_text().split())
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f}"
 
 
 def _report(check: str) -> dict:
@@ -55,19 +48,32 @@ def test_the_rows_are_the_tables_by_their_rules():
     assert len(rows20) == 180 and b20.TABLE.toml(rows20) in (CHECKS / "trtllm020/rows.toml").read_text()
     assert all(r["kv_dtype"] == "fp8" and not r["expert_parallel"] for r in rows20)
     assert {r["weights_dtype"] for r in rows20 if r["accelerator"] == "b200"} == {"nvfp4"}
-    for check in ("trtllm015", "trtllm020"):  # not merged into the published set
+    b12 = _module(CHECKS / "trtllm012/build_rows.py")
+    rows12 = b12.rows()
+    assert len(rows12) == 217 and b12.TABLE.toml(rows12) in (CHECKS / "trtllm012/rows.toml").read_text()
+    assert not any(r["accelerator"] == "gh200" or "gptj" in r["id"] or "falcon" in r["id"] for r in rows12)
+    assert sum(r["accelerator"] == "l40s" and r["num_gpus"] > 1 for r in rows12) == 14  # the decision rows
+    for check in ("trtllm015", "trtllm020", "trtllm012"):  # not merged into the published set
         ids = {r["id"] for r in tomllib.loads((CHECKS / check / "rows.toml").read_text())["result"]}
         assert not ids & {r.id for r in load_published()}
 
 
-def test_the_candidate_is_todays_model_and_the_checked_one_session_31s():
+def test_the_models_session_32_checked():
+    """Session 31's model (as checked), session 32's first (the memory rule, "kernel-2026-12-04e") and today's (with
+    the per-card PCIe fractions) differ by exactly those changes."""
+    from kokuban.specs.catalog import load_accelerator
+
     assert load_profile("trtllm").memory_rule.non_torch_bytes == 3.0e9
-    checked = PROFILES["kernel-2026-12-04d"]()
+    checked, first, today = PROFILES["kernel-2026-12-04d"](), PROFILES["kernel-2026-12-04e"](), Efficiency.shipped()
     assert checked.engine_non_torch_bytes == NON_TORCH_BYTES_UNTIL_SESSION_32 == 0.6e9
-    assert replace(checked, engine_non_torch_bytes=None) == Efficiency.shipped()
-    # one row the rule's change moves: Llama-3.1-70B fp8 on one H100, 128/2,048 (its batch is the KV pool's)
+    assert replace(checked, engine_non_torch_bytes=3.0e9) == first
+    assert replace(first, engine_non_torch_bytes=None, kernels=replace(first.kernels, own_pcie=True)) == today
+    assert {g: load_accelerator(g).kernel_constants["pcie_allreduce_fraction"] for g in ("l40s", "a100-pcie-80gb")} == {
+        "l40s": 0.45, "a100-pcie-80gb": 0.40}
+    assert "pcie_allreduce_fraction" not in load_accelerator("rtx-4090").kernel_constants  # its box: the curve's 0.85
+    # one row the memory rule moves: Llama-3.1-70B fp8 on one H100, 128/2,048 (its batch is the KV pool's)
     row = next(r for r in load_published() if r.id == "trtllm019-llama31-70b-h100-tp1-fp8-128-2048")
-    before, after = predict_row(row, checked), predict_row(row, Efficiency.shipped())
+    before, after = predict_row(row, checked), predict_row(row, first)
     assert after.batch_per_replica < before.batch_per_replica and after.predicted < before.predicted
 
 
@@ -77,14 +83,30 @@ def test_the_reports_are_the_predictions_and_the_rule_decides(check):
     check_main = getattr(report, "CHECK", report)  # v0.20's script runs 0.15's functions
     rows = CHECKS / check / "rows.toml"
     for key, candidate in (("shipped", False), ("candidate", True)):
-        fresh = check_main.report(rows, candidate=candidate)
-        assert set(committed[key]["groups"]) == set(fresh["groups"])
-        for name, group in fresh["groups"].items():
-            for field, value in group.items():
-                assert committed[key]["groups"][name][field] == pytest.approx(value, rel=1e-9), (name, field)
+        _same(committed[key]["groups"], check_main.report(rows, candidate=candidate)["groups"])
     # the rule: the candidate ships only if its median is lower on both tables
     assert committed["candidate"]["groups"]["all"]["median_abs_error"] < committed["shipped"]["groups"]["all"][
         "median_abs_error"]
+
+
+def test_the_012_report_is_the_prediction_and_its_rule_keeps_the_pcie_fractions():
+    report, committed = _module(CHECKS / "trtllm012/report.py"), _report("trtllm012")
+    for key, before in (("shipped", False), ("before_pcie", True)):
+        _same(committed[key]["groups"], report.report(before_pcie=before)["groups"])
+        decision = report.l40s_several(before_pcie=before)
+        assert decision["count"] == 14
+        assert committed["l40s_several"][key]["median_abs_error"] == pytest.approx(decision["median_abs_error"])
+    d = committed["l40s_several"]
+    assert d["shipped"]["median_abs_error"] < d["before_pcie"]["median_abs_error"]  # the rule: they stay
+    docs = _text("docs/validation.md")
+    s, b = committed["shipped"]["groups"]["all"], committed["before_pcie"]["groups"]["all"]
+    lo, hi = s["median_abs_error_ci"]
+    now, old = _pct(d["shipped"]["median_abs_error"]), _pct(d["before_pcie"]["median_abs_error"])
+    assert (f"Today's model: **{_pct(s['median_abs_error'])} % median ({_pct(lo)}–{_pct(hi)} %), p90 "
+            f"{_pct(s['p90_abs_error'])} %**, against {_pct(b['median_abs_error'])} %, p90 "
+            f"{_pct(b['p90_abs_error'])} % without the PCIe fractions; the decision rows, 14 L40S rows at TP 4 and 8: "
+            f"**{now} %** with them, {old} % "
+            "without.") in docs
 
 
 def test_the_docs_quote_the_reports():
@@ -103,39 +125,49 @@ def test_the_docs_quote_the_reports():
         return f"+{100 * g[key]['median_signed_error']:.0f} %"
 
     pcie, l40s = "gpu a100-pcie-80gb fp16 tp", "gpu l40s fp8 tp"
-    assert (f"A100 PCIe at TP 2 and 8 {signed(g15, pcie + '2')} and {signed(g15, pcie + '8')} (0.15), L40S at TP 4 "
-            f"and 8 {signed(g15, l40s + '4')} and {signed(g15, l40s + '8')}") in docs
+    assert (f"(0.15: A100 PCIe at TP 2 and 8 {signed(g15, pcie + '2')} and {signed(g15, pcie + '8')}, L40S at TP 4 "
+            f"and 8 {signed(g15, l40s + '4')} and {signed(g15, l40s + '8')})") in docs
     assert f"(v0.20, 13 rows): +{_pct(g20['model llama-4-maverick']['median_signed_error'])} % median" in docs
     fp16 = [100 * g15[f"gpu h100-sxm fp16 tp{n}"]["median_signed_error"] for n in (2, 4, 8)]
     b200 = [signed(g20, f"gpu b200 nvfp4 tp{n}") for n in (2, 8)]
     assert f"+{min(fp16):.0f}–{max(fp16):.0f} % (0.15)" in docs
     assert f"NVFP4 at TP 2 and 8 {b200[0]} and {b200[1]}" in docs
-    pooled = json.loads((CHECKS / "session32.json").read_text())
-    p = pooled["clean"]
-    lo, hi = p["all"]["median_abs_error_ci"]
-    head = (f"**{_pct(p['all']['median_abs_error'])} % median ({_pct(lo)}–{_pct(hi)} %), "
-            f"p90 {_pct(p['all']['p90_abs_error'])} %**")
-    assert f"pooled, 709 rows: `validation/clean-checks/session32.md`): {head}" in docs
-    assert head in readme
-    m = {k: _pct(v["median_abs_error"]) for k, v in p.items()}
-    assert (f"one GPU {m['workload one gpu']} %, several {m['workload multi-gpu']} %; fp8 {m['dtype fp8']} %, fp16 "
-            f"{m['dtype fp16']} %, fp4 {m['dtype fp4']} %; MoE {m['workload moe']} %, dense {m['workload dense']} %"
-            ) in docs
-    assert max(v["median_abs_error"] for k, v in p.items() if k.startswith(("dtype", "workload"))) < 0.20
-    dev = {c: pooled[c]["all"] for c in ("trtllm013", "trtllm014", "trtllm017")}
-    assert (f"0.13 {_pct(dev['trtllm013']['median_abs_error'])} %, p90 {_pct(dev['trtllm013']['p90_abs_error'])} %; "
-            f"0.14 {_pct(dev['trtllm014']['median_abs_error'])} %, {_pct(dev['trtllm014']['p90_abs_error'])} %; "
-            f"0.17 {_pct(dev['trtllm017']['median_abs_error'])} %, {_pct(dev['trtllm017']['p90_abs_error'])} %") in docs
+    now = json.loads((CHECKS / "session32.json").read_text())
+    for name, label, count in (("first", "pooled (926 rows): ", 926), ("today", "(0.12, 217 rows): ", 217)):
+        p = now[name]["clean"]
+        assert p["all"]["count"] == count
+        lo, hi = p["all"]["median_abs_error_ci"]
+        head = (f"{_pct(p['all']['median_abs_error'])} % median ({_pct(lo)}–{_pct(hi)} %), "
+                f"p90 {_pct(p['all']['p90_abs_error'])} %")
+        m = {k: _pct(v["median_abs_error"]) for k, v in p.items()}
+        assert head in readme
+        assert max(v["median_abs_error"] for k, v in p.items() if k.startswith(("dtype", "workload"))) < 0.20
+        if name == "first":
+            assert f"{label}**{head}**; one GPU {m['workload one gpu']} %, several {m['workload multi-gpu']} %; fp8 " \
+                   f"{m['dtype fp8']} %, fp16 {m['dtype fp16']} %, fp4 {m['dtype fp4']} %; MoE " \
+                   f"{m['workload moe']} %, dense {m['workload dense']} %" in docs
+        else:
+            assert f"{label}{_pct(p['all']['median_abs_error'])} % ({_pct(lo)}–{_pct(hi)} %), p90 " \
+                   f"{_pct(p['all']['p90_abs_error'])} %; one GPU {m['workload one gpu']} %, several " \
+                   f"{m['workload multi-gpu']} %; fp8 {m['dtype fp8']} %, fp16 {m['dtype fp16']} %; MoE " \
+                   f"{m['workload moe']} %" in docs
+    labels = {"trtllm013": "0.13", "trtllm014": "0.14", "trtllm017": "0.17", "trtllm015": "0.15", "trtllm020": "v0.20",
+              "trtllm012": "0.12"}
+    summary = _module(CHECKS / "session32.py")
+    for check, (key, _, _) in summary.CHECKS.items():
+        saved = _report(check)[key]
+        c = saved.get("groups", saved)["all"]
+        f, t = now["first"][check]["all"], now["today"][check]["all"]
+        cells = [f"{_pct(x['median_abs_error'])} %, p90 {_pct(x['p90_abs_error'])} %" for x in (c, f, t)]
+        assert f"| {labels[check]} | {c['count']} | {cells[0]} | {cells[1]} | {cells[2]} |" in docs, check
 
 
-def test_the_summary_is_todays_model():
-    """session32.json's clean pool is today's shipped model on the two clean tables (the development ones are the
-    same computation on more rows, left to `session32.py`)."""
+def test_the_summary_is_the_models_predictions():
+    """session32.json: each model's clean pool and one table recomputed (the other tables are the same computation
+    on more rows, left to `session32.py`)."""
     summary = _module(CHECKS / "session32.py")
     saved = json.loads((CHECKS / "session32.json").read_text())
-    fresh = summary.today(("trtllm020",))
-    for key in ("clean", "trtllm020"):
-        assert set(saved[key]) == set(fresh[key])
-        for name, group in fresh[key].items():
-            for field, value in group.items():
-                assert saved[key][name][field] == pytest.approx(value, rel=1e-9), (key, name, field)
+    fresh = summary.summary(("trtllm012",))
+    for name in ("first", "today"):
+        for key in ("clean", "trtllm012"):
+            _same(saved[name][key], fresh[name][key])
