@@ -59,4 +59,3 @@ def table(main: dict, others: list[tuple[str, dict, tuple[str, ...]]]) -> list[s
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
-

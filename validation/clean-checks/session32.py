@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import tempfile
 from pathlib import Path
 
 from kokuban.specs.hardware import PROFILES, Efficiency
@@ -39,13 +40,11 @@ def groups_of(r) -> tuple[str, ...]:
 
 
 def pooled(checks: list[str], efficiency) -> dict:
-    """Groups of `efficiency` on the rows of `checks` in one file (written beside this script and removed)."""
-    path = HERE / "pooled-rows.toml"
-    path.write_text("".join((HERE / c / "rows.toml").read_text() for c in checks))
-    try:
+    """Groups of `efficiency` on the rows of `checks`, read as one file (written to a temporary folder)."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "rows.toml"
+        path.write_text("".join((HERE / c / "rows.toml").read_text() for c in checks))
         return REPORT.predict(path, efficiency, groups_of)["groups"]
-    finally:
-        path.unlink()
 
 
 def summary(checks: tuple[str, ...] = tuple(CHECKS)) -> dict:
