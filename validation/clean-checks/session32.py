@@ -1,14 +1,14 @@
-"""Every TensorRT-LLM performance-overview clean check side by side, as checked, with session 32's first model and
-with today's; writes session32.json and session32.md beside this file:
+"""Every TensorRT-LLM performance-overview clean check side by side, as checked, with session 32's first model and with
+today's; writes session32.json and session32.md beside this file:
 
     python validation/clean-checks/session32.py
 
 "As checked" is each report's own record of the model that predicted it once (0.17: session 30's; 0.14: session 31's
-first change; 0.13, 0.15 and v0.20: session 31's; 0.12: today's). "Session 32's first" is the dated profile
-"kernel-2026-12-04e": session 31's model with TensorRT-LLM's 3.0e9 outside its KV pool, fitted on the 0.17 rows and
-adopted by a rule written before 0.15's, v0.20's and 0.12's rows were read: on those three tables its figures are
-clean. "Today" adds the PCIe all-reduce fractions of the L40S and A100 PCIe servers, fitted on the 0.13, 0.14, 0.15
-and 0.17 rows: clean only on 0.12 (`trtllm012/inclusion-rule.md`).
+first change; 0.13, 0.15 and v0.20: session 31's; 0.12, 0.19 and v0.21: today's). "Session 32's first" is the dated
+profile "kernel-2026-12-04e": session 31's model with TensorRT-LLM's 3.0e9 outside its KV pool, fitted on the 0.17
+rows and adopted by a rule written before 0.15's, v0.20's, 0.12's, 0.19's and v0.21's rows were read: on those five
+tables its figures are clean. "Today" adds the PCIe all-reduce fractions of the L40S and A100 PCIe servers, fitted on
+the 0.13, 0.14, 0.15 and 0.17 rows: clean on 0.12, 0.19 and v0.21 (`trtllm012/`, `trtllm021/inclusion-rule.md`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import tempfile
+import tomllib
 from pathlib import Path
 
 from kokuban.specs.hardware import PROFILES, Efficiency
@@ -24,10 +25,14 @@ HERE = Path(__file__).parent
 _spec = importlib.util.spec_from_file_location("perf_report", HERE / "perf_report.py")
 REPORT = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(REPORT)
+_spec = importlib.util.spec_from_file_location("perf_table", HERE / "perf_table.py")
+REPORT_TABLE = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(REPORT_TABLE)
 #: check → (its report.json key of the prediction made once, clean for session 32's first model, clean for today's)
 CHECKS = {"trtllm013": ("shipped", False, False), "trtllm014": ("as_checked", False, False),
           "trtllm017": ("as_checked", False, False), "trtllm015": ("shipped", True, False),
-          "trtllm020": ("shipped", True, False), "trtllm012": ("shipped", True, True)}
+          "trtllm020": ("shipped", True, False), "trtllm012": ("shipped", True, True),
+          "trtllm019": ("shipped", True, True), "trtllm021": ("shipped", True, True)}
 MODELS = {"first": lambda: PROFILES["kernel-2026-12-04e"](), "today": Efficiency.shipped}
 
 
@@ -39,11 +44,33 @@ def groups_of(r) -> tuple[str, ...]:
             "workload multi-gpu" if r.num_gpus > 1 else "workload one gpu", f"gpu {r.accelerator}")
 
 
-def pooled(checks: list[str], efficiency) -> dict:
-    """Groups of `efficiency` on the rows of `checks`, read as one file (written to a temporary folder)."""
+def _rows(check: str) -> list[dict]:
+    return tomllib.loads((HERE / check / "rows.toml").read_text())["result"]
+
+
+def _measurement(row: dict) -> tuple:
+    return tuple(row[k] for k in ("model", "accelerator", "weights_dtype", "kv_dtype", "num_gpus", "input_tokens",
+                                  "output_tokens", "value"))
+
+
+def distinct_rows(checks: list[str], seen_checks: list[str] = ()) -> list[dict]:
+    """The rows of `checks`, each measurement once, less those `seen_checks` hold: a row whose model, GPU, dtypes, TP,
+    lengths and value another check holds is the same measurement printed twice (v0.21's Llama 4 Maverick cells are
+    v0.20's), and one a model saw before it was fixed is not clean for it."""
+    seen, out = {_measurement(r) for c in seen_checks for r in _rows(c)}, []
+    for check in checks:
+        for row in _rows(check):
+            if _measurement(row) not in seen:
+                seen.add(_measurement(row))
+                out.append(row)
+    return out
+
+
+def pooled(checks: list[str], efficiency, seen_checks: list[str] = ()) -> dict:
+    """Groups of `efficiency` on `distinct_rows(checks, seen_checks)`, read as one file (in a temporary folder)."""
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "rows.toml"
-        path.write_text("".join((HERE / c / "rows.toml").read_text() for c in checks))
+        path.write_text(REPORT_TABLE.toml(distinct_rows(checks, seen_checks)))
         return REPORT.predict(path, efficiency, groups_of)["groups"]
 
 
@@ -54,8 +81,8 @@ def summary(checks: tuple[str, ...] = tuple(CHECKS)) -> dict:
     for name, make in MODELS.items():
         eff = make()
         out[name] = {c: REPORT.predict(HERE / c / "rows.toml", eff, groups_of)["groups"] for c in checks}
-        clean = [c for c, (_, first, today) in CHECKS.items() if (first if name == "first" else today)]
-        out[name]["clean"] = pooled(clean, eff)
+        is_clean = {c: first if name == "first" else today for c, (_, first, today) in CHECKS.items()}
+        out[name]["clean"] = pooled([c for c in CHECKS if is_clean[c]], eff, [c for c in CHECKS if not is_clean[c]])
     return out
 
 
@@ -75,8 +102,10 @@ def markdown(now: dict) -> str:
         lines.append(f"| {check} | {checked['count']} | {pct(checked['median_abs_error'])}, p90 "
                      f"{pct(checked['p90_abs_error'])} | {cell(now['first'][check]['all'])} | "
                      f"{cell(now['today'][check]['all'])} | {clean} |")
-    for name, label in (("first", "Session 32's first model on 0.12, 0.15 and v0.20 pooled (clean for it)"),
-                        ("today", "Today's model on 0.12 (clean for it)")):
+    for name, label in (("first", "Session 32's first model on the five tables it never saw (0.12, 0.15, 0.19, v0.20, "
+                                  "v0.21), each measurement once, pooled"),
+                        ("today", "Today's model on the three tables it never saw (0.12, 0.19, v0.21), each "
+                                  "measurement once and none it saw (v0.21's Maverick cells are v0.20's), pooled")):
         lines += ["", f"{label}, by regime:", ""] + REPORT.table(now[name]["clean"], [])
     return "\n".join(lines) + "\n"
 
