@@ -53,7 +53,20 @@ def test_the_rows_are_the_tables_by_their_rules():
     assert len(rows12) == 217 and b12.TABLE.toml(rows12) in (CHECKS / "trtllm012/rows.toml").read_text()
     assert not any(r["accelerator"] == "gh200" or "gptj" in r["id"] or "falcon" in r["id"] for r in rows12)
     assert sum(r["accelerator"] == "l40s" and r["num_gpus"] > 1 for r in rows12) == 14  # the decision rows
-    for check in ("trtllm015", "trtllm020", "trtllm012"):  # not merged into the published set
+    b19, b21 = _module(CHECKS / "trtllm019/build_rows.py"), _module(CHECKS / "trtllm021/build_rows.py")
+    every19 = b19.BUILD.rows(CHECKS / "trtllm019/table.md", "trtllm019", "", "")
+    twins = b19.published_twins(every19)  # the 4 cells the published set holds: equal values, left out
+    assert len(every19) == 184 and len(twins) == 4
+    assert all(next(r["value"] for r in every19 if r["id"] == k) == v for k, (_, v) in twins.items())
+    rows19, rows21 = b19.rows(), b21.rows()
+    assert len(rows19) == 180 and b19.BUILD.TABLE.toml(rows19) in (CHECKS / "trtllm019/rows.toml").read_text()
+    assert len(rows21) == 131 and b21.BUILD.TABLE.toml(rows21) in (CHECKS / "trtllm021/rows.toml").read_text()
+    maverick20 = {(r["accelerator"], r["input_tokens"], r["output_tokens"], r["value"]) for r in rows20
+                  if r["model"] == "llama-4-maverick"}
+    maverick21 = {(r["accelerator"], r["input_tokens"], r["output_tokens"], r["value"]) for r in rows21
+                  if r["model"] == "llama-4-maverick"}
+    assert len(maverick21) == 11 and maverick21 <= maverick20  # v0.21 prints v0.20's Maverick cells again
+    for check in ("trtllm015", "trtllm020", "trtllm012", "trtllm019", "trtllm021"):  # not merged into the set
         ids = {r["id"] for r in tomllib.loads((CHECKS / check / "rows.toml").read_text())["result"]}
         assert not ids & {r.id for r in load_published()}
 
@@ -87,6 +100,16 @@ def test_the_reports_are_the_predictions_and_the_rule_decides(check):
     # the rule: the candidate ships only if its median is lower on both tables
     assert committed["candidate"]["groups"]["all"]["median_abs_error"] < committed["shipped"]["groups"]["all"][
         "median_abs_error"]
+
+
+@pytest.mark.parametrize("check", ["trtllm019", "trtllm021"])
+def test_the_last_reports_are_todays_predictions(check):
+    report = _module(CHECKS / "trtllm021/report.py")
+    _same(_report(check)["shipped"]["groups"], report.report(CHECKS / check)["groups"])
+    s = _report(check)["shipped"]["groups"]["all"]
+    lo, hi = s["median_abs_error_ci"]
+    assert (f"**{_pct(s['median_abs_error'])} % ({_pct(lo)}–{_pct(hi)} %), p90 {_pct(s['p90_abs_error'])} %**"
+            in _text("docs/validation.md"))
 
 
 def test_the_012_report_is_the_prediction_and_its_rule_keeps_the_pcie_fractions():
@@ -133,26 +156,23 @@ def test_the_docs_quote_the_reports():
     assert f"+{min(fp16):.0f}–{max(fp16):.0f} % (0.15)" in docs
     assert f"NVFP4 at TP 2 and 8 {b200[0]} and {b200[1]}" in docs
     now = json.loads((CHECKS / "session32.json").read_text())
-    for name, label, count in (("first", "pooled (926 rows): ", 926), ("today", "(0.12, 217 rows): ", 217)):
+    for name, count in (("today", 517), ("first", 1226)):
         p = now[name]["clean"]
         assert p["all"]["count"] == count
         lo, hi = p["all"]["median_abs_error_ci"]
-        head = (f"{_pct(p['all']['median_abs_error'])} % median ({_pct(lo)}–{_pct(hi)} %), "
-                f"p90 {_pct(p['all']['p90_abs_error'])} %")
         m = {k: _pct(v["median_abs_error"]) for k, v in p.items()}
-        assert head in readme
+        head = (f"**{m['all']} % median ({_pct(lo)}–{_pct(hi)} %), p90 {_pct(p['all']['p90_abs_error'])} %**; one GPU "
+                f"{m['workload one gpu']} %, several {m['workload multi-gpu']} %; fp8 {m['dtype fp8']} %, fp16 "
+                f"{m['dtype fp16']} %, fp4 {m['dtype fp4']} %; MoE {m['workload moe']} %, prefill-dominated "
+                f"{m['workload prefill-dominated']} %")
+        assert head in docs, head
         assert max(v["median_abs_error"] for k, v in p.items() if k.startswith(("dtype", "workload"))) < 0.20
-        if name == "first":
-            assert f"{label}**{head}**; one GPU {m['workload one gpu']} %, several {m['workload multi-gpu']} %; fp8 " \
-                   f"{m['dtype fp8']} %, fp16 {m['dtype fp16']} %, fp4 {m['dtype fp4']} %; MoE " \
-                   f"{m['workload moe']} %, dense {m['workload dense']} %" in docs
-        else:
-            assert f"{label}{_pct(p['all']['median_abs_error'])} % ({_pct(lo)}–{_pct(hi)} %), p90 " \
-                   f"{_pct(p['all']['p90_abs_error'])} %; one GPU {m['workload one gpu']} %, several " \
-                   f"{m['workload multi-gpu']} %; fp8 {m['dtype fp8']} %, fp16 {m['dtype fp16']} %; MoE " \
-                   f"{m['workload moe']} %" in docs
+    t = now["today"]["clean"]
+    lo, hi = t["all"]["median_abs_error_ci"]
+    assert (f"**{_pct(t['all']['median_abs_error'])} % median ({_pct(lo)}–{_pct(hi)} %), p90 "
+            f"{_pct(t['all']['p90_abs_error'])} %** on {t['all']['count']} rows") in readme
     labels = {"trtllm013": "0.13", "trtllm014": "0.14", "trtllm017": "0.17", "trtllm015": "0.15", "trtllm020": "v0.20",
-              "trtllm012": "0.12"}
+              "trtllm012": "0.12", "trtllm019": "0.19", "trtllm021": "v0.21"}
     summary = _module(CHECKS / "session32.py")
     for check, (key, _, _) in summary.CHECKS.items():
         saved = _report(check)[key]
@@ -167,7 +187,7 @@ def test_the_summary_is_the_models_predictions():
     on more rows, left to `session32.py`)."""
     summary = _module(CHECKS / "session32.py")
     saved = json.loads((CHECKS / "session32.json").read_text())
-    fresh = summary.summary(("trtllm012",))
+    fresh = summary.summary(("trtllm021",))
     for name in ("first", "today"):
-        for key in ("clean", "trtllm012"):
+        for key in ("clean", "trtllm021"):
             _same(saved[name][key], fresh[name][key])

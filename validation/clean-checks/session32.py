@@ -20,6 +20,8 @@ import tomllib
 from pathlib import Path
 
 from kokuban.specs.hardware import PROFILES, Efficiency
+from kokuban.usecases.validation import read_measurements
+from kokuban.validation.accuracy import predict_row
 
 HERE = Path(__file__).parent
 _spec = importlib.util.spec_from_file_location("perf_report", HERE / "perf_report.py")
@@ -67,11 +69,15 @@ def distinct_rows(checks: list[str], seen_checks: list[str] = ()) -> list[dict]:
 
 
 def pooled(checks: list[str], efficiency, seen_checks: list[str] = ()) -> dict:
-    """Groups of `efficiency` on `distinct_rows(checks, seen_checks)`, read as one file (in a temporary folder)."""
+    """Groups of `efficiency` on `distinct_rows(checks, seen_checks)`, read as one file (in a temporary folder), and
+    issue 13's prefill regime: the rows whose predicted prefill outlasts their decode (`accuracy.row_workloads`)."""
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "rows.toml"
         path.write_text(REPORT_TABLE.toml(distinct_rows(checks, seen_checks)))
-        return REPORT.predict(path, efficiency, groups_of)["groups"]
+        groups = REPORT.predict(path, efficiency, groups_of)["groups"]
+        preds = [predict_row(r, efficiency) for r in read_measurements(str(path))]
+    groups["workload prefill-dominated"] = REPORT.figures([p for p in preds if "prefill" in p.workloads])
+    return groups
 
 
 def summary(checks: tuple[str, ...] = tuple(CHECKS)) -> dict:
