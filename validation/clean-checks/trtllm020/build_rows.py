@@ -57,7 +57,7 @@ def rows(table: Path = HERE / "table.md", prefix: str = "trtllm020",
     for model, precision, gpu, tp, inp, out_tokens, value in cells(table):
         if not value:
             continue
-        dtype, catalog, accelerator = DTYPES[precision], MODELS[model], GPUS[gpu.split(" (")[0]]
+        dtype, catalog, accelerator = DTYPES[precision], MODELS[model], GPUS[gpu]
         out.append({"id": f"{prefix}-{catalog}-{accelerator}-{dtype}-tp{tp}-{inp}-{out_tokens}", "model": catalog,
                     "accelerator": accelerator, "num_gpus": tp, "tensor_parallel": tp, "expert_parallel": False,
                     "weights_dtype": dtype, "kv_dtype": "fp8", "engine": engine, "metric": "output_tokens_per_s",
