@@ -191,3 +191,27 @@ def test_the_summary_is_the_models_predictions():
     for name in ("first", "today"):
         for key in ("clean", "trtllm021"):
             _same(saved[name][key], fresh[name][key])
+
+
+def test_the_fits_are_the_scripts_and_the_notes_quote_them():
+    """fit_session32.py's grids: each shipped value has the least mean squared log error of its grid (the memory
+    reserve: within the flat minimum, 2.5–3.5 GB at 4 decimals, whose centre is taken), and the catalog, the engine
+    profile and the docs quote its figures."""
+    fit = _module(CHECKS / "fit_session32.py")
+    reserve = {gb: round(msle, 4) for gb, (msle, _) in fit.reserve_scores().items()}
+    flat = sorted(gb for gb, v in reserve.items() if v == min(reserve.values()))
+    assert flat == [2.5, 3.0, 3.5] and (flat[0] + flat[-1]) / 2 == 3.0
+    assert (reserve[3.0], reserve[0.6]) == (0.0134, 0.0145)
+    engines = (ROOT / "src/kokuban/data/engines.toml").read_text()
+    assert "flat at 0.0134 for 2.5-3.5 GB against 0.0145 at the 0.6 GB" in engines
+    catalog = tomllib.loads((ROOT / "src/kokuban/data/accelerators.toml").read_text())["accelerator"]
+    notes = {a["id"]: a.get("kernel_note", "") for a in catalog}
+    for gpu, chosen in (("l40s", 0.45), ("a100-pcie-80gb", 0.40)):
+        scores = fit.pcie_scores(gpu)
+        assert min(scores, key=lambda f: scores[f][0]) == chosen
+        (msle, median), (msle_box, median_box) = scores[chosen], scores[0.85]
+        assert (f"least at {chosen:.2f} ({msle:.4f}; median |error| {100 * median:.1f} %) against {msle_box:.4f} "
+                f"({100 * median_box:.1f} %)") in notes[gpu], gpu
+    assert "**L40S 0.45** (222 rows: median 40.1 % → 6.1 %), **A100 PCIe 0.40** (139 rows: 41.7 % → 12.3 %" in _text(
+        "docs/validation.md")
+    assert 0.45 * 32e9 == pytest.approx(14.4e9) and 0.40 * 32e9 == pytest.approx(12.8e9)  # the bus bandwidths quoted

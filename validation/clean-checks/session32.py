@@ -28,8 +28,8 @@ _spec = importlib.util.spec_from_file_location("perf_report", HERE / "perf_repor
 REPORT = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(REPORT)
 _spec = importlib.util.spec_from_file_location("perf_table", HERE / "perf_table.py")
-REPORT_TABLE = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(REPORT_TABLE)
+TABLE = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(TABLE)
 #: check → (its report.json key of the prediction made once, clean for session 32's first model, clean for today's)
 CHECKS = {"trtllm013": ("shipped", False, False), "trtllm014": ("as_checked", False, False),
           "trtllm017": ("as_checked", False, False), "trtllm015": ("shipped", True, False),
@@ -73,7 +73,7 @@ def pooled(checks: list[str], efficiency, seen_checks: list[str] = ()) -> dict:
     issue 13's prefill regime: the rows whose predicted prefill outlasts their decode (`accuracy.row_workloads`)."""
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "rows.toml"
-        path.write_text(REPORT_TABLE.toml(distinct_rows(checks, seen_checks)))
+        path.write_text(TABLE.toml(distinct_rows(checks, seen_checks)))
         groups = REPORT.predict(path, efficiency, groups_of)["groups"]
         preds = [predict_row(r, efficiency) for r in read_measurements(str(path))]
     groups["workload prefill-dominated"] = REPORT.figures([p for p in preds if "prefill" in p.workloads])
