@@ -56,6 +56,22 @@ def test_engines_get_their_overhead():
     assert row_efficiency(ROWS["perfbench-mlc-llama2-7b-rtx-4090"], scalar) is scalar
 
 
+def test_engine_string_marks():
+    """Session 33's two marks, read from engine strings (no published row names either): a llama.cpp decode loop
+    replayed as a CUDA graph pays the 1 ms loop step, its prompt processing and the 2023-24 rows the serving 2.5 ms;
+    an engine that says its layers call NCCL all-reduces as gpt-fast does, and only it."""
+    tg = replace(ROWS["perfbench-llamacpp-llama2-7b-rtx-4090"], engine="llama.cpp (CUDA build x, CUDA-graph decode loop)")
+    pp = replace(tg, engine="llama.cpp (CUDA build x, prompt processing)")
+    assert row_efficiency(tg, EFF).step_overhead_s == 1e-3
+    assert row_efficiency(pp, EFF).step_overhead_s == 2.5e-3
+    assert not any(accuracy.LOOP_MARK in r.engine or accuracy.PLAIN_NCCL_MARK in r.engine for r in ROWS.values())
+    tp4 = ROWS["trtllm05-ttft-llama2-7b-fp8-tp1-h100-sxm-128"]
+    lmdeploy = replace(tp4, engine="LMDeploy 0.1.0 (TurboMind, NCCL all-reduce)")
+    assert row_efficiency(lmdeploy, EFF).kernels.plain_nccl
+    assert not row_efficiency(replace(tp4, engine="LMDeploy 0.1.0 (TurboMind)"), EFF).kernels.plain_nccl
+    assert row_efficiency(lmdeploy, EFF).step_overhead_s == 2.5e-3  # a serving engine's step
+
+
 def test_generic_kernels_keep_the_assumed_rate():
     """gpt-fast's weight-only matmuls stream at 0.6 of the plain rate whatever the fit says; MLC's at the fit's."""
     assert GENERIC_DEQUANT_MEMORY == 0.6

@@ -283,6 +283,9 @@ def is_inflight_batching(row: PublishedResult) -> bool:
 
 
 PLAIN_NCCL_ENGINES = ("gpt-fast",)  # all-reduce through torch.distributed (NCCL), no custom one-shot kernel
+#: named in the engine string of a row whose engine's layers call plain NCCL all-reduce (LMDeploy 0.1's TurboMind:
+#: `ftNcclAllReduceSum` in its attention and FFN layers; session 33, validation/clean-checks/lmdeploy01)
+PLAIN_NCCL_MARK = "NCCL all-reduce"
 
 
 #: engine family → the first version whose decode attention shares a KV head among its query heads. TensorRT-LLM
@@ -313,6 +316,10 @@ def engine_version(engine: str) -> tuple[int, ...] | None:
 #: issue 6763 / PR 6766, 2024-04: each token's kernels were launched one by one from the host; graphs gave 10-15 %),
 #: so it keeps the serving step (docs/validation.md, "Quantized single-request engines", says when this was decided).
 LOOP_ENGINES = ("gpt-fast", "MLC LLM", "ExLlamaV2")
+#: named in the engine string of a row decoded by a single-request loop replayed as a CUDA graph (llama.cpp since its
+#: CUDA graphs, PR 6766, on Ampere and newer, one token at a time): it pays the loop's fixed step as `LOOP_ENGINES` do
+#: (session 33, validation/clean-checks/lmdeploy01/inclusion-rule.md; its prompt processing, no graph, does not)
+LOOP_MARK = "CUDA-graph decode loop"
 #: Engines whose weight-only matmuls are PyTorch's generic ones (gpt-fast: `aten._weight_int4pack_mm` for int4, an
 #: int8→bf16 cast before `F.linear` for int8), not a fused dequantising GEMV: they stream quantized weights at
 #: `GENERIC_DEQUANT_MEMORY` of the plain rate, the assumed figure of the scalar set (issue 13's 0.5–0.7), while the
@@ -340,16 +347,18 @@ def row_efficiency(row: PublishedResult, efficiency: Efficiency) -> Efficiency:
     """`efficiency` as the row's engine runs it, under the kernel profile: an engine of `PLAIN_NCCL_ENGINES`
     all-reduces with NCCL (`KernelCurves.plain_nccl`); a version before `KV_SHARED_FROM` loads a KV head once per
     query head in decode (`KernelCurves.kv_per_query_head`), as do one whose XQA lacks the model's group size
-    (`shares_kv_head`) and one that says it ran `KV_UNSHARED_MARK`; an
-    engine of `LOOP_ENGINES` pays `Efficiency.loop_overhead` per step; one of `GENERIC_DEQUANT_ENGINES` streams
+    (`shares_kv_head`) and one that says it ran `KV_UNSHARED_MARK`; one that says `PLAIN_NCCL_MARK` all-reduces as
+    `PLAIN_NCCL_ENGINES` do; an engine of `LOOP_ENGINES`, or one that says `LOOP_MARK`, pays
+    `Efficiency.loop_overhead` per step; one of `GENERIC_DEQUANT_ENGINES` streams
     quantized weights at `GENERIC_DEQUANT_MEMORY`; otherwise unchanged."""
     if efficiency.kernels is None:
         return efficiency
     family, version = engine_family(row.engine), engine_version(row.engine)
-    changes = {"plain_nccl": family in PLAIN_NCCL_ENGINES,
+    changes = {"plain_nccl": family in PLAIN_NCCL_ENGINES or PLAIN_NCCL_MARK in row.engine,
                "kv_per_query_head": KV_UNSHARED_MARK in row.engine or not shares_kv_head(row.model, family, version)}
     changes = {k: v for k, v in changes.items() if v}
-    scalars = ({"step_overhead_s": efficiency.loop_overhead} if family in LOOP_ENGINES else {}) | (
+    loop = family in LOOP_ENGINES or LOOP_MARK in row.engine
+    scalars = ({"step_overhead_s": efficiency.loop_overhead} if loop else {}) | (
         {"dequant_memory": GENERIC_DEQUANT_MEMORY} if family in GENERIC_DEQUANT_ENGINES else {})
     efficiency = efficiency.with_kernels(**changes)
     return replace(efficiency, **scalars) if scalars else efficiency
