@@ -60,7 +60,8 @@ def test_engine_string_marks():
     """Session 33's two marks, read from engine strings (no published row names either): a llama.cpp decode loop
     replayed as a CUDA graph pays the 1 ms loop step, its prompt processing and the 2023-24 rows the serving 2.5 ms;
     an engine that says its layers call NCCL all-reduces as gpt-fast does, and only it."""
-    tg = replace(ROWS["perfbench-llamacpp-llama2-7b-rtx-4090"], engine="llama.cpp (CUDA build x, CUDA-graph decode loop)")
+    old = ROWS["perfbench-llamacpp-llama2-7b-rtx-4090"]
+    tg = replace(old, engine="llama.cpp (CUDA build x, CUDA-graph decode loop)")
     pp = replace(tg, engine="llama.cpp (CUDA build x, prompt processing)")
     assert row_efficiency(tg, EFF).step_overhead_s == 1e-3
     assert row_efficiency(pp, EFF).step_overhead_s == 2.5e-3
