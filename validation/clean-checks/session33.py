@@ -1,0 +1,102 @@
+"""Session 33's clean checks, single-request decode and first tokens from two engines no fit has seen (the rule:
+`lmdeploy01/inclusion-rule.md`), predicted once with today's shipped model; then pooled with the TensorRT-LLM rows
+today's model never saw (`session32.py`: 0.12, 0.19 and v0.21, each measurement once). Writes each folder's
+report.json and report.md, and session33.json and session33.md beside this file:
+
+    python validation/clean-checks/session33.py
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import tempfile
+from pathlib import Path
+
+from kokuban.specs.hardware import Efficiency
+from kokuban.usecases.validation import read_measurements
+from kokuban.validation.accuracy import engine_family, predict_row
+
+HERE = Path(__file__).parent
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+REPORT = _load("perf_report", HERE / "perf_report.py")
+TABLE = _load("perf_table", HERE / "perf_table.py")
+S32 = _load("session32", HERE / "session32.py")
+CHECKS = {"lmdeploy01": "LMDeploy 0.1's TurboMind tables on A100-80G: a clean check (session 33)",
+          "llamacpp-cuda": "llama.cpp's CUDA scoreboard (Llama 2 7B Q4_0): a clean check (session 33)"}
+#: the TensorRT-LLM tables clean for today's model (session32.py), and those it saw
+TRTLLM_CLEAN = [c for c, (_, _, today) in S32.CHECKS.items() if today]
+TRTLLM_SEEN = [c for c, (_, _, today) in S32.CHECKS.items() if not today]
+
+
+def workload(r) -> str:
+    """Which of issue 13's regimes the row measures: a user's decode speed at batch 1 or at a larger batch, the time to
+    a first token (prefill), or a batch's throughput."""
+    if r.metric == "time_to_first_token_s":
+        return "workload first token"
+    if r.metric == "tokens_per_s_per_user":
+        return "workload decode batch 1" if r.batch == 1 else "workload decode batch > 1"
+    return "workload throughput"
+
+
+def groups_of(r) -> tuple[str, ...]:
+    dtype = "fp4" if r.weights_dtype == "nvfp4" else r.weights_dtype
+    return (f"engine {engine_family(r.engine)}", workload(r), f"dtype {dtype}", f"gpu {r.accelerator}",
+            f"model {r.model}", "workload multi-gpu" if r.num_gpus > 1 else "workload one gpu",
+            "workload moe" if r.model.startswith(("mixtral", "llama-4")) else "workload dense")
+
+
+def check(folder: str, efficiency: Efficiency) -> dict:
+    """One folder's rows predicted once: its report.json and report.md."""
+    here = HERE / folder
+    out = REPORT.predict(here / "rows.toml", efficiency, groups_of)
+    lines = [f"# {CHECKS[folder]}", "", "Predicted once by `../session33.py` with today's shipped model (rule: "
+             "`../lmdeploy01/inclusion-rule.md`; rows: `rows.toml`, built by `build_rows.py` from `table.md`).", ""]
+    (here / "report.json").write_text(json.dumps({"shipped": out}, indent=1) + "\n")
+    (here / "report.md").write_text("\n".join(lines + REPORT.table(out["groups"], [])) + "\n")
+    return out
+
+
+def pooled(efficiency: Efficiency) -> dict:
+    """Every row today's model never saw, each measurement once: the TensorRT-LLM ones (`session32.distinct_rows`)
+    and this session's; issue 13's prefill regime beside the groups (rows whose predicted prefill outlasts their
+    decode, and every first-token row: `accuracy.row_workloads`)."""
+    rows = S32.distinct_rows(TRTLLM_CLEAN, TRTLLM_SEEN) + [r for c in CHECKS for r in S32._rows(c)]
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "rows.toml"
+        path.write_text(TABLE.toml(rows))
+        groups = REPORT.predict(path, efficiency, groups_of)["groups"]
+        preds = [predict_row(r, efficiency) for r in read_measurements(str(path))]
+    groups["workload prefill"] = REPORT.figures([p for p in preds if "prefill" in p.workloads])
+    return groups
+
+
+def markdown(checks: dict, pool: dict) -> str:
+    lines = ["# Session 33: single-request decode and first tokens from two engines no fit has seen", ""]
+    for folder, out in checks.items():
+        lines += [f"## {CHECKS[folder]}", ""] + REPORT.table(out["groups"], []) + [""]
+    lines += ["## Every row today's model never saw, pooled (TensorRT-LLM 0.12, 0.19, v0.21 and the two above; each "
+              "measurement once)", ""] + REPORT.table(pool, [])
+    return "\n".join(lines) + "\n"
+
+
+def main() -> dict:
+    eff = Efficiency.shipped()
+    checks = {c: check(c, eff) for c in CHECKS}
+    now = {"checks": {c: out["groups"] for c, out in checks.items()}, "pooled": pooled(eff)}
+    (HERE / "session33.json").write_text(json.dumps(now, indent=1) + "\n")
+    (HERE / "session33.md").write_text(markdown(checks, now["pooled"]))
+    return now
+
+
+if __name__ == "__main__":
+    main()
+    print((HERE / "session33.md").read_text())
