@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import tempfile
 from pathlib import Path
 
@@ -31,20 +32,19 @@ REPORT = _load("perf_report", HERE / "perf_report.py")
 TABLE = _load("perf_table", HERE / "perf_table.py")
 S32 = _load("session32", HERE / "session32.py")
 CHECKS = {"lmdeploy01": "LMDeploy 0.1's TurboMind tables on A100-80G: a clean check (session 33)",
-          "llamacpp-cuda": "llama.cpp's CUDA scoreboard (Llama 2 7B Q4_0): a clean check (session 33)"}
+          "llamacpp-cuda": "llama.cpp's CUDA scoreboard (Llama 2 7B Q4_0): a clean check (session 33)",
+          "amd-vllm": "AMD's vLLM 0.9.0.1 latency table on eight MI300X: a clean check (session 33)"}
 #: the TensorRT-LLM tables clean for today's model (session32.py), and those it saw
 TRTLLM_CLEAN = [c for c, (_, _, today) in S32.CHECKS.items() if today]
 TRTLLM_SEEN = [c for c, (_, _, today) in S32.CHECKS.items() if not today]
 
 
 def workload(r) -> str:
-    """Which of issue 13's regimes the row measures: a user's decode speed at batch 1 or at a larger batch, the time to
-    a first token (prefill), or a batch's throughput."""
+    """Which of issue 13's regimes the row measures: a user's decode speed at batch 1 (or one request's whole
+    generation, `amd-vllm/inclusion-rule.md`), the time to a first token (prefill), or a batch's throughput."""
     if r.metric == "time_to_first_token_s":
         return "workload first token"
-    if r.metric == "tokens_per_s_per_user":
-        return "workload decode batch 1" if r.batch == 1 else "workload decode batch > 1"
-    return "workload throughput"
+    return "workload decode batch 1" if r.batch == 1 else "workload throughput"
 
 
 def groups_of(r) -> tuple[str, ...]:
@@ -55,14 +55,28 @@ def groups_of(r) -> tuple[str, ...]:
 
 
 def check(folder: str, efficiency: Efficiency) -> dict:
-    """One folder's rows predicted once: its report.json and report.md."""
+    """One folder's rows predicted once: its report.json and report.md (for `amd-vllm`, its older releases' tables
+    beside, by version)."""
     here = HERE / folder
     out = REPORT.predict(here / "rows.toml", efficiency, groups_of)
+    rule = "inclusion-rule.md" if folder == "amd-vllm" else "../lmdeploy01/inclusion-rule.md"
     lines = [f"# {CHECKS[folder]}", "", "Predicted once by `../session33.py` with today's shipped model (rule: "
-             "`../lmdeploy01/inclusion-rule.md`; rows: `rows.toml`, built by `build_rows.py` from `table.md`).", ""]
-    (here / "report.json").write_text(json.dumps({"shipped": out}, indent=1) + "\n")
-    (here / "report.md").write_text("\n".join(lines + REPORT.table(out["groups"], [])) + "\n")
+             f"`{rule}`; rows: `rows.toml`, built by `build_rows.py` from `table.md`).", ""]
+    lines += REPORT.table(out["groups"], [])
+    saved = {"shipped": out}
+    if folder == "amd-vllm":
+        saved["versions"] = REPORT.predict(here / "versions.toml", efficiency, version_of)
+        lines += ["", "The older releases' tables (the same cells measured with older vLLM; not pooled), by the table:",
+                  ""] + REPORT.table(saved["versions"]["groups"], [])
+    (here / "report.json").write_text(json.dumps(saved, indent=1) + "\n")
+    (here / "report.md").write_text("\n".join(lines) + "\n")
     return out
+
+
+def version_of(r) -> tuple[str, ...]:
+    """An older AMD table's rows by their table (vLLM version and date, in the row's id) and model."""
+    version, date = re.match(r"amdvllm-([\d.]+)-(\d{4}-\d\d-\d\d)-", r.id).groups()
+    return (f"table vLLM {version} of {date}", f"model {r.model}")
 
 
 def pooled(efficiency: Efficiency) -> dict:
