@@ -349,7 +349,7 @@ def weight_read_s(dep: Deployment, tokens: Any) -> np.ndarray:
     """Seconds the busiest GPU spends reading weights for a pass over `tokens` tokens:
 
         t = [(always-read per GPU − LM head per GPU) ÷ f_w + routed per GPU ÷ f_e + LM head per GPU]
-            ÷ (HBM bandwidth·memory eff)
+            ÷ (HBM bandwidth·memory eff·the accelerator's weight stream ratio: `Efficiency.weight_memory_fraction`)
 
     f_w = `Efficiency.dequant_memory` when the kernels dequantise the quantized weights on the fly
     (`Deployment.dequantises_weights`: weight-only int4, fp8/fp4 without the native unit), else 1; f_e the same for
@@ -357,7 +357,7 @@ def weight_read_s(dep: Deployment, tokens: Any) -> np.ndarray:
     either way."""
     eff = dep.efficiency
     read = weight_bytes_read_per_gpu(dep, tokens)
-    rate = dep.accelerator.memory_bandwidth_bytes_per_s * eff.memory
+    rate = dep.accelerator.memory_bandwidth_bytes_per_s * eff.weight_memory_fraction
     if not (dep.dequantises_weights or dep.dequantises_experts):
         return read / rate
     head = lm_head_bytes(dep) / dep.dense_shards
@@ -381,7 +381,8 @@ def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_pe
                       + batch·2·LM head ÷ (peak[compute dtype]·eff)] ÷ N  (`linear_compute_fractions`)
     attention compute = [attended·attn_flops + tokens·state FLOPs per token] ÷ peak[attention dtype] ÷ (N·eff)
       (the linear-attention recurrences are the attention kernel of their layers: O(d_k·d_v) per head per token)
-    weights = weight bytes read(tokens) ÷ N ÷ (HBM bandwidth·memory eff), slower when dequantised (`weight_read_s`)
+    weights = weight bytes read(tokens) ÷ N ÷ (HBM bandwidth·weight memory eff), slower when dequantised
+      (`weight_read_s`: memory eff × the accelerator's weight stream ratio, 1 but on the MI300X)
     kv      = [kv bytes ÷ kv read ways + state bytes ÷ state read ways] ÷ (HBM bandwidth·kv_memory eff)
     overhead = step overhead + the MoE layers' routing/permute time under the kernel profile (`moe_overhead_s`)
     Under EP each GPU reads the whole always-read part for its own requests, so that part is divided

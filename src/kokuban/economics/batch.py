@@ -181,7 +181,7 @@ def blackboard_crossover_batch(dep: Deployment) -> float:
     """
     eff, acc = dep.efficiency, dep.accelerator
     peak = acc.flops(dep.compute_dtype) * eff.compute
-    bw = acc.memory_bandwidth_bytes_per_s * eff.memory
+    bw = acc.memory_bandwidth_bytes_per_s * eff.weight_memory_fraction
     b_w = dep.weight_bytes_per_param
 
     def crossover_at(batch: float) -> float:

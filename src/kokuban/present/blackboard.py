@@ -36,6 +36,8 @@ def blackboard(con: Console, est: Estimate) -> None:
            if "kernels" in eff else "")
         + ", HBM "
         f"{si(hw['memory_bandwidth_bytes_per_s'], 'B/s')} × {eff['memory']}"
+        + (f" (weights × {ratio}: this GPU's own weight stream)"
+           if (ratio := eff.get("kernels", {}).get("weight_memory_ratio", 1.0)) != 1.0 else "")
     )
     for note in m["notes"]:
         con.print(f"  · {note}")

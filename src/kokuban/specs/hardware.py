@@ -227,6 +227,13 @@ class Efficiency:
     kernels: KernelCurves | None = None
 
     @property
+    def weight_memory_fraction(self) -> float:
+        """Fraction of the memory bandwidth a weight read reaches: `memory` × the accelerator's own weight stream ratio
+        (its kernel curves' `weight_memory_ratio`, the catalog's `kernel_weight_memory_ratio`: the MI300X's, fitted in
+        session 33; 1 elsewhere and without curves)."""
+        return self.memory * (1.0 if self.kernels is None else self.kernels.weight_memory_ratio)
+
+    @property
     def kv_memory_fraction(self) -> float:
         """Fraction of memory bandwidth attention kernels reach reading the KV cache: `kv_memory`, or
         `memory` when unset (decode-attention kernels such as FlashDecoding/FlashInfer stream the cache
@@ -455,7 +462,8 @@ def _dated(fractions: dict[str, float], curves: bool = True,
     memory rule of its date (`engine_non_torch_bytes`)."""
     from kokuban.specs.kernels import CURVES_2026_12_04
 
-    eff = Efficiency.kernel_calibrated(fractions, CURVES_2026_12_04 if curves else {"own_pcie": False})
+    eff = Efficiency.kernel_calibrated(fractions, CURVES_2026_12_04 if curves else {"own_pcie": False,
+                                                                                     "own_weight_memory": False})
     return replace(eff, engine_non_torch_bytes=non_torch_bytes)
 
 
@@ -467,11 +475,14 @@ def _dated(fractions: dict[str, float], curves: bool = True,
 #: the shipped fractions at today's curves: session 31's step model; "kernel-2026-12-04e" the same with TensorRT-LLM's
 #: 3.0e9 outside its KV pool (session 32's first change, what its clean checks of 0.15 and v0.20 adopted). Each keeps
 #: TensorRT-LLM's memory rule of its date (`NON_TORCH_BYTES_UNTIL_SESSION_32` until then), and none has the PCIe
-#: all-reduce fractions the catalog gained after (`KernelCurves.own_pcie`); "default" has both.
+#: all-reduce fractions the catalog gained after (`KernelCurves.own_pcie`); "kernel-2026-12-05a" is session 32's final
+#: step model, the one session 33's clean checks predicted: today's without the accelerators' own weight stream ratios
+#: (`KernelCurves.own_weight_memory`), which no dated profile has; "default" has all of them.
 PROFILES = {"default": Efficiency.shipped, "kernel": Efficiency.kernel_calibrated, "scalar": Efficiency.scalar,
             "kernel-2026-12-02": partial(_dated, KERNEL_FRACTIONS_2026_12_02),
             "kernel-2026-12-04": partial(_dated, KERNEL_FRACTIONS_2026_12_04),
             "kernel-2026-12-04b": partial(_dated, KERNEL_FRACTIONS_2026_12_04B),
             "kernel-2026-12-04c": partial(_dated, KERNEL_FRACTIONS_2026_12_04C),
             "kernel-2026-12-04d": partial(_dated, KERNEL_FRACTIONS_2026_12_04D, curves=False),
-            "kernel-2026-12-04e": partial(_dated, KERNEL_FRACTIONS_2026_12_04D, curves=False, non_torch_bytes=3.0e9)}
+            "kernel-2026-12-04e": partial(_dated, KERNEL_FRACTIONS_2026_12_04D, curves=False, non_torch_bytes=3.0e9),
+            "kernel-2026-12-05a": partial(Efficiency.kernel_calibrated, None, {"own_weight_memory": False})}

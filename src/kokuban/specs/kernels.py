@@ -163,11 +163,13 @@ class KernelCurves:
     moe_layer_fp4_s: float = 49.7e-6
     moe_pair_fp4_s: float = 19.9e-9
     gemm_ceiling_factor: float = 1.0  # an accelerator's own large-M GEMM fraction ÷ the medians' (`attainable_factor`)
+    weight_memory_ratio: float = 1.0  # an accelerator's own weight stream ÷ the fitted memory fraction's (session 33)
     plain_nccl: bool = False  # the engine all-reduces with NCCL (torch.distributed), not a custom kernel
     kv_per_query_head: bool = False  # the engine's decode attention loads a KV head per query head (no GQA sharing)
     pcie_curve: bool = True  # PCIe all-reduces on `pcie_allreduce_time_s` (False: the flat scalars, before session 30)
     per_accelerator: bool = True  # an accelerator's own measured constants replace these (`for_accelerator`)
     own_pcie: bool = True  # with them, its own PCIe all-reduce fraction (session 32; False: before it)
+    own_weight_memory: bool = True  # with them, its own weight stream ratio (session 33; False: before it)
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -190,7 +192,8 @@ class KernelCurves:
         medians = {f.name: f.default for f in fields(self)}
         # a value someone set (an efficiency file, `with_kernels`) is theirs: only the medians give way
         own = {k: v for k, v in accelerator.kernel_constants.items() if getattr(self, k) == medians[k] != v
-               and (self.own_pcie or k != "pcie_allreduce_fraction")}
+               and (self.own_pcie or k != "pcie_allreduce_fraction")
+               and (self.own_weight_memory or k != "weight_memory_ratio")}
         return replace(self, **own) if own else self
 
     def covers(self, accelerator: Any) -> bool:

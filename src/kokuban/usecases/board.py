@@ -143,7 +143,7 @@ def run_blackboard(request: EstimateRequest) -> Blackboard:
     dep = est.deployment
     n, acc, eff = dep.num_gpus, dep.accelerator, dep.efficiency
     peak = n * acc.flops(dep.compute_dtype) * gemm_ceiling_fraction(dep)  # a large GEMM's ceiling in this dtype
-    bw = n * acc.memory_bandwidth_bytes_per_s * eff.memory
+    bw = n * acc.memory_bandwidth_bytes_per_s * eff.weight_memory_fraction
     dec, pre = est.decode, est.prefill
     ratio = float(cost.cost_ratio(cost.usd_per_m_output(dep, dec), cost.usd_per_m_input(dep, pre),
                                   dec.step_time_s / dec.batch, pre.step_time_s / pre.tokens))
