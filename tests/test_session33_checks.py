@@ -1,28 +1,18 @@
-"""Session 33's clean checks (LMDeploy 0.1's TurboMind tables, llama.cpp's CUDA scoreboard): the rows their rule makes
-from the copied tables, worked by hand, and the figures docs/validation.md ("Session 33") and the README quote,
-rebuilt from the committed reports and today's predictions."""
+"""Session 33's clean checks (LMDeploy 0.1's TurboMind tables, llama.cpp's CUDA scoreboard, AMD's vLLM tables on
+MI300X) and its two MI300X candidates: the rows each rule makes from the copied tables, worked by hand, the fits and
+decisions, and the figures docs/validation.md ("Session 33") and the README quote, rebuilt from the committed reports
+and the predictions."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import tomllib
-from pathlib import Path
 
 import pytest
 from test_session31_checks import _pct, _same, _text  # the same readers of reports and docs
+from test_session32_checks import CHECKS, _module  # and the same loader of the clean-check scripts
 
 from kokuban.validation.accuracy import load_published
-
-ROOT = Path(__file__).resolve().parents[1]
-CHECKS = ROOT / "validation/clean-checks"
-
-
-def _module(path: Path):
-    spec = importlib.util.spec_from_file_location(path.stem + path.parent.name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _rows(check: str) -> dict[str, dict]:
