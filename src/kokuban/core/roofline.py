@@ -382,7 +382,7 @@ def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_pe
     attention compute = [attended·attn_flops + tokens·state FLOPs per token] ÷ peak[attention dtype] ÷ (N·eff)
       (the linear-attention recurrences are the attention kernel of their layers: O(d_k·d_v) per head per token)
     weights = weight bytes read(tokens) ÷ N ÷ (HBM bandwidth·weight memory eff), slower when dequantised
-      (`weight_read_s`: memory eff × the accelerator's weight stream ratio, 1 but on the MI300X)
+      (`weight_read_s`: memory eff × the accelerator's weight stream ratio, 1 unless its catalog entry sets one)
     kv      = [kv bytes ÷ kv read ways + state bytes ÷ state read ways] ÷ (HBM bandwidth·kv_memory eff)
     overhead = step overhead + the MoE layers' routing/permute time under the kernel profile (`moe_overhead_s`)
     Under EP each GPU reads the whole always-read part for its own requests, so that part is divided

@@ -184,9 +184,10 @@ class KernelCurves:
     def for_accelerator(self, accelerator: Any) -> KernelCurves:
         """These curves as `accelerator` runs them: its own constants (`Accelerator.kernel_constants`, fitted on its
         measured kernel tables by validation/kernel_tables.py: the A100's GEMM ceiling and half-point, collectives
-        and MoE layer) in place of the medians, when `per_accelerator` is set; otherwise, or where the catalog lists
-        none, unchanged. Only a field still at its median gives way: one set otherwise (a calibrated efficiency file,
-        `Efficiency.with_kernels`) stays as set."""
+        and MoE layer; or on serving rows: the PCIe servers' all-reduce fractions, the MI300X's weight stream ratio)
+        in place of the medians, when `per_accelerator` is set (the last two also `own_pcie`, `own_weight_memory`);
+        otherwise, or where the catalog lists none, unchanged. Only a field still at its median gives way: one set
+        otherwise (a calibrated efficiency file, `Efficiency.with_kernels`) stays as set."""
         if not self.per_accelerator or not accelerator.kernel_constants:
             return self
         medians = {f.name: f.default for f in fields(self)}
