@@ -238,3 +238,11 @@ def test_the_mi300x_weight_stream_by_hand(capsys):
     assert "(weights × 0.5: this GPU's own weight stream)" in " ".join(capsys.readouterr().out.split())
     assert main(["estimate", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "8", "--weights", "fp8"]) == 0
     assert "own weight stream" not in capsys.readouterr().out
+
+
+def test_the_readme_states_the_bar():
+    saved = json.loads((CHECKS / "session33.json").read_text())["today"]
+    t = {k: _pct(v["median_abs_error"]) for k, v in saved.items()}
+    assert (f"Today's model (session 33) on the 680 rows it never saw meets the median ({t['all']} %) and the p90 "
+            f"({_pct(saved['all']['p90_abs_error'])} %), but not \"no regime above 20 %\": llama.cpp's q4_0 rows read "
+            f"{t['dtype q4_0']} % and first tokens {t['workload first token']} %") in _text("README.md")
