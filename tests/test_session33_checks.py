@@ -137,6 +137,12 @@ def test_the_fits_and_the_rules_decide():
     assert (round(first[0.5][0], 4), round(first[1.0][0], 4)) == (0.0224, 0.0852)
     assert (round(second[0.5][0], 4), round(second[1.0][0], 4)) == (0.0255, 0.0742)
     assert load_accelerator("mi300x").kernel_constants == {"weight_memory_ratio": 0.50}
+    catalog = tomllib.loads((CHECKS.parents[1] / "src/kokuban/data/accelerators.toml").read_text())["accelerator"]
+    note = next(a["kernel_note"] for a in catalog if a["id"] == "mi300x")
+    (msle, median), (msle_one, median_one) = second[0.5], second[1.0]
+    assert (f"{msle:.4f} at 0.50 against {msle_one:.4f} at 1.0 (median |error| {100 * median:.1f} % against "
+            f"{100 * median_one:.1f} %") in note
+    assert len(fit.all_seen_rows()) == 270 and "the 270 AMD vLLM rows" in note
     assert not any("weight_memory_ratio" in load_accelerator(a).kernel_constants for a in ("mi325x", "h100-sxm"))
     # 0.50 of the 0.9 fraction of 5.3e12 B/s: 2.385e12 B/s for a weight read
     from kokuban.specs.hardware import Efficiency
