@@ -134,8 +134,9 @@ def test_the_fits_and_the_rules_decide():
     fit = _module(CHECKS / "fit_session33.py")
     first, second = fit.ratio_scores(), fit.weight_ratio_scores()
     assert min(first, key=lambda r: first[r][0]) == 0.50 and min(second, key=lambda r: second[r][0]) == 0.50
-    assert (round(first[0.5][0], 4), round(first[1.0][0], 4)) == (0.0224, 0.0852)
-    assert (round(second[0.5][0], 4), round(second[1.0][0], 4)) == (0.0255, 0.0742)
+    docs = _text("docs/validation.md")  # the docs quote each grid's least and its 1.0 (no ratio)
+    assert f"least mean squared log error: 0.50, MSLE {first[0.5][0]:.4f} against {first[1.0][0]:.4f})" in docs
+    assert f"**0.50** (MSLE {second[0.5][0]:.4f} against {second[1.0][0]:.4f})" in docs
     assert load_accelerator("mi300x").kernel_constants == {"weight_memory_ratio": 0.50}
     catalog = tomllib.loads((CHECKS.parents[1] / "src/kokuban/data/accelerators.toml").read_text())["accelerator"]
     note = next(a["kernel_note"] for a in catalog if a["id"] == "mi300x")
@@ -144,10 +145,12 @@ def test_the_fits_and_the_rules_decide():
             f"{100 * median_one:.1f} %") in note
     assert len(fit.all_seen_rows()) == 270 and "the 270 AMD vLLM rows" in note
     assert not any("weight_memory_ratio" in load_accelerator(a).kernel_constants for a in ("mi325x", "h100-sxm"))
-    # 0.50 of the 0.9 fraction of 5.3e12 B/s: 2.385e12 B/s for a weight read
+    # the weight read the docs and the note quote: 0.50 × the shipped 0.9 of the MI300X's 5.3e12 B/s ≈ 2.4e12 B/s
     from kokuban.specs.hardware import Efficiency
 
-    assert 5.3e12 * 0.9 * 0.5 == pytest.approx(2.385e12) and Efficiency.shipped().memory == 0.9
+    rate = load_accelerator("mi300x").memory_bandwidth_bytes_per_s * Efficiency.shipped().memory * 0.50
+    assert f"{rate:.1e}" == "2.4e+12"
+    assert "0.50 × 0.9 of 5.3e12 B/s, 2.4e12 B/s" in docs and "so 0.45: 2.4e12 B/s" in note
     saved = json.loads((CHECKS / "session33.json").read_text())
     one, two = saved["judge"], saved["second_judge"]
     # the first: lower on the July latency tables, higher on the throughput tables: rejected

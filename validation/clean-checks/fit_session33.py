@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kokuban.specs.hardware import Efficiency
+from kokuban.specs.hardware import PROFILES, Efficiency
 from kokuban.usecases.validation import read_measurements
 from kokuban.validation.accuracy import predict_row
 
@@ -27,11 +27,10 @@ HERE = Path(__file__).parent
 GRID = tuple(round(0.40 + 0.05 * i, 2) for i in range(13))
 
 
-def candidate(ratio: float, efficiency: Efficiency | None = None) -> Efficiency:
-    """`efficiency` (today's shipped model) with the MI300X's weight and KV streams at `ratio` of its fractions: the
-    rejected candidate, for MI300X rows only."""
-    eff = Efficiency.shipped() if efficiency is None else efficiency
-    return replace(eff, memory=eff.memory * ratio, kv_memory=eff.kv_memory_fraction * ratio)
+def candidate(ratio: float, efficiency: Efficiency) -> Efficiency:
+    """`efficiency` (session 32's final model, "kernel-2026-12-05a": today's would add the shipped weight ratio) with
+    the MI300X's weight and KV streams at `ratio` of its fractions: the rejected candidate, for MI300X rows only."""
+    return replace(efficiency, memory=efficiency.memory * ratio, kv_memory=efficiency.kv_memory_fraction * ratio)
 
 
 def seen_rows() -> list:
@@ -64,7 +63,7 @@ def weight_ratio_scores(rows: list | None = None) -> dict[float, tuple[float, fl
 def ratio_scores(rows: list | None = None) -> dict[float, tuple[float, float]]:
     """{ratio: (mean squared log error, median |error|)} of the first candidate (`candidate`) on `seen_rows`."""
     return _scores(seen_rows() if rows is None else rows,
-                   lambda r: candidate(r, Efficiency.shipped().with_kernels(own_weight_memory=False)))
+                   lambda r: candidate(r, PROFILES["kernel-2026-12-05a"]()))  # the model then shipped
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from kokuban.specs.hardware import PROFILES, Efficiency
 from kokuban.usecases.validation import read_measurements
-from kokuban.validation.accuracy import engine_family, predict_row
+from kokuban.validation.accuracy import engine_family, engine_version, predict_row
 
 HERE = Path(__file__).parent
 
@@ -95,11 +95,12 @@ def version_of(r) -> tuple[str, ...]:
 def judge_of(r) -> tuple[str, ...]:
     """A judging row's judge (the July latency tables or the throughput tables), its model and its batch's size."""
     kind = "judge 1: July 2025 latency" if "-latency-" in r.id else "judge 2: throughput"
-    return (kind, f"{kind}, model {r.model}", f"version {engine_version_word(r.engine)}")
+    return (kind, f"{kind}, model {r.model}", f"version {version_text(r.engine)}")
 
 
-def engine_version_word(engine: str) -> str:
-    return engine.split("(")[0].split()[-1]
+def version_text(engine: str) -> str:
+    """The version an engine string names, as written ('vLLM 0.9.1 (…)' → '0.9.1'; `accuracy.engine_version`)."""
+    return ".".join(map(str, engine_version(engine)))
 
 
 def judge() -> dict:
@@ -139,7 +140,7 @@ def second_judge_of(r) -> tuple[str, ...]:
     if r.id.startswith("oracle-"):
         return ("judge B: Oracle",)
     kind = "latency" if "benchmark_latency" in r.engine else "throughput"
-    return (f"vLLM {engine_version_word(r.engine)} {kind}", f"vLLM {engine_version_word(r.engine)} {kind}, {r.model}")
+    return (f"vLLM {version_text(r.engine)} {kind}", f"vLLM {version_text(r.engine)} {kind}, {r.model}")
 
 
 def second_judge() -> dict:

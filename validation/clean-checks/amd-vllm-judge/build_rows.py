@@ -28,20 +28,11 @@ ROCM = LATENCY.ROCM | {"0.9.1": "6.4.1"}  # each README's "The pre-built image i
 
 
 def tables(table: Path = HERE / "table.md") -> list[tuple[str, str, str, str, list[list[str]]]]:
-    """(kind, commit, date, vLLM version, [cells of each data line]) of each table, in order; a blank model cell is
-    filled with the model above."""
-    out, model = [], ""
-    for line in table.read_text().splitlines():
-        if line.startswith("## "):
-            kind, commit, date, _, version = line[3:].split()
-            out.append((kind, commit, date, version, []))
-            continue
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if out and line.startswith("|") and len(cells) >= 7 and cells[3].isdigit():
-            model = cells[0] or model
-            assert (cells[1] or "FP8") == "FP8" and (cells[2] or "8") == "8", line  # the rule's precision and TP
-            out[-1][4].append([model, *cells[1:]])
-    return out
+    """(kind, commit, date, vLLM version, [cells of each data line]) of each table, in order."""
+    out: dict[str, list[list[str]]] = {}
+    for heading, cells in LATENCY.table_lines(table.read_text()):
+        out.setdefault(heading, []).append(cells)
+    return [(*heading.replace(" vLLM ", " ").split(), lines) for heading, lines in out.items()]
 
 
 def _published_cells() -> set[tuple[str, int, int, float]]:
@@ -60,20 +51,13 @@ def rows(table: Path = HERE / "table.md") -> tuple[list[dict], list[str]]:
                   else f"vLLM {version} (ROCm {ROCM[version]}, benchmark_throughput)")
         for cells in lines:
             model = LATENCY.MODELS.get(cells[0])
-            if kind == "latency":
-                batch, inp, output, latency = int(cells[3]), int(cells[4]), int(cells[5]), float(cells[6])
-                value, kv, scenario = batch * output / latency, "fp16", "offline"
-            else:
-                inp, output, batch, value = int(cells[3]), int(cells[4]), int(cells[6]), float(cells[7])
-                kv, scenario = "fp8", "offline"
+            batch, inp, output, value = LATENCY.measured(kind, cells)
             rid = f"amdvllm-{kind}-{version}-{date}-{model}-mi300x-fp8-tp8-b{batch}-{inp}-{output}"
             if model is None or (model, inp, output, value) in seen:
                 left.append(rid)
                 continue
-            out.append({"id": rid, "model": model, "accelerator": "mi300x", "num_gpus": 8, "tensor_parallel": 8,
-                        "expert_parallel": False, "weights_dtype": "fp8", "kv_dtype": kv, "engine": engine,
-                        "metric": "output_tokens_per_s", "value": value, "per_gpu": False, "batch": batch,
-                        "input_tokens": inp, "output_tokens": output, "scenario": scenario, "source": source})
+            kv = "fp16" if kind == "latency" else "fp8"  # July's latency command sets no KV dtype
+            out.append(LATENCY.mi300x_row(rid, model, kv, engine, value, batch, inp, output, source))
     return out, left
 
 

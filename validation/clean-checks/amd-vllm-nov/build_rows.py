@@ -37,42 +37,21 @@ def _load(name: str, path: Path):
 LATENCY = _load("amd_latency", HERE.parent / "amd-vllm" / "build_rows.py")
 
 
-def sections(path: Path) -> dict[str, list[list[str]]]:
-    """{"latency" | "throughput": the cells of each data line} of a README source, blank model cells filled."""
-    out, kind, model = {}, "", ""
-    for line in path.read_text().splitlines():
-        if line.startswith("## "):
-            kind = line[3:].strip()
-            continue
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if kind in ("latency", "throughput") and line.startswith("|") and len(cells) >= 7 and cells[3].isdigit():
-            model = cells[0] or model
-            assert (cells[1] or "FP8") == "FP8" and (cells[2] or "8") == "8", line
-            out.setdefault(kind, []).append([model, *cells[1:]])
-    return out
-
-
 def readme_rows(name: str) -> list[dict]:
     """A README source's rows: latency → output tokens/s = batch × output ÷ latency (KV fp16: no `--kv-cache-dtype` in
     its command), throughput → the table's tokens/s at batch = Max Num Seqs (KV fp8, as its command sets)."""
     version, rocm, source = README_SOURCES[name]
     out = []
-    for kind, lines in sections(HERE / name).items():
-        for cells in lines:
-            model = LATENCY.MODELS.get(cells[0])
-            assert model, cells[0]  # these releases name each model's own checkpoint
-            if kind == "latency":
-                batch, inp, output = int(cells[3]), int(cells[4]), int(cells[5])
-                value, kv, tool = batch * output / float(cells[6]), "fp16", "benchmark_latency"
-            else:
-                inp, output, batch, value = int(cells[3]), int(cells[4]), int(cells[6]), float(cells[7])
-                kv, tool = "fp8", "benchmark_throughput"
-            out.append({"id": f"amdvllm-{kind}-{version}-{model}-mi300x-fp8-tp8-b{batch}-{inp}-{output}",
-                        "model": model, "accelerator": "mi300x", "num_gpus": 8, "tensor_parallel": 8,
-                        "expert_parallel": False, "weights_dtype": "fp8", "kv_dtype": kv,
-                        "engine": f"vLLM {version} (ROCm {rocm}, {tool})", "metric": "output_tokens_per_s",
-                        "value": value, "per_gpu": False, "batch": batch, "input_tokens": inp, "output_tokens": output,
-                        "scenario": "offline", "source": f"{source} ({kind.capitalize()} Measurements)"})
+    for kind, cells in LATENCY.table_lines((HERE / name).read_text()):
+        if kind not in ("latency", "throughput"):
+            continue
+        model = LATENCY.MODELS.get(cells[0])
+        assert model, cells[0]  # these releases name each model's own checkpoint
+        batch, inp, output, value = LATENCY.measured(kind, cells)
+        kv, tool = ("fp16", "benchmark_latency") if kind == "latency" else ("fp8", "benchmark_throughput")
+        out.append(LATENCY.mi300x_row(f"amdvllm-{kind}-{version}-{model}-mi300x-fp8-tp8-b{batch}-{inp}-{output}",
+                                      model, kv, f"vLLM {version} (ROCm {rocm}, {tool})", value, batch, inp, output,
+                                      f"{source} ({kind.capitalize()} Measurements)"))
     return out
 
 
@@ -88,11 +67,8 @@ def oracle_rows() -> list[dict]:
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if line.startswith("|") and len(cells) == 3 and cells[0].isdigit() and int(cells[0]) not in held:
             batch = int(cells[0])
-            out.append({"id": f"oracle-llama31-405b-mi300x-fp8-bs{batch}-128-128", "model": "llama-3.1-405b",
-                        "accelerator": "mi300x", "num_gpus": 8, "tensor_parallel": 8, "expert_parallel": False,
-                        "weights_dtype": "fp8", "kv_dtype": "bf16", "engine": ORACLE_ENGINE,
-                        "metric": "output_tokens_per_s", "value": float(cells[1]), "per_gpu": False, "batch": batch,
-                        "input_tokens": 128, "output_tokens": 128, "scenario": "offline", "source": ORACLE})
+            out.append(LATENCY.mi300x_row(f"oracle-llama31-405b-mi300x-fp8-bs{batch}-128-128", "llama-3.1-405b",
+                                          "bf16", ORACLE_ENGINE, float(cells[1]), batch, 128, 128, ORACLE))
     return out
 
 

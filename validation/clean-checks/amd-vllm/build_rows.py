@@ -24,31 +24,60 @@ TABLE = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(TABLE)
 
 
-def tables(table: Path = HERE / "table.md") -> list[tuple[str, str, str, list[tuple[str, int, int, int, float]]]]:
-    """(commit, date, vLLM version, [(model as written, batch, input, output, latency s)]) of each table, in order."""
-    out, model = [], ""
-    for line in table.read_text().splitlines():
+def table_lines(text: str) -> list[tuple[str, list[str]]]:
+    """(the "## " heading above it, its cells) of every data line of AMD's README tables in `text`, in order: a blank
+    model cell continues the model above; every line is FP8 at TP 8 (the rules' precision and TP). The judges' builds
+    (`../amd-vllm-judge/`, `../amd-vllm-nov/`) read their copies with it too."""
+    out, heading, model = [], "", ""
+    for line in text.splitlines():
         if line.startswith("## "):
-            commit, date, _, version = line[3:].split()
-            out.append((commit, date, version, []))
+            heading = line[3:].strip()
             continue
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if out and line.startswith("|") and len(cells) == 7 and cells[3].isdigit():
+        if heading and line.startswith("|") and len(cells) >= 7 and cells[3].isdigit():
             model = cells[0] or model
-            assert (cells[1] or "FP8") == "FP8" and (cells[2] or "8") == "8", line  # the rule's precision and TP
-            out[-1][3].append((model, int(cells[3]), int(cells[4]), int(cells[5]), float(cells[6])))
+            assert (cells[1] or "FP8") == "FP8" and (cells[2] or "8") == "8", line
+            out.append((heading, [model, *cells[1:]]))
     return out
 
 
-def rows(commit: str, date: str, version: str, cells: list[tuple[str, int, int, int, float]]) -> list[dict]:
-    """A table's cells as rows: output tokens/s = batch × output ÷ latency, eight MI300X at TP 8, fp8 weights and KV."""
+def measured(kind: str, cells: list[str]) -> tuple[int, int, int, float]:
+    """(batch, input, output, output tokens/s) of a latency line (batch × output ÷ its seconds) or a throughput line
+    (its tokens/s at batch = Max Num Seqs)."""
+    if kind == "latency":
+        batch, inp, out = int(cells[3]), int(cells[4]), int(cells[5])
+        return batch, inp, out, batch * out / float(cells[6])
+    return int(cells[6]), int(cells[3]), int(cells[4]), float(cells[7])
+
+
+def mi300x_row(rid: str, model: str, kv: str, engine: str, value: float, batch: int, inp: int, out: int,
+               source: str) -> dict:
+    """A row of eight MI300X at TP 8, fp8 weights, output tokens/s, in the published schema."""
+    return {"id": rid, "model": model, "accelerator": "mi300x", "num_gpus": 8, "tensor_parallel": 8,
+            "expert_parallel": False, "weights_dtype": "fp8", "kv_dtype": kv, "engine": engine,
+            "metric": "output_tokens_per_s", "value": value, "per_gpu": False, "batch": batch, "input_tokens": inp,
+            "output_tokens": out, "scenario": "offline", "source": source}
+
+
+def tables(table: Path = HERE / "table.md") -> list[tuple[str, str, str, list[list[str]]]]:
+    """(commit, date, vLLM version, [cells of each data line]) of each table, in order."""
+    out: dict[str, list[list[str]]] = {}
+    for heading, cells in table_lines(table.read_text()):
+        out.setdefault(heading, []).append(cells)
+    return [(*heading.replace(" vLLM ", " ").split(), lines) for heading, lines in out.items()]
+
+
+def rows(commit: str, date: str, version: str, lines: list[list[str]]) -> list[dict]:
+    """A table's lines as rows: output tokens/s = batch × output ÷ latency, eight MI300X at TP 8, fp8 weights and KV."""
     engine = f"vLLM {version} (ROCm {ROCM[version]}, benchmark_latency)"
-    return [{"id": f"amdvllm-{version}-{date}-{MODELS[m]}-mi300x-fp8-tp8-b{batch}-{inp}-{out}", "model": MODELS[m],
-             "accelerator": "mi300x", "num_gpus": 8, "tensor_parallel": 8, "expert_parallel": False,
-             "weights_dtype": "fp8", "kv_dtype": "fp8", "engine": engine, "metric": "output_tokens_per_s",
-             "value": batch * out / latency, "per_gpu": False, "batch": batch, "input_tokens": inp,
-             "output_tokens": out, "scenario": "offline", "source": README.format(commit=commit)}
-            for m, batch, inp, out, latency in cells if MODELS[m]]
+    out = []
+    for cells in lines:
+        if (model := MODELS[cells[0]]) is None:
+            continue
+        batch, inp, output, value = measured("latency", cells)
+        out.append(mi300x_row(f"amdvllm-{version}-{date}-{model}-mi300x-fp8-tp8-b{batch}-{inp}-{output}", model,
+                              "fp8", engine, value, batch, inp, output, README.format(commit=commit)))
+    return out
 
 
 def write() -> None:
