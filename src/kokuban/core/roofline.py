@@ -345,6 +345,28 @@ def lm_head_time_s(dep: Deployment) -> float:
     return 2.0 * dep.model.params_lm_head / (acc.flops(dep.compute_dtype) * dep.num_gpus * dep.efficiency.compute)
 
 
+def ggml_per_sm(dep: Deployment) -> tuple[float, float]:
+    """(bytes/s, FLOP/s) of llama.cpp's quantized CUDA kernels on the deployment's GPU, each 0 where it does not apply.
+
+    ggml's kernels for its GGUF block formats launch the same way on every NVIDIA GPU (ggml-cuda mmvq.cu, mmq.cuh at
+    ggml-org/ggml ac0c8be4; validation/clean-checks/llamacpp-sm/inclusion-rule.md), so their limits are per SM:
+
+        MMVQ (decode) weight stream ≤ n_SM · b_SM           one 128-thread block per matrix row: the bytes an SM keeps
+                                                            in flight are the kernel's, and b_SM = that ÷ the latency
+        MMQ (a prompt) linear FLOP/s = n_SM · f_boost · r   nibbles unpacked to int8 in shared memory, then int8 MMA:
+                                                            a rate per SM per cycle, not the tensor cores' peak
+
+    with b_SM = `KernelCurves.ggml_sm_stream_bytes_per_s`, r = `ggml_mmq_ops_per_cycle` and the accelerator's
+    `sm_count` and `boost_clock_hz`. Applies to GGUF quantized weights (`dtypes.quant_format(...).kind` "gguf")
+    under the kernel curves, on an accelerator whose catalog entry states its SMs (and clock, for MMQ)."""
+    from kokuban.specs.dtypes import quant_format
+
+    k, acc = dep.efficiency.kernels, dep.accelerator
+    if k is None or acc.sm_count <= 0 or quant_format(dep.weights_dtype).kind != "gguf":
+        return 0.0, 0.0
+    return acc.sm_count * k.ggml_sm_stream_bytes_per_s, acc.sm_count * acc.boost_clock_hz * k.ggml_mmq_ops_per_cycle
+
+
 def weight_read_s(dep: Deployment, tokens: Any) -> np.ndarray:
     """Seconds the busiest GPU spends reading weights for a pass over `tokens` tokens:
 
@@ -354,17 +376,20 @@ def weight_read_s(dep: Deployment, tokens: Any) -> np.ndarray:
     f_w = `Efficiency.dequant_memory` when the kernels dequantise the quantized weights on the fly
     (`Deployment.dequantises_weights`: weight-only int4, fp8/fp4 without the native unit), else 1; f_e the same for
     the routed experts' own format (`Deployment.dequantises_experts`); the 16-bit LM head streams at the plain rate
-    either way."""
+    either way. llama.cpp's MMVQ takes at least read ÷ (n_SM·b_SM) (`ggml_per_sm`)."""
     eff = dep.efficiency
     read = weight_bytes_read_per_gpu(dep, tokens)
     rate = dep.accelerator.memory_bandwidth_bytes_per_s * eff.weight_memory_fraction
     if not (dep.dequantises_weights or dep.dequantises_experts):
-        return read / rate
-    head = lm_head_bytes(dep) / dep.dense_shards
-    routed = routed_weight_bytes_read(dep, tokens) / dep.parallel.expert_shards
-    f_w = eff.dequant_memory if dep.dequantises_weights else 1.0
-    f_e = eff.dequant_memory if dep.dequantises_experts else 1.0
-    return ((read - head - routed) / f_w + routed / f_e + head) / rate
+        t = read / rate
+    else:
+        head = lm_head_bytes(dep) / dep.dense_shards
+        routed = routed_weight_bytes_read(dep, tokens) / dep.parallel.expert_shards
+        f_w = eff.dequant_memory if dep.dequantises_weights else 1.0
+        f_e = eff.dequant_memory if dep.dequantises_experts else 1.0
+        t = ((read - head - routed) / f_w + routed / f_e + head) / rate
+    sm_stream = ggml_per_sm(dep)[0]
+    return np.maximum(t, read / sm_stream) if sm_stream > 0 else t
 
 
 def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_per_pair: int, kv_bytes: Any,
@@ -401,6 +426,8 @@ def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_pe
     expert_flops = tokens * 2.0 * m.moe_layers * m.top_k * m.params_per_expert if m.is_moe else 0.0
     body_s = ((body_flops - expert_flops) / (acc.flops(dep.compute_dtype) * dense_f)
               + expert_flops / (acc.flops(dep.expert_compute_dtype) * expert_f)) / n
+    if (mmq_flops_per_s := ggml_per_sm(dep)[1]) > 0:
+        body_s = body_flops / mmq_flops_per_s / n  # llama.cpp's MMQ: a rate per SM per cycle (`ggml_per_sm`)
     compute_s = body_s + logits * lm_head_time_s(dep) + attn_compute_s
     read = weight_bytes_read(dep, tokens)
     weights_s = weight_read_s(dep, tokens)

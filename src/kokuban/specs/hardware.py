@@ -88,6 +88,10 @@ class Accelerator:
     scaleout_bytes_per_s: float = 0.0  # per-accelerator scale-out NIC bandwidth, per direction (0 = not stated)
     scaleout_latency_s: float = 0.0  # latency a collective adds when it crosses the node (kernel profile only)
     price_per_hour_usd: float = 0.0
+    #: streaming multiprocessors (NVIDIA SMs) and their rated boost clock, Hz (`sm_note`: source); 0 = not stated. What
+    #: a kernel bound per SM runs at (`core.roofline.ggml_weight_stream_s`, `ggml_gemm_rate`)
+    sm_count: int = 0
+    boost_clock_hz: float = 0.0
     sources: tuple[str, ...] = ()
     retrieved: str = ""
     notes: str = ""
@@ -133,11 +137,13 @@ class Accelerator:
                 scaleout_bytes_per_s=float(entry.get("scaleout_bytes_per_s", 0.0)),
                 scaleout_latency_s=float(entry.get("scaleout_latency_s", 0.0)),
                 price_per_hour_usd=float(entry.get("price_per_hour_usd", 0.0)),
+                sm_count=int(entry.get("sm_count", 0)),
+                boost_clock_hz=float(entry.get("boost_clock_hz", 0.0)),
                 sources=tuple(entry.get("sources", ())),
                 retrieved=str(entry.get("retrieved", "")),
                 notes=str(entry.get("memory_note", "")),
                 extra={k: v for k, v in entry.items()
-                       if k in ("price_source", "flops_note", "maf_note", "kernel_note", "released", "tdp_w")},
+                       if k in ("price_source", "flops_note", "maf_note", "kernel_note", "sm_note", "released", "tdp_w")},
             )
         except KeyError as exc:
             raise KokubanError(
@@ -148,6 +154,10 @@ class Accelerator:
         acc = replace(acc, kernel_constants=kernel_constants(entry))
         require_positive(f"{acc.id}.memory_bytes", acc.memory_bytes)
         require_positive(f"{acc.id}.memory_bandwidth_bytes_per_s", acc.memory_bandwidth_bytes_per_s)
+        for name in ("sm_count", "boost_clock_hz"):
+            if not 0 <= getattr(acc, name) < float("inf"):
+                raise KokubanError(f"accelerator '{acc.id}': {name} must be a finite number ≥ 0 (0 = not stated), "
+                                   f"got {getattr(acc, name)!r}", field=name, value=getattr(acc, name))
         if not any(acc.peak_flops.get(k) for k in ("bf16", "fp16")):
             raise KokubanError(f"accelerator '{acc.id}' needs flops_bf16 or flops_fp16 (dense FLOP/s)")
         return acc

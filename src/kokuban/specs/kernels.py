@@ -170,6 +170,11 @@ class KernelCurves:
     per_accelerator: bool = True  # an accelerator's own measured constants replace these (`for_accelerator`)
     own_pcie: bool = True  # with them, its own PCIe all-reduce fraction (session 32; False: before it)
     own_weight_memory: bool = True  # with them, its own weight stream ratio (session 33; False: before it)
+    #: llama.cpp's quantized CUDA kernels (ggml's MMVQ and MMQ), bound per SM (`core.roofline.ggml_per_sm`; session
+    #: 34): the bytes per second one SM draws through MMVQ, and the operations one SM completes per clock cycle in MMQ.
+    #: FITTED on llama.cpp's CUDA scoreboard (validation/clean-checks/llamacpp-sm/: `GGML_PER_SM`); 0 = no such bound
+    ggml_sm_stream_bytes_per_s: float = 0.0
+    ggml_mmq_ops_per_cycle: float = 0.0
 
     def __post_init__(self) -> None:
         for f in fields(self):

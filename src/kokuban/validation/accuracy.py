@@ -320,6 +320,12 @@ LOOP_ENGINES = ("gpt-fast", "MLC LLM", "ExLlamaV2")
 #: CUDA graphs, PR 6766, on Ampere and newer, one token at a time): it pays the loop's fixed step as `LOOP_ENGINES` do
 #: (session 33, validation/clean-checks/lmdeploy01/inclusion-rule.md; its prompt processing, no graph, does not)
 LOOP_MARK = "CUDA-graph decode loop"
+#: named in the engine string of a llama.cpp row of one prompt processed at once (llama-bench's pp tests): with
+#: `LOOP_MARK`, what says that a row's build has the ggml CUDA kernels `core.roofline.ggml_per_sm` prices (MMVQ with
+#: four warps a block since PR 5394, 2024-02; MMQ on int8 tensor cores since PR 7676, 2024-06). The published set's
+#: llama.cpp rows (2023-10, 2024-01) name neither and keep the plain roofline (session 34,
+#: validation/clean-checks/llamacpp-sm/inclusion-rule.md)
+PROMPT_MARK = "prompt processing"
 #: Engines whose weight-only matmuls are PyTorch's generic ones (gpt-fast: `aten._weight_int4pack_mm` for int4, an
 #: int8→bf16 cast before `F.linear` for int8), not a fused dequantising GEMV: they stream quantized weights at
 #: `GENERIC_DEQUANT_MEMORY` of the plain rate, the assumed figure of the scalar set (issue 13's 0.5–0.7), while the
@@ -350,13 +356,16 @@ def row_efficiency(row: PublishedResult, efficiency: Efficiency) -> Efficiency:
     (`shares_kv_head`) and one that says it ran `KV_UNSHARED_MARK`; one that says `PLAIN_NCCL_MARK` all-reduces as
     `PLAIN_NCCL_ENGINES` do; an engine of `LOOP_ENGINES`, or one that says `LOOP_MARK`, pays
     `Efficiency.loop_overhead` per step; one of `GENERIC_DEQUANT_ENGINES` streams
-    quantized weights at `GENERIC_DEQUANT_MEMORY`; otherwise unchanged."""
+    quantized weights at `GENERIC_DEQUANT_MEMORY`; a llama.cpp row that names neither `LOOP_MARK` nor `PROMPT_MARK`
+    (a build before the kernels `core.roofline.ggml_per_sm` prices) has no per-SM bound; otherwise unchanged."""
     if efficiency.kernels is None:
         return efficiency
     family, version = engine_family(row.engine), engine_version(row.engine)
     changes = {"plain_nccl": family in PLAIN_NCCL_ENGINES or PLAIN_NCCL_MARK in row.engine,
                "kv_per_query_head": KV_UNSHARED_MARK in row.engine or not shares_kv_head(row.model, family, version)}
     changes = {k: v for k, v in changes.items() if v}
+    if family == "llama.cpp" and not any(mark in row.engine for mark in (LOOP_MARK, PROMPT_MARK)):
+        changes |= {"ggml_sm_stream_bytes_per_s": 0.0, "ggml_mmq_ops_per_cycle": 0.0}
     loop = family in LOOP_ENGINES or LOOP_MARK in row.engine
     scalars = ({"step_overhead_s": efficiency.loop_overhead} if loop else {}) | (
         {"dequant_memory": GENERIC_DEQUANT_MEMORY} if family in GENERIC_DEQUANT_ENGINES else {})
