@@ -143,7 +143,8 @@ class Accelerator:
                 retrieved=str(entry.get("retrieved", "")),
                 notes=str(entry.get("memory_note", "")),
                 extra={k: v for k, v in entry.items()
-                       if k in ("price_source", "flops_note", "maf_note", "kernel_note", "sm_note", "released", "tdp_w")},
+                       if k in ("price_source", "flops_note", "maf_note", "kernel_note", "sm_note", "released",
+                                "tdp_w")},
             )
         except KeyError as exc:
             raise KokubanError(
