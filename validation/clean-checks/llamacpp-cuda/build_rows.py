@@ -32,14 +32,15 @@ def records(table: Path = HERE / "table.md") -> list[dict]:
     return [json.loads(line) for line in table.read_text().splitlines() if line.startswith("{")]
 
 
-def rows(table: Path = HERE / "table.md") -> list[dict]:
-    """Every record of `table`: tg128 → a user's decode speed at batch 1 (the CUDA-graph decode loop), pp512 → the
-    time to the first token of one 512-token prompt (512 ÷ its tokens/s, prompt processing)."""
+def rows(table: Path = HERE / "table.md", gpus: dict[str, str] = GPUS, source: str = SOURCE) -> list[dict]:
+    """Every record of `table` (its chip mapped by `gpus`): tg128 → a user's decode speed at batch 1 (the CUDA-graph
+    decode loop), pp512 → the time to the first token of one 512-token prompt (512 ÷ its tokens/s, prompt
+    processing)."""
     out = []
     for r in records(table):
         notes = dict(re.findall(r"(chip|commit)=([^;]+)", r["notes"]))
         fa = "fa0" if "without Flash Attention" in r["notes"] else "fa1"
-        gpu, test = GPUS[notes["chip"]], r["benchmark_id"].split("__")[4]
+        gpu, test = gpus[notes["chip"]], r["benchmark_id"].split("__")[4]
         decode = test == "tg128"
         kind = "CUDA-graph decode loop" if decode else "prompt processing"
         engine = f"llama.cpp (CUDA build {notes['commit']}, {kind})"
@@ -49,7 +50,7 @@ def rows(table: Path = HERE / "table.md") -> list[dict]:
                     "metric": "tokens_per_s_per_user" if decode else "time_to_first_token_s",
                     "value": r["value"] if decode else PROMPT_TOKENS / r["value"], "per_gpu": False, "batch": 1,
                     "input_tokens": 1 if decode else PROMPT_TOKENS, "output_tokens": GENERATED_TOKENS if decode else 1,
-                    "scenario": "single_stream", "source": SOURCE})
+                    "scenario": "single_stream", "source": source})
     return out
 
 

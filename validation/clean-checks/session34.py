@@ -1,0 +1,108 @@
+"""Session 34's judgement of llama.cpp's per-SM kernel bounds, and today's model on every row it never saw, written to
+llamacpp-sm/report.json and report.md and to session34.json and session34.md beside this file:
+
+    python validation/clean-checks/session34.py
+
+1. The rule (`llamacpp-sm/inclusion-rule.md`): two candidates fitted on session 33's scoreboard rows
+   (`fit_session34.py`: A, the bytes/s one SM draws through MMVQ; B, the operations one SM completes per cycle in
+   MMQ), each judged alone against the model without it on the scoreboard rows of fifteen GPUs no fit had seen:
+   A on the 30 tg128 rows, B on the 30 pp512 rows; each ships if the median |error| is lower with it.
+2. Today's model on every row it never saw: session 33's pool less the twelve scoreboard rows the fits used, plus the
+   sixty judging rows.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+from kokuban.specs.hardware import Efficiency
+
+HERE = Path(__file__).parent
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+S33 = _load("session33", HERE / "session33.py")
+FIT = _load("fit_session34", HERE / "fit_session34.py")
+REPORT = S33.REPORT
+#: the fitted constants (the least of fit_session34.py's grids: tests/test_session34_checks.py checks them)
+STREAM_BYTES_PER_S = 9.0e9
+MMQ_OPS_PER_CYCLE = 520.0
+#: the judging GPUs by chip family (the A30 is the one HBM part)
+FAMILY = {"a30": "GA100 (HBM2)", "a40": "Ampere GA10x", "rtx-a4000": "Ampere GA10x", "rtx-a4500": "Ampere GA10x",
+          "rtx-a5000": "Ampere GA10x", "rtx-a6000": "Ampere GA10x", "l40": "Ada", "rtx-6000-ada": "Ada",
+          "rtx-4060-ti": "Ada", "rtx-4070-ti-super": "Ada", "rtx-4080": "Ada", "rtx-4080-super": "Ada",
+          "rtx-4090-d": "Ada", "rtx-5070-ti": "Blackwell", "rtx-5080": "Blackwell"}
+TESTS = {"tokens_per_s_per_user": "tg128 (decode, batch 1)", "time_to_first_token_s": "pp512 (first token)"}
+
+
+def judge_of(r) -> tuple[str, ...]:
+    test = TESTS[r.metric]
+    fa = "fa0" if r.id.endswith("fa0") else "fa1"
+    return (test, f"{test}, {FAMILY[r.accelerator]}", f"{test}, {fa}", f"{test}, gpu {r.accelerator}")
+
+
+def models() -> dict[str, Efficiency]:
+    """The model the rule judges against (today's, without either bound) and the candidates alone and together."""
+    return {"without": FIT.candidate(), "A": FIT.candidate(stream_bytes_per_s=STREAM_BYTES_PER_S),
+            "B": FIT.candidate(mmq_ops_per_cycle=MMQ_OPS_PER_CYCLE),
+            "A and B": FIT.candidate(STREAM_BYTES_PER_S, MMQ_OPS_PER_CYCLE)}
+
+
+def judge() -> dict:
+    """Every judging row predicted once by each of `models`, the two decisions, llamacpp-sm/report.json and .md."""
+    here = HERE / "llamacpp-sm"
+    out = {name: REPORT.predict(here / "rows.toml", eff, judge_of) for name, eff in models().items()}
+    median = {name: {k: g["median_abs_error"] for k, g in o["groups"].items()} for name, o in out.items()}
+    out["decision"] = {
+        "A": "ships" if median["A"][TESTS["tokens_per_s_per_user"]] < median["without"][TESTS[
+            "tokens_per_s_per_user"]] else "does not ship",
+        "B": "ships" if median["B"][TESTS["time_to_first_token_s"]] < median["without"][TESTS[
+            "time_to_first_token_s"]] else "does not ship"}
+    lines = ["# llama.cpp's quantized CUDA kernels bound per SM, judged on fifteen GPUs no fit had seen (session 34)",
+             "", "Predicted once by `../session34.py` (rule: `inclusion-rule.md`; rows: `rows.toml`, built by "
+             "`build_rows.py` from `table.md`). The first five columns: both candidates (A: "
+             f"{STREAM_BYTES_PER_S:.2g} B/s per SM through MMVQ; B: {MMQ_OPS_PER_CYCLE:g} operations per SM per "
+             "cycle in MMQ, `../fit_session34.py`); then each alone and the model without them. The rule: A ships if lower on "
+             "the tg128 rows, B on the pp512 rows, each alone against the model without them. "
+             f"**Decision: A {out['decision']['A']}; B {out['decision']['B']}.**", ""]
+    lines += REPORT.table(out["A and B"]["groups"], [(name, out[name]["groups"], REPORT.BRIEF)
+                                                      for name in ("A", "B", "without")])
+    (here / "report.json").write_text(json.dumps(out, indent=1) + "\n")
+    (here / "report.md").write_text("\n".join(lines) + "\n")
+    return out
+
+
+def never_seen_rows() -> list[dict]:
+    """Every row today's model never saw: the TensorRT-LLM ones, LMDeploy's, the AMD judges and the table beside them
+    (session 33's pool), less the scoreboard rows the fits used, plus the sixty judging rows."""
+    trtllm = S33.S32.distinct_rows(S33.TRTLLM_CLEAN, S33.TRTLLM_SEEN)
+    checks = [r for c in ("lmdeploy01", "llamacpp-sm") for r in S33.S32._rows(c)]
+    return trtllm + checks + [r for path in S33.AMD_TODAY for r in S33._toml_rows(path)]
+
+
+def main() -> dict:
+    out = judge()
+    now = {"judge": {k: v["groups"] for k, v in out.items() if k != "decision"} | {"decision": out["decision"]},
+           "today": S33.pooled(Efficiency.shipped(), never_seen_rows())}
+    (HERE / "session34.json").write_text(json.dumps(now, indent=1) + "\n")
+    lines = ["# Session 34: llama.cpp's kernels bound per SM, and today's model on every row it never saw", "",
+             "## The judgement (`llamacpp-sm/report.md`)", "",
+             f"A (MMVQ, tg128): **{out['decision']['A']}**; B (MMQ, pp512): **{out['decision']['B']}**.", "",
+             "## Today's model on every row it never saw (TensorRT-LLM 0.12, 0.19, v0.21, LMDeploy's, the AMD judges "
+             "and the table beside them, and the sixty scoreboard rows of fifteen GPUs; the twelve scoreboard rows the "
+             "fits used are not among them)", ""] + REPORT.table(now["today"], [])
+    (HERE / "session34.md").write_text("\n".join(lines) + "\n")
+    return now
+
+
+if __name__ == "__main__":
+    main()
+    print((HERE / "session34.md").read_text())
