@@ -70,8 +70,8 @@ def judge() -> dict:
              "", "Predicted once by `../session34.py` (rule: `inclusion-rule.md`; rows: `rows.toml`, built by "
              "`build_rows.py` from `table.md`). The first five columns: both candidates (A: "
              f"{STREAM_BYTES_PER_S:.2g} B/s per SM through MMVQ; B: {MMQ_OPS_PER_CYCLE:g} operations per SM per "
-             "cycle in MMQ, `../fit_session34.py`); then each alone and the model without them. The rule: A ships if lower on "
-             "the tg128 rows, B on the pp512 rows, each alone against the model without them. "
+             "cycle in MMQ, `../fit_session34.py`); then each alone and the model without them. The rule: A ships if "
+             "lower on the tg128 rows, B on the pp512 rows, each alone against the model without them. "
              f"**Decision: A {out['decision']['A']}; B {out['decision']['B']}.**", ""]
     lines += REPORT.table(out["A and B"]["groups"], [(name, out[name]["groups"], REPORT.BRIEF)
                                                       for name in ("A", "B", "without")])
