@@ -81,7 +81,8 @@ def test_the_models_session_32_checked():
     assert checked.engine_non_torch_bytes == NON_TORCH_BYTES_UNTIL_SESSION_32 == 0.6e9
     assert replace(checked, engine_non_torch_bytes=3.0e9) == first
     assert replace(first, engine_non_torch_bytes=None,
-                   kernels=replace(first.kernels, own_pcie=True, own_weight_memory=True)) == today  # + session 33's
+                   kernels=replace(first.kernels, own_pcie=True, own_weight_memory=True,  # + session 33's
+                                   ggml_mmq_ops_per_cycle=520.0)) == today  # and session 34's
     assert {g: load_accelerator(g).kernel_constants["pcie_allreduce_fraction"] for g in ("l40s", "a100-pcie-80gb")} == {
         "l40s": 0.45, "a100-pcie-80gb": 0.40}
     assert "pcie_allreduce_fraction" not in load_accelerator("rtx-4090").kernel_constants  # its box: the curve's 0.85

@@ -42,6 +42,8 @@ S32 = _load("session32", HERE / "session32.py")
 FIT = _load("fit_session33", HERE / "fit_session33.py")
 CANDIDATE_RATIO = 0.50  # the least of fit_session33.py's grid (tests/test_session33_checks.py checks it)
 CHECKED = PROFILES["kernel-2026-12-05a"]  # the model the checks predicted: session 32's final
+#: "today's model" of this session's reports: session 33's final (the shipped one until session 34's MMQ rate)
+TODAY = PROFILES["kernel-2026-12-05b"]
 CHECKS = {"lmdeploy01": "LMDeploy 0.1's TurboMind tables on A100-80G: a clean check (session 33)",
           "llamacpp-cuda": "llama.cpp's CUDA scoreboard (Llama 2 7B Q4_0): a clean check (session 33)",
           "amd-vllm": "AMD's vLLM 0.9.0.1 latency table on eight MI300X: a clean check (session 33)"}
@@ -69,7 +71,7 @@ def check(folder: str) -> dict:
     """One folder's rows predicted once with the model as checked, and with today's beside (report.json "as_checked",
     "today"); for `amd-vllm`, its older releases' tables too, by version."""
     here = HERE / folder
-    checked, today = CHECKED(), Efficiency.shipped()
+    checked, today = CHECKED(), TODAY()
     saved = {name: REPORT.predict(here / "rows.toml", eff, groups_of) for name, eff in (("as_checked", checked),
                                                                                      ("today", today))}
     rule = "inclusion-rule.md" if folder == "amd-vllm" else "../lmdeploy01/inclusion-rule.md"
@@ -148,7 +150,7 @@ def second_judge() -> dict:
     judges and the table beside them, predicted once with it (today's shipped model) and without it (session 32's
     final model, "kernel-2026-12-05a"); amd-vllm-nov/report.json and report.md."""
     here = HERE / "amd-vllm-nov"
-    models = (("with", Efficiency.shipped()), ("without", PROFILES["kernel-2026-12-05a"]()))
+    models = (("with", TODAY()), ("without", PROFILES["kernel-2026-12-05a"]()))
     out = {name: {f: REPORT.predict(here / f"{f}.toml", eff, second_judge_of) for f in ("rows", "beside")}
            for name, eff in models}
     w, wo = out["with"]["rows"]["groups"], out["without"]["rows"]["groups"]
@@ -198,7 +200,7 @@ def pools() -> dict:
     clean_today += [r for path in AMD_TODAY for r in _toml_rows(path)]
     return {"as_checked": pooled(CHECKED(), trtllm + checks),
             "as_checked_every_amd_table": pooled(CHECKED(), trtllm + checks + beside),
-            "today": pooled(Efficiency.shipped(), trtllm + clean_today)}
+            "today": pooled(TODAY(), trtllm + clean_today)}
 
 
 def _brief(groups: dict) -> dict:

@@ -39,6 +39,15 @@ def blackboard(con: Console, est: Estimate) -> None:
         + (f" (weights × {ratio}: this GPU's own weight stream)"
            if (ratio := eff.get("kernels", {}).get("weight_memory_ratio", 1.0)) != 1.0 else "")
     )
+    if hw["ggml_mmq_flops_per_s"] or hw["ggml_mmvq_bytes_per_s"]:
+        k = eff["kernels"]
+        con.print("llama.cpp's GGUF kernels, bound per SM: "
+                  + (f"MMQ (prompts) {hw['sm_count']} SMs × {si(hw['boost_clock_hz'], 'Hz')} × "
+                     f"{k['ggml_mmq_ops_per_cycle']:g} ops/cycle = {si(hw['ggml_mmq_flops_per_s'], 'FLOP/s')} in place "
+                     "of the tensor-core peak" if hw["ggml_mmq_flops_per_s"] else "")
+                  + ("; " if hw["ggml_mmq_flops_per_s"] and hw["ggml_mmvq_bytes_per_s"] else "")
+                  + (f"MMVQ (decode) at most {hw['sm_count']} SMs × {si(k['ggml_sm_stream_bytes_per_s'], 'B/s')} = "
+                     f"{si(hw['ggml_mmvq_bytes_per_s'], 'B/s')}" if hw["ggml_mmvq_bytes_per_s"] else ""))
     for note in m["notes"]:
         con.print(f"  · {note}")
 

@@ -473,8 +473,8 @@ def _dated(fractions: dict[str, float], curves: bool = True,
     memory rule of its date (`engine_non_torch_bytes`)."""
     from kokuban.specs.kernels import CURVES_2026_12_04
 
-    eff = Efficiency.kernel_calibrated(fractions, CURVES_2026_12_04 if curves else {"own_pcie": False,
-                                                                                     "own_weight_memory": False})
+    eff = Efficiency.kernel_calibrated(fractions, CURVES_2026_12_04 if curves else {
+        "own_pcie": False, "own_weight_memory": False, "ggml_mmq_ops_per_cycle": 0.0})
     return replace(eff, engine_non_torch_bytes=non_torch_bytes)
 
 
@@ -488,7 +488,9 @@ def _dated(fractions: dict[str, float], curves: bool = True,
 #: TensorRT-LLM's memory rule of its date (`NON_TORCH_BYTES_UNTIL_SESSION_32` until then), and none has the PCIe
 #: all-reduce fractions the catalog gained after (`KernelCurves.own_pcie`); "kernel-2026-12-05a" is session 32's final
 #: step model, the one session 33's clean checks predicted: today's without the accelerators' own weight stream ratios
-#: (`KernelCurves.own_weight_memory`), which no dated profile has; "default" has all of them.
+#: (`KernelCurves.own_weight_memory`), which no dated profile has; "kernel-2026-12-05b" session 33's final step model,
+#: today's without llama.cpp's MMQ rate per SM (`KernelCurves.ggml_mmq_ops_per_cycle`, session 34), which no dated
+#: profile has; "default" has all of them.
 PROFILES = {"default": Efficiency.shipped, "kernel": Efficiency.kernel_calibrated, "scalar": Efficiency.scalar,
             "kernel-2026-12-02": partial(_dated, KERNEL_FRACTIONS_2026_12_02),
             "kernel-2026-12-04": partial(_dated, KERNEL_FRACTIONS_2026_12_04),
@@ -496,4 +498,6 @@ PROFILES = {"default": Efficiency.shipped, "kernel": Efficiency.kernel_calibrate
             "kernel-2026-12-04c": partial(_dated, KERNEL_FRACTIONS_2026_12_04C),
             "kernel-2026-12-04d": partial(_dated, KERNEL_FRACTIONS_2026_12_04D, curves=False),
             "kernel-2026-12-04e": partial(_dated, KERNEL_FRACTIONS_2026_12_04D, curves=False, non_torch_bytes=3.0e9),
-            "kernel-2026-12-05a": partial(Efficiency.kernel_calibrated, None, {"own_weight_memory": False})}
+            "kernel-2026-12-05a": partial(Efficiency.kernel_calibrated, None, {"own_weight_memory": False,
+                                                                               "ggml_mmq_ops_per_cycle": 0.0}),
+            "kernel-2026-12-05b": partial(Efficiency.kernel_calibrated, None, {"ggml_mmq_ops_per_cycle": 0.0})}

@@ -128,7 +128,7 @@ SCALEOUT_FRACTION = 0.8
 CURVES_2026_12_04: dict[str, Any] = {
     "m_half_tokens": 70.0, "fp8_ratio": 0.71, "fp4_ratio": 0.54, "int8_ratio": 0.71, "n_half_bf16": 0.0,
     "k_half_bf16": 0.0, "n_half_fp8": 0.0, "k_half_fp8": 0.0, "moe_layer_s": 39e-6, "moe_pair_s": 15.3e-9,
-    "moe_layer_fp4_s": 49.9e-6, "moe_pair_fp4_s": 21.4e-9, "per_accelerator": False}
+    "moe_layer_fp4_s": 49.9e-6, "moe_pair_fp4_s": 21.4e-9, "per_accelerator": False, "ggml_mmq_ops_per_cycle": 0.0}
 
 
 @dataclass(frozen=True)
@@ -170,11 +170,14 @@ class KernelCurves:
     per_accelerator: bool = True  # an accelerator's own measured constants replace these (`for_accelerator`)
     own_pcie: bool = True  # with them, its own PCIe all-reduce fraction (session 32; False: before it)
     own_weight_memory: bool = True  # with them, its own weight stream ratio (session 33; False: before it)
-    #: llama.cpp's quantized CUDA kernels (ggml's MMVQ and MMQ), bound per SM (`core.roofline.ggml_per_sm`; session
-    #: 34): the bytes per second one SM draws through MMVQ, and the operations one SM completes per clock cycle in MMQ.
-    #: FITTED on llama.cpp's CUDA scoreboard (validation/clean-checks/llamacpp-sm/: `GGML_PER_SM`); 0 = no such bound
+    #: llama.cpp's quantized CUDA kernels (ggml's MMVQ and MMQ) bound per SM (`core.roofline.ggml_per_sm`; session 34,
+    #: validation/clean-checks/llamacpp-sm/); 0 = no such bound. MMQ's operations per SM per cycle: FITTED (520) on six
+    #: pp512 rows of the scoreboard (RTX 5090, 3090 Ti, A100; fit_session34.py), judged on 30 rows of fifteen GPUs no
+    #: fit had seen: 37.3 % → 12.4 % median |error|, SHIPPED. MMVQ's bytes/s per SM: fitted (9.0e9) the same way on six
+    #: tg128 rows, judged on 30: 5.2 % → 6.4 % (the A30, an HBM part, 42.1 % → 7.9 %, but the Blackwell cards draw more
+    #: per SM: RTX 5070 Ti 1.9 % → 20.2 %), NOT shipped: 0, to be set in an efficiency file for an HBM part
     ggml_sm_stream_bytes_per_s: float = 0.0
-    ggml_mmq_ops_per_cycle: float = 0.0
+    ggml_mmq_ops_per_cycle: float = 520.0
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -1,0 +1,186 @@
+"""Session 34: llama.cpp's quantized CUDA kernels bound per SM (`core.roofline.ggml_per_sm`). The judging rows the rule
+makes from the copied scoreboard, the fits and the decisions, the shipped MMQ rate worked by hand, the rows it must not
+move, and the figures docs/validation.md ("Session 34") and the README quote, rebuilt from the committed reports."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+
+import pytest
+from test_session31_checks import _pct, _same, _text  # the same readers of reports and docs
+from test_session32_checks import CHECKS, _module  # and the same loader of the clean-check scripts
+
+from kokuban.specs.catalog import load_accelerator, load_model
+from kokuban.specs.hardware import PROFILES, Efficiency
+
+# Llama 2 7B by hand: 32 layers of 4·4096² attention and 3·4096·11008 MLP weights (no bias), the LM head 32000·4096
+L7_BODY = 32 * (4 * 4096 * 4096 + 3 * 4096 * 11008)  # 6,476,005,376
+L7_HEAD = 32000 * 4096  # 131,072,000
+L7_NORMS = 32 * 2 * 4096 + 4096  # two RMSNorm weights a layer and the final one, counted as 2 FLOP each: 266,240
+
+
+def test_the_judging_rows_are_the_records_by_the_rule():
+    build = _module(CHECKS / "llamacpp-sm/build_rows.py")
+    built = build.rows()
+    assert build.CUDA.TABLE.toml(built) in (CHECKS / "llamacpp-sm/rows.toml").read_text()
+    # fifteen chips × two tests × flash attention off and on, every one a catalog GPU with its SMs and clock stated
+    assert len(built) == 15 * 2 * 2 == 60 and {r["accelerator"] for r in built} == set(build.GPUS.values())
+    for gpu in build.GPUS.values():
+        acc = load_accelerator(gpu)
+        assert acc.sm_count > 0 and acc.boost_clock_hz > 0, gpu
+    records = build.CUDA.records(CHECKS / "llamacpp-sm/table.md")
+    assert all("backend=CUDA" in r["notes"] and r["notes"].split("chip=")[-1] in build.GPUS for r in records)
+    # none the rule leaves out: the fitted chips, the read ones of unstated variant, the ambiguous and the old
+    fitted = {r["accelerator"] for r in _module(CHECKS / "llamacpp-cuda/build_rows.py").rows()}
+    assert not fitted & {r["accelerator"] for r in built}
+    for chip in ("H100 80 GB", "RTX PRO 6000 Blackwell", "RTX 3060", "RTX 3080", "RTX 5070", "Tesla V100"):
+        assert chip not in build.GPUS
+    # "pp512 2767.1 tokens/sec" on the A30 without flash attention: 512 tokens in 185.03 ms
+    rows = {r["id"]: r for r in tomllib.loads((CHECKS / "llamacpp-sm/rows.toml").read_text())["result"]}
+    pp = rows["llamacpp-cuda-llama-2-7b-q4_0-a30-pp512-fa0"]
+    assert '"value": 2767.1' in (CHECKS / "llamacpp-sm/table.md").read_text()
+    assert pp["value"] == pytest.approx(512 / 2767.1) and pp["engine"].endswith("prompt processing)")
+    tg = rows["llamacpp-cuda-llama-2-7b-q4_0-a30-tg128-fa0"]
+    assert tg["engine"].endswith("CUDA-graph decode loop)") and (tg["input_tokens"], tg["output_tokens"]) == (1, 128)
+
+
+def test_the_fits_are_the_grids_least_and_the_rule_decides():
+    fit = _module(CHECKS / "fit_session34.py")
+    summary = _module(CHECKS / "session34.py")
+    stream, mmq = fit.stream_scores(), fit.mmq_scores()
+    assert fit.least(stream) == summary.STREAM_BYTES_PER_S == 9.0e9
+    assert fit.least(mmq) == summary.MMQ_OPS_PER_CYCLE == 520.0
+    assert stream[9.0e9][0] < stream[0.0][0] and mmq[520.0][0] < mmq[0.0][0]
+    docs = _text("docs/validation.md")  # the docs quote each fit against the model without it
+    assert f"MSLE {stream[0.0][0]:.4f} → {stream[9.0e9][0]:.4f}" in docs
+    assert f"MSLE {mmq[0.0][0]:.4f} → {mmq[520.0][0]:.4f}" in docs
+    saved = json.loads((CHECKS / "session34.json").read_text())["judge"]
+    tg, pp = summary.TESTS["tokens_per_s_per_user"], summary.TESTS["time_to_first_token_s"]
+    # A: higher on the tg128 rows than the model without it: not shipped; B: lower on the pp512 rows: shipped
+    assert saved["A"][tg]["median_abs_error"] > saved["without"][tg]["median_abs_error"]
+    assert saved["B"][pp]["median_abs_error"] < saved["without"][pp]["median_abs_error"]
+    assert saved["decision"] == {"A": "does not ship", "B": "ships"}
+    report = json.loads((CHECKS / "llamacpp-sm/report.json").read_text())
+    assert report["decision"] == saved["decision"]
+    # what shipped: B's rate in the curves, A's bound off; the dated profiles have neither
+    shipped = Efficiency.shipped().kernels
+    assert (shipped.ggml_mmq_ops_per_cycle, shipped.ggml_sm_stream_bytes_per_s) == (520.0, 0.0)
+    for name, profile in PROFILES.items():
+        if name.startswith("kernel-"):
+            assert profile().kernels.ggml_mmq_ops_per_cycle == 0.0, name
+
+
+def test_the_reports_are_the_predictions():
+    summary = _module(CHECKS / "session34.py")
+    saved = json.loads((CHECKS / "session34.json").read_text())
+    for name, eff in summary.models().items():
+        fresh = summary.REPORT.predict(CHECKS / "llamacpp-sm/rows.toml", eff, summary.judge_of)
+        _same(saved["judge"][name], fresh["groups"])
+        _same(json.loads((CHECKS / "llamacpp-sm/report.json").read_text())[name]["groups"], fresh["groups"])
+    rows = summary.never_seen_rows()
+    _same(saved["today"], summary.S33.pooled(Efficiency.shipped(), rows))
+    # session 33's pool of 680 less the 12 scoreboard rows the fits used, plus the 60 judging rows
+    assert saved["today"]["all"]["count"] == len(rows) == 680 - 12 + 60 == 728
+    assert not any(r["id"].startswith("llamacpp-cuda-llama-2-7b-q4_0-a100") for r in rows)
+
+
+def test_the_mmq_rate_by_hand():
+    """A 512-token prompt of Llama 2 7B Q4_0 on the RTX 5090: the body's 2·512·6,476,271,616 FLOP at 170 SMs ×
+    2.407 GHz × 520 operations per cycle = 212.78 TFLOP/s is 31.17 ms; the LM head (one position) stays on the
+    tensor-core curve."""
+    from kokuban.core.roofline import ggml_per_sm, lm_head_time_s, prefill
+    from kokuban.specs.deployment import Deployment
+
+    m = load_model("llama-2-7b")
+    assert m.flops_per_token == 2 * (L7_BODY + L7_NORMS + L7_HEAD)
+    dep = Deployment.make(m, load_accelerator("rtx-5090"), 1, weights_dtype="q4_0", kv_dtype="fp16",
+                          efficiency=Efficiency.shipped())
+    rate = 170 * 2.407e9 * 520  # 2.12778e14 FLOP/s
+    assert ggml_per_sm(dep) == (0.0, pytest.approx(rate))
+    step = prefill(dep, 1, 512)
+    body_s = 2 * 512 * (L7_BODY + L7_NORMS) / rate
+    assert body_s == pytest.approx(0.031166, rel=1e-4)
+    assert float(step.compute_s - step.attn_compute_s) == pytest.approx(body_s + lm_head_time_s(dep))
+    # the same prompt at 16 bits, on a GPU whose SMs the catalog does not state (L4), or under the scalar set: no bound
+    for weights, gpu, eff in (("fp16", "rtx-5090", Efficiency.shipped()), ("q4_0", "l4", Efficiency.shipped()),
+                              ("q4_0", "rtx-5090", Efficiency.scalar())):
+        other = Deployment.make(m, load_accelerator(gpu), 1, weights_dtype=weights, kv_dtype="fp16", efficiency=eff)
+        assert ggml_per_sm(other) == (0.0, 0.0), (weights, gpu)
+
+
+def test_the_stream_bound_by_hand_when_set():
+    """A's bound, not shipped, set in an efficiency file: Llama 2 7B Q4_0's weights on the A30 at 56 SMs × 9.0e9
+    B/s = 504 GB/s, slower than 0.9 of its 933 GB/s."""
+    from kokuban.core.roofline import weight_bytes_read_per_gpu, weight_read_s
+    from kokuban.specs.deployment import Deployment
+
+    eff = Efficiency.shipped().with_kernels(ggml_sm_stream_bytes_per_s=9.0e9)
+    dep = Deployment.make(load_model("llama-2-7b"), load_accelerator("a30"), 1, weights_dtype="q4_0",
+                          kv_dtype="fp16", efficiency=eff)
+    read = weight_bytes_read_per_gpu(dep, 1)
+    assert float(weight_read_s(dep, 1)) == pytest.approx(float(read) / (56 * 9.0e9))
+    assert 56 * 9.0e9 < 0.9 * 933e9
+
+
+def test_the_published_set_does_not_move():
+    """The published set's llama.cpp rows (2023-10, 2024-01) name neither mark: every published row predicts the same
+    with and without the shipped MMQ rate."""
+    from kokuban.validation.accuracy import load_published, predict_row
+
+    before = PROFILES["kernel-2026-12-05b"]()
+    for row in load_published():
+        assert predict_row(row).predicted == predict_row(row, before).predicted, row.id
+
+
+def test_the_blackboard_shows_the_mmq_rate(capsys):
+    from kokuban.cli import main
+
+    assert main(["estimate", "llama-2-7b", "--gpu", "rtx-5090", "--weights", "q4_0", "--json"]) == 0
+    hw = json.loads(capsys.readouterr().out)["hardware"]
+    assert (hw["sm_count"], hw["ggml_mmvq_bytes_per_s"]) == (170, 0.0)
+    assert hw["ggml_mmq_flops_per_s"] == pytest.approx(170 * 2.407e9 * 520)
+    assert main(["estimate", "llama-2-7b", "--gpu", "rtx-5090", "--weights", "q4_0"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "MMQ (prompts) 170 SMs × 2.41 GHz × 520 ops/cycle = 213 TFLOP/s" in out
+    assert main(["estimate", "llama-2-7b", "--gpu", "rtx-5090", "--weights", "fp16"]) == 0
+    assert "MMQ" not in capsys.readouterr().out
+
+
+def test_a_negative_sm_count_is_refused():
+    from kokuban.errors import KokubanError
+    from kokuban.specs.hardware import Accelerator
+
+    entry = {"id": "x", "memory_bytes": 1e9, "memory_bandwidth_bytes_per_s": 1e11, "flops_bf16": 1e14, "sm_count": -1}
+    with pytest.raises(KokubanError, match="sm_count must be a finite number ≥ 0"):
+        Accelerator.from_dict(entry)
+
+
+def test_the_docs_quote_the_reports():
+    saved = json.loads((CHECKS / "session34.json").read_text())
+    docs, readme = _text("docs/validation.md"), _text("README.md")
+    today = saved["today"]
+    t = {k: _pct(v["median_abs_error"]) for k, v in today.items()}
+    lo, hi = today["all"]["median_abs_error_ci"]
+    head = f"{t['all']} % median ({_pct(lo)}–{_pct(hi)} %), p90 {_pct(today['all']['p90_abs_error'])} %"
+    assert head in docs and head in readme
+    # issue 13's bar on every row today's model never saw: median ≤ 10 %, p90 ≤ 30 %, no regime above 20 %
+    assert today["all"]["median_abs_error"] <= 0.10 and today["all"]["p90_abs_error"] <= 0.30
+    over = {k for k, v in today.items() if k.startswith(("dtype", "workload")) and v["median_abs_error"] > 0.20}
+    assert not over
+    for key in ("dtype q4_0", "workload first token", "workload decode batch 1", "workload multi-gpu"):
+        assert f"{key.split(' ', 1)[1]} {t[key]} %" in docs, key
+    j = saved["judge"]
+    pp, tg = "pp512 (first token)", "tg128 (decode, batch 1)"
+    for name, test in (("B", pp), ("without", pp), ("A", tg), ("without", tg)):
+        assert _pct(j[name][test]["median_abs_error"]) + " %" in docs, (name, test)
+
+
+def test_the_readme_states_the_bar():
+    saved = json.loads((CHECKS / "session34.json").read_text())["today"]
+    t = {k: _pct(v["median_abs_error"]) for k, v in saved.items()}
+    worst = max((k for k in saved if k.startswith(("dtype", "workload"))), key=lambda k: saved[k]["median_abs_error"])
+    assert worst == "dtype fp4"
+    assert (f"**met** on today's model (session 34): on the {saved['all']['count']} rows it never saw, {t['all']} % "
+            f"median and p90 {_pct(saved['all']['p90_abs_error'])} %, and no regime above 20 % (the worst: fp4 "
+            f"{t['dtype fp4']} %, first tokens {t['workload first token']} %") in _text("README.md")
