@@ -10,6 +10,10 @@ of `llamacpp-sm/inclusion-rule.md`, each on the rows of session 33's scoreboard 
   six pp512 rows, grid 50 … 3000 by 5, with the stream bound off.
 
 Each point is today's model (`Efficiency.shipped()`) with that one constant set; 0 is the model without it.
+
+- A2, `cycle_scores`, by the rule of `llamacpp-xd/inclusion-rule.md` (after A was judged and not shipped): MMVQ's
+  bytes per SM per clock cycle (`KernelCurves.ggml_sm_stream_bytes_per_cycle`), on every decode row read by then (the
+  six tg128 rows above and the thirty of `llamacpp-sm/rows.toml`), grid 1.00 … 12.00 by 0.05, MMQ's rate as shipped.
 """
 
 from __future__ import annotations
@@ -25,17 +29,20 @@ from kokuban.validation.accuracy import predict_row
 HERE = Path(__file__).parent
 STREAM_GRID = tuple(round(2.0e9 + 0.1e9 * i, -6) for i in range(181))  # B/s per SM
 MMQ_GRID = tuple(50.0 + 5.0 * i for i in range(591))  # operations per SM per cycle
+CYCLE_GRID = tuple(round(1.0 + 0.05 * i, 2) for i in range(221))  # bytes per SM per cycle
 
 
-def fit_rows(metric: str) -> list:
-    """The scoreboard rows of session 33's check measuring `metric` (tg128: a user's speed; pp512: a first token)."""
-    return [r for r in read_measurements(str(HERE / "llamacpp-cuda" / "rows.toml")) if r.metric == metric]
+def fit_rows(metric: str, checks: tuple[str, ...] = ("llamacpp-cuda",)) -> list:
+    """The scoreboard rows of `checks` measuring `metric` (tg128: a user's speed; pp512: a first token)."""
+    return [r for c in checks for r in read_measurements(str(HERE / c / "rows.toml")) if r.metric == metric]
 
 
-def candidate(stream_bytes_per_s: float = 0.0, mmq_ops_per_cycle: float = 0.0) -> Efficiency:
+def candidate(stream_bytes_per_s: float = 0.0, mmq_ops_per_cycle: float = 0.0,
+              stream_bytes_per_cycle: float = 0.0) -> Efficiency:
     """Today's model with llama.cpp's per-SM constants set (0: that bound off)."""
     return Efficiency.shipped().with_kernels(ggml_sm_stream_bytes_per_s=stream_bytes_per_s,
-                                             ggml_mmq_ops_per_cycle=mmq_ops_per_cycle)
+                                             ggml_mmq_ops_per_cycle=mmq_ops_per_cycle,
+                                             ggml_sm_stream_bytes_per_cycle=stream_bytes_per_cycle)
 
 
 def scores(rows: list, grid: tuple[float, ...], make) -> dict[float, tuple[float, float]]:
@@ -56,6 +63,11 @@ def mmq_scores() -> dict[float, tuple[float, float]]:
     return scores(fit_rows("time_to_first_token_s"), MMQ_GRID, lambda r: candidate(mmq_ops_per_cycle=r))
 
 
+def cycle_scores() -> dict[float, tuple[float, float]]:
+    rows = fit_rows("tokens_per_s_per_user", ("llamacpp-cuda", "llamacpp-sm"))
+    return scores(rows, CYCLE_GRID, lambda c: candidate(mmq_ops_per_cycle=520.0, stream_bytes_per_cycle=c))
+
+
 def least(table: dict[float, tuple[float, float]]) -> float:
     """The grid point of least mean squared log error (0, the model without the bound, is not a candidate)."""
     return min((p for p in table if p), key=lambda p: table[p][0])
@@ -63,7 +75,8 @@ def least(table: dict[float, tuple[float, float]]) -> float:
 
 if __name__ == "__main__":
     for name, table, unit in (("A: MMVQ stream per SM, 6 tg128 rows", stream_scores(), "B/s"),
-                              ("B: MMQ operations per SM per cycle, 6 pp512 rows", mmq_scores(), "")):
+                              ("B: MMQ operations per SM per cycle, 6 pp512 rows", mmq_scores(), ""),
+                              ("A2: MMVQ bytes per SM per cycle, 36 tg128 rows", cycle_scores(), "B")):
         best = least(table)
         print(name)
         for point in (0.0, best):

@@ -7,8 +7,12 @@ llamacpp-sm/report.json and report.md and to session34.json and session34.md bes
    (`fit_session34.py`: A, the bytes/s one SM draws through MMVQ; B, the operations one SM completes per cycle in
    MMQ), each judged alone against the model without it on the scoreboard rows of fifteen GPUs no fit had seen:
    A on the 30 tg128 rows, B on the 30 pp512 rows; each ships if the median |error| is lower with it.
-2. Today's model on every row it never saw: session 33's pool less the twelve scoreboard rows the fits used, plus the
-   sixty judging rows.
+2. The third candidate (`llamacpp-xd/inclusion-rule.md`, written after the first two were judged): A2, MMVQ's bytes
+   per SM per clock cycle, fitted on every scoreboard decode row read (`fit_session34.py`), judged on XiongjieDai's
+   llama-bench notebooks (Llama 3 8B/70B Q4_K_M decode on nine GPUs); it ships if lower on all its judging rows and
+   not higher on the GDDR parts' rows.
+3. Today's model on every row it never saw: session 33's pool less the twelve scoreboard rows the fits used, plus the
+   scoreboard rows of fifteen GPUs (less their decode rows if A2, fitted on them, ships) and XiongjieDai's rows.
 """
 
 from __future__ import annotations
@@ -35,6 +39,9 @@ REPORT = S33.REPORT
 #: the fitted constants (the least of fit_session34.py's grids: tests/test_session34_checks.py checks them)
 STREAM_BYTES_PER_S = 9.0e9
 MMQ_OPS_PER_CYCLE = 520.0
+STREAM_BYTES_PER_CYCLE = 5.5
+#: the third candidate's judging GPUs with HBM (the rest are GDDR parts)
+HBM = ("a100-80gb", "a100-pcie-80gb", "h100-pcie")
 #: the judging GPUs by chip family (the A30 is the one HBM part)
 FAMILY = {"a30": "GA100 (HBM2)", "a40": "Ampere GA10x", "rtx-a4000": "Ampere GA10x", "rtx-a4500": "Ampere GA10x",
           "rtx-a5000": "Ampere GA10x", "rtx-a6000": "Ampere GA10x", "l40": "Ada", "rtx-6000-ada": "Ada",
@@ -80,25 +87,64 @@ def judge() -> dict:
     return out
 
 
-def never_seen_rows() -> list[dict]:
+def third_judge_of(r) -> tuple[str, ...]:
+    memory = "HBM" if r.accelerator in HBM else "GDDR"
+    return (memory, f"gpu {r.accelerator}", f"model {r.model}", f"tg{r.output_tokens}")
+
+
+def third_models() -> dict[str, Efficiency]:
+    """Today's model (MMQ's rate shipped), with A2 at its fitted constant, and with A (not shipped) for reference."""
+    return {"without": FIT.candidate(mmq_ops_per_cycle=MMQ_OPS_PER_CYCLE),
+            "A2": FIT.candidate(mmq_ops_per_cycle=MMQ_OPS_PER_CYCLE, stream_bytes_per_cycle=STREAM_BYTES_PER_CYCLE),
+            "A": FIT.candidate(STREAM_BYTES_PER_S, MMQ_OPS_PER_CYCLE)}
+
+
+def third_judge() -> dict:
+    """Every XiongjieDai row predicted once by each of `third_models`, the decision, llamacpp-xd/report.json and .md."""
+    here = HERE / "llamacpp-xd"
+    out = {name: REPORT.predict(here / "rows.toml", eff, third_judge_of) for name, eff in third_models().items()}
+    a2, wo = out["A2"]["groups"], out["without"]["groups"]
+    ships = (a2["all"]["median_abs_error"] < wo["all"]["median_abs_error"]
+             and a2["GDDR"]["median_abs_error"] <= wo["GDDR"]["median_abs_error"])
+    out["decision"] = "ships" if ships else "does not ship"
+    lines = ["# llama.cpp's decode bound per SM and per cycle, judged on XiongjieDai's notebooks (session 34)", "",
+             "Predicted once by `../session34.py` (rule: `inclusion-rule.md`; rows: `rows.toml`, built by "
+             "`build_rows.py` from `table.md`). The first five columns: A2 (MMVQ at "
+             f"{STREAM_BYTES_PER_CYCLE:g} bytes per SM per cycle, `../fit_session34.py`); then today's model without "
+             "it and A (the constant form, not shipped). The rule: A2 ships if lower on all rows and not higher on the "
+             f"GDDR parts' rows. **Decision: it {out['decision']}.**", ""]
+    lines += REPORT.table(a2, [(name, out[name]["groups"], REPORT.FULL) for name in ("without", "A")])
+    (here / "report.json").write_text(json.dumps(out, indent=1) + "\n")
+    (here / "report.md").write_text("\n".join(lines) + "\n")
+    return out
+
+
+def never_seen_rows(a2_ships: bool) -> list[dict]:
     """Every row today's model never saw: the TensorRT-LLM ones, LMDeploy's, the AMD judges and the table beside them
-    (session 33's pool), less the scoreboard rows the fits used, plus the sixty judging rows."""
+    (session 33's pool), less the scoreboard rows the fits used, plus the fifteen GPUs' scoreboard rows (their decode
+    rows only if A2, fitted on them, did not ship) and XiongjieDai's."""
     trtllm = S33.S32.distinct_rows(S33.TRTLLM_CLEAN, S33.TRTLLM_SEEN)
-    checks = [r for c in ("lmdeploy01", "llamacpp-sm") for r in S33.S32._rows(c)]
-    return trtllm + checks + [r for path in S33.AMD_TODAY for r in S33._toml_rows(path)]
+    sm = [r for r in S33.S32._rows("llamacpp-sm")
+          if not (a2_ships and r["metric"] == "tokens_per_s_per_user")]
+    checks = [r for c in ("lmdeploy01", "llamacpp-xd") for r in S33.S32._rows(c)]
+    return trtllm + checks + sm + [r for path in S33.AMD_TODAY for r in S33._toml_rows(path)]
 
 
 def main() -> dict:
-    out = judge()
+    out, third = judge(), third_judge()
     now = {"judge": {k: v["groups"] for k, v in out.items() if k != "decision"} | {"decision": out["decision"]},
-           "today": S33.pooled(Efficiency.shipped(), never_seen_rows())}
+           "third_judge": {k: v["groups"] for k, v in third.items() if k != "decision"}
+           | {"decision": third["decision"]},
+           "today": S33.pooled(Efficiency.shipped(), never_seen_rows(third["decision"] == "ships"))}
     (HERE / "session34.json").write_text(json.dumps(now, indent=1) + "\n")
     lines = ["# Session 34: llama.cpp's kernels bound per SM, and today's model on every row it never saw", "",
              "## The judgement (`llamacpp-sm/report.md`)", "",
              f"A (MMVQ, tg128): **{out['decision']['A']}**; B (MMQ, pp512): **{out['decision']['B']}**.", "",
+             "## The third candidate (`llamacpp-xd/report.md`)", "",
+             f"A2 (MMVQ per SM and per cycle, XiongjieDai's decode rows): **{third['decision']}**.", "",
              "## Today's model on every row it never saw (TensorRT-LLM 0.12, 0.19, v0.21, LMDeploy's, the AMD judges "
-             "and the table beside them, and the sixty scoreboard rows of fifteen GPUs; the twelve scoreboard rows the "
-             "fits used are not among them)", ""] + REPORT.table(now["today"], [])
+             "and the table beside them, the scoreboard rows of fifteen GPUs and XiongjieDai's; not the rows today's "
+             "constants were fitted on)", ""] + REPORT.table(now["today"], [])
     (HERE / "session34.md").write_text("\n".join(lines) + "\n")
     return now
 

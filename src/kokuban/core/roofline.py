@@ -351,12 +351,14 @@ def ggml_per_sm(dep: Deployment) -> tuple[float, float]:
     ggml's kernels for its GGUF block formats launch the same way on every NVIDIA GPU (ggml-cuda mmvq.cu, mmq.cuh at
     ggml-org/ggml ac0c8be4; validation/clean-checks/llamacpp-sm/inclusion-rule.md), so their limits are per SM:
 
-        MMVQ (decode) weight stream ≤ n_SM · b_SM           one 128-thread block per matrix row: the bytes an SM keeps
-                                                            in flight are the kernel's, and b_SM = that ÷ the latency
+        MMVQ (decode) weight stream ≤ n_SM · (b_SM + c_SM · f_boost)    one 128-thread block per matrix row: the
+                                                            bytes an SM keeps in flight are the kernel's (b_SM = that ÷
+                                                            the latency), or its work per byte is (c_SM a cycle)
         MMQ (a prompt) linear FLOP/s = n_SM · f_boost · r   nibbles unpacked to int8 in shared memory, then int8 MMA:
                                                             a rate per SM per cycle, not the tensor cores' peak
 
-    with b_SM = `KernelCurves.ggml_sm_stream_bytes_per_s`, r = `ggml_mmq_ops_per_cycle` and the accelerator's
+    with b_SM = `KernelCurves.ggml_sm_stream_bytes_per_s`, c_SM = `ggml_sm_stream_bytes_per_cycle`,
+    r = `ggml_mmq_ops_per_cycle` and the accelerator's
     `sm_count` and `boost_clock_hz`. Applies to GGUF quantized weights (`dtypes.quant_format(...).kind` "gguf")
     under the kernel curves, on an accelerator whose catalog entry states its SMs (and clock, for MMQ)."""
     from kokuban.specs.dtypes import quant_format
@@ -364,7 +366,8 @@ def ggml_per_sm(dep: Deployment) -> tuple[float, float]:
     k, acc = dep.efficiency.kernels, dep.accelerator
     if k is None or acc.sm_count <= 0 or quant_format(dep.weights_dtype).kind != "gguf":
         return 0.0, 0.0
-    return acc.sm_count * k.ggml_sm_stream_bytes_per_s, acc.sm_count * acc.boost_clock_hz * k.ggml_mmq_ops_per_cycle
+    per_sm_bytes_per_s = k.ggml_sm_stream_bytes_per_s + k.ggml_sm_stream_bytes_per_cycle * acc.boost_clock_hz
+    return acc.sm_count * per_sm_bytes_per_s, acc.sm_count * acc.boost_clock_hz * k.ggml_mmq_ops_per_cycle
 
 
 def weight_read_s(dep: Deployment, tokens: Any) -> np.ndarray:

@@ -177,6 +177,9 @@ class KernelCurves:
     #: tg128 rows, judged on 30: 5.2 % → 6.4 % (the A30, an HBM part, 42.1 % → 7.9 %, but the Blackwell cards draw more
     #: per SM: RTX 5070 Ti 1.9 % → 20.2 %), NOT shipped: 0, to be set in an efficiency file for an HBM part
     ggml_sm_stream_bytes_per_s: float = 0.0
+    #: MMVQ's bytes per SM per clock cycle (the third candidate, validation/clean-checks/llamacpp-xd/): the bytes/s one
+    #: SM draws are ggml_sm_stream_bytes_per_s + this × the boost clock
+    ggml_sm_stream_bytes_per_cycle: float = 0.0
     ggml_mmq_ops_per_cycle: float = 520.0
 
     def __post_init__(self) -> None:

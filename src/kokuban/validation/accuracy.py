@@ -365,7 +365,8 @@ def row_efficiency(row: PublishedResult, efficiency: Efficiency) -> Efficiency:
                "kv_per_query_head": KV_UNSHARED_MARK in row.engine or not shares_kv_head(row.model, family, version)}
     changes = {k: v for k, v in changes.items() if v}
     if family == "llama.cpp" and not any(mark in row.engine for mark in (LOOP_MARK, PROMPT_MARK)):
-        changes |= {"ggml_sm_stream_bytes_per_s": 0.0, "ggml_mmq_ops_per_cycle": 0.0}
+        changes |= {"ggml_sm_stream_bytes_per_s": 0.0, "ggml_sm_stream_bytes_per_cycle": 0.0,
+                    "ggml_mmq_ops_per_cycle": 0.0}
     loop = family in LOOP_ENGINES or LOOP_MARK in row.engine
     scalars = ({"step_overhead_s": efficiency.loop_overhead} if loop else {}) | (
         {"dequant_memory": GENERIC_DEQUANT_MEMORY} if family in GENERIC_DEQUANT_ENGINES else {})
