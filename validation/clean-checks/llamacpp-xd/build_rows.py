@@ -61,8 +61,8 @@ def copy(git_dir: str) -> int:
                 out.append(f"{path} || {line}")
                 count += 1
     head = (f"<!-- XiongjieDai/GPU-Benchmarks-on-LLM-Inference at {COMMIT}: the build line and the llama-bench table "
-            "rows the rule keeps (Llama 3 8B/70B Q4_K_M, tg tests) of each kept single-GPU notebook, verbatim, each after "
-            "its notebook's path and ' || '; copied 2026-12-05 by inclusion-rule.md -->")
+            "rows the rule keeps (Llama 3 8B/70B Q4_K_M, tg tests) of each kept single-GPU notebook, verbatim, each "
+            "after its notebook's path and ' || '; copied 2026-12-05 by inclusion-rule.md -->")
     (HERE / "table.md").write_text(head + "\n\n```\n" + "\n".join(out) + "\n```\n")
     return count
 
