@@ -71,7 +71,7 @@ def rows(table: Path = HERE / "table.md") -> list[dict]:
     """Every table row of `table`: tg N → a user's decode speed at batch 1 over N tokens from an empty cache."""
     builds, out = {}, []
     for line in table.read_text().splitlines():
-        if " || " not in line:
+        if " || " not in line or line.startswith("<!--"):
             continue
         path, rest = line.split(" || ", 1)
         if rest.startswith("build: "):
