@@ -82,7 +82,7 @@ def test_the_models_session_32_checked():
     assert replace(checked, engine_non_torch_bytes=3.0e9) == first
     assert replace(first, engine_non_torch_bytes=None,
                    kernels=replace(first.kernels, own_pcie=True, own_weight_memory=True,  # + session 33's
-                                   ggml_mmq_ops_per_cycle=520.0)) == today  # and session 34's
+                                   ggml_mmq_ops_per_cycle=520.0, ggml_sm_stream_bytes_per_cycle=5.5)) == today  # + 34's
     assert {g: load_accelerator(g).kernel_constants["pcie_allreduce_fraction"] for g in ("l40s", "a100-pcie-80gb")} == {
         "l40s": 0.45, "a100-pcie-80gb": 0.40}
     assert "pcie_allreduce_fraction" not in load_accelerator("rtx-4090").kernel_constants  # its box: the curve's 0.85

@@ -45,16 +45,37 @@ def test_the_judging_rows_are_the_records_by_the_rule():
     assert tg["engine"].endswith("CUDA-graph decode loop)") and (tg["input_tokens"], tg["output_tokens"]) == (1, 128)
 
 
+def test_the_third_judges_are_the_notebooks_by_the_rule():
+    build = _module(CHECKS / "llamacpp-xd/build_rows.py")
+    built = build.rows()
+    assert build.TABLE.toml(built) in (CHECKS / "llamacpp-xd/rows.toml").read_text()
+    # nine notebooks × Llama 3 8B's four tg tests, and 70B's four on the seven 40-GB-and-up cards
+    assert len(built) == 9 * 4 + 7 * 4 == 64 and {r["accelerator"] for r in built} == set(build.NOTEBOOKS.values())
+    assert {r["weights_dtype"] for r in built} == {"q4_k_m"} and {r["output_tokens"] for r in built} == {
+        512, 1024, 4096, 8192}
+    assert all(r["engine"].endswith("CUDA-graph decode loop)") for r in built)
+    table = (CHECKS / "llamacpp-xd/table.md").read_text()
+    assert "F16" not in table and " pp" not in table
+    # "tg 512 135.04 ± 0.45" of Llama 3 8B Q4_K_M on the A100-SXM4-80GB (build d11afd66, 2837)
+    row = next(r for r in built if r["id"] == "llamacpp-xd-llama-3.1-8b-q4_k_m-a100-80gb-tg512")
+    assert "| tg 512     |    135.04 ± 0.45 |" in table and row["value"] == 135.04
+    assert row["engine"] == "llama.cpp (CUDA build d11afd66, CUDA-graph decode loop)" and row["input_tokens"] == 1
+
+
 def test_the_fits_are_the_grids_least_and_the_rule_decides():
     fit = _module(CHECKS / "fit_session34.py")
     summary = _module(CHECKS / "session34.py")
     stream, mmq = fit.stream_scores(), fit.mmq_scores()
     assert fit.least(stream) == summary.STREAM_BYTES_PER_S == 9.0e9
     assert fit.least(mmq) == summary.MMQ_OPS_PER_CYCLE == 520.0
-    assert stream[9.0e9][0] < stream[0.0][0] and mmq[520.0][0] < mmq[0.0][0]
+    cycle = fit.cycle_scores()
+    assert fit.least(cycle) == summary.STREAM_BYTES_PER_CYCLE == 5.5
+    assert stream[9.0e9][0] < stream[0.0][0] and mmq[520.0][0] < mmq[0.0][0] and cycle[5.5][0] < cycle[0.0][0]
+    assert len(fit.fit_rows("tokens_per_s_per_user", ("llamacpp-cuda", "llamacpp-sm"))) == 6 + 30
     docs = _text("docs/validation.md")  # the docs quote each fit against the model without it
     assert f"MSLE {stream[0.0][0]:.4f} → {stream[9.0e9][0]:.4f}" in docs
     assert f"MSLE {mmq[0.0][0]:.4f} → {mmq[520.0][0]:.4f}" in docs
+    assert f"MSLE {cycle[0.0][0]:.4f} → {cycle[5.5][0]:.4f}" in docs
     saved = json.loads((CHECKS / "session34.json").read_text())["judge"]
     tg, pp = summary.TESTS["tokens_per_s_per_user"], summary.TESTS["time_to_first_token_s"]
     # A: higher on the tg128 rows than the model without it: not shipped; B: lower on the pp512 rows: shipped
@@ -63,12 +84,19 @@ def test_the_fits_are_the_grids_least_and_the_rule_decides():
     assert saved["decision"] == {"A": "does not ship", "B": "ships"}
     report = json.loads((CHECKS / "llamacpp-sm/report.json").read_text())
     assert report["decision"] == saved["decision"]
-    # what shipped: B's rate in the curves, A's bound off; the dated profiles have neither
+    # the third: A2 lower on all its judging rows, the same on the GDDR parts' rows: shipped
+    third = json.loads((CHECKS / "session34.json").read_text())["third_judge"]
+    assert third["A2"]["all"]["median_abs_error"] < third["without"]["all"]["median_abs_error"]
+    assert third["A2"]["GDDR"]["median_abs_error"] <= third["without"]["GDDR"]["median_abs_error"]
+    assert third["decision"] == "ships" == json.loads((CHECKS / "llamacpp-xd/report.json").read_text())["decision"]
+    # what shipped: B's rate and A2's stream in the curves, A's bound off; the dated profiles have none
     shipped = Efficiency.shipped().kernels
-    assert (shipped.ggml_mmq_ops_per_cycle, shipped.ggml_sm_stream_bytes_per_s) == (520.0, 0.0)
+    assert (shipped.ggml_mmq_ops_per_cycle, shipped.ggml_sm_stream_bytes_per_s,
+            shipped.ggml_sm_stream_bytes_per_cycle) == (520.0, 0.0, 5.5)
     for name, profile in PROFILES.items():
         if name.startswith("kernel-"):
-            assert profile().kernels.ggml_mmq_ops_per_cycle == 0.0, name
+            k = profile().kernels
+            assert k.ggml_mmq_ops_per_cycle == k.ggml_sm_stream_bytes_per_cycle == 0.0, name
 
 
 def test_the_reports_are_the_predictions():
@@ -78,11 +106,17 @@ def test_the_reports_are_the_predictions():
         fresh = summary.REPORT.predict(CHECKS / "llamacpp-sm/rows.toml", eff, summary.judge_of)
         _same(saved["judge"][name], fresh["groups"])
         _same(json.loads((CHECKS / "llamacpp-sm/report.json").read_text())[name]["groups"], fresh["groups"])
-    rows = summary.never_seen_rows()
+    for name, eff in summary.third_models().items():
+        fresh = summary.REPORT.predict(CHECKS / "llamacpp-xd/rows.toml", eff, summary.third_judge_of)
+        _same(saved["third_judge"][name], fresh["groups"])
+        _same(json.loads((CHECKS / "llamacpp-xd/report.json").read_text())[name]["groups"], fresh["groups"])
+    rows = summary.never_seen_rows(a2_ships=True)
     _same(saved["today"], summary.S33.pooled(Efficiency.shipped(), rows))
-    # session 33's pool of 680 less the 12 scoreboard rows the fits used, plus the 60 judging rows
-    assert saved["today"]["all"]["count"] == len(rows) == 680 - 12 + 60 == 728
+    # session 33's pool of 680 less the 12 scoreboard rows the fits used, plus the fifteen GPUs' 30 prompt rows (their
+    # 30 decode rows fitted A2) and XiongjieDai's 64
+    assert saved["today"]["all"]["count"] == len(rows) == 680 - 12 + 30 + 64 == 762
     assert not any(r["id"].startswith("llamacpp-cuda-llama-2-7b-q4_0-a100") for r in rows)
+    assert not any(r["metric"] == "tokens_per_s_per_user" and r["id"].startswith("llamacpp-cuda") for r in rows)
 
 
 def test_the_mmq_rate_by_hand():
@@ -97,7 +131,7 @@ def test_the_mmq_rate_by_hand():
     dep = Deployment.make(m, load_accelerator("rtx-5090"), 1, weights_dtype="q4_0", kv_dtype="fp16",
                           efficiency=Efficiency.shipped())
     rate = 170 * 2.407e9 * 520  # 2.12778e14 FLOP/s
-    assert ggml_per_sm(dep) == (0.0, pytest.approx(rate))
+    assert ggml_per_sm(dep) == (pytest.approx(170 * 5.5 * 2.407e9), pytest.approx(rate))  # MMVQ: 2.25e12 B/s
     step = prefill(dep, 1, 512)
     body_s = 2 * 512 * (L7_BODY + L7_NORMS) / rate
     assert body_s == pytest.approx(0.031166, rel=1e-4)
@@ -109,18 +143,26 @@ def test_the_mmq_rate_by_hand():
         assert ggml_per_sm(other) == (0.0, 0.0), (weights, gpu)
 
 
-def test_the_stream_bound_by_hand_when_set():
-    """A's bound, not shipped, set in an efficiency file: Llama 2 7B Q4_0's weights on the A30 at 56 SMs × 9.0e9
-    B/s = 504 GB/s, slower than 0.9 of its 933 GB/s."""
+def test_the_stream_bound_by_hand():
+    """A2, shipped: Llama 2 7B Q4_0's weights on the A30 at 56 SMs × 5.5 B/cycle × 1.44 GHz = 443.5 GB/s, slower than
+    0.9 of its 933 GB/s; on the RTX 5090, 170 × 5.5 × 2.407 GHz = 2.25 TB/s, faster than 0.9 of its 1.79 TB/s, so
+    its memory decides. A (not shipped) set in an efficiency file adds 9.0e9 B/s an SM: on the A30 56 × 16.92e9 =
+    947 GB/s, and its memory decides again."""
     from kokuban.core.roofline import weight_bytes_read_per_gpu, weight_read_s
     from kokuban.specs.deployment import Deployment
 
-    eff = Efficiency.shipped().with_kernels(ggml_sm_stream_bytes_per_s=9.0e9)
-    dep = Deployment.make(load_model("llama-2-7b"), load_accelerator("a30"), 1, weights_dtype="q4_0",
-                          kv_dtype="fp16", efficiency=eff)
-    read = weight_bytes_read_per_gpu(dep, 1)
-    assert float(weight_read_s(dep, 1)) == pytest.approx(float(read) / (56 * 9.0e9))
-    assert 56 * 9.0e9 < 0.9 * 933e9
+    def weights_s(gpu: str, eff: Efficiency) -> tuple[float, float]:
+        dep = Deployment.make(load_model("llama-2-7b"), load_accelerator(gpu), 1, weights_dtype="q4_0",
+                              kv_dtype="fp16", efficiency=eff)
+        return float(weight_read_s(dep, 1)), float(weight_bytes_read_per_gpu(dep, 1))
+
+    t, read = weights_s("a30", Efficiency.shipped())
+    assert 56 * 5.5 * 1.44e9 < 0.9 * 933e9 and t == pytest.approx(read / (56 * 5.5 * 1.44e9))
+    t, read = weights_s("rtx-5090", Efficiency.shipped())
+    memory = Efficiency.shipped().memory  # 0.9
+    assert 170 * 5.5 * 2.407e9 > memory * 1.792e12 and t == pytest.approx(read / (memory * 1.792e12))
+    t, read = weights_s("a30", Efficiency.shipped().with_kernels(ggml_sm_stream_bytes_per_s=9.0e9))
+    assert 56 * (9.0e9 + 5.5 * 1.44e9) > memory * 933e9 and t == pytest.approx(read / (memory * 933e9))
 
 
 def test_the_published_set_does_not_move():
@@ -138,11 +180,15 @@ def test_the_blackboard_shows_the_mmq_rate(capsys):
 
     assert main(["estimate", "llama-2-7b", "--gpu", "rtx-5090", "--weights", "q4_0", "--json"]) == 0
     hw = json.loads(capsys.readouterr().out)["hardware"]
-    assert (hw["sm_count"], hw["ggml_mmvq_bytes_per_s"]) == (170, 0.0)
+    assert hw["sm_count"] == 170 and hw["ggml_mmvq_bytes_per_s"] == pytest.approx(170 * 5.5 * 2.407e9)
     assert hw["ggml_mmq_flops_per_s"] == pytest.approx(170 * 2.407e9 * 520)
     assert main(["estimate", "llama-2-7b", "--gpu", "rtx-5090", "--weights", "q4_0"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "MMQ (prompts) 170 SMs × 2.41 GHz × 520 ops/cycle = 213 TFLOP/s" in out
+    assert "MMVQ (decode) at most 170 SMs × (5.5 B/cycle × 2.41 GHz) = 2.25 TB/s" in out
+    assert main(["estimate", "llama-2-7b", "--gpu", "a100", "--weights", "q4_0"]) == 0
+    assert "MMVQ (decode) at most 108 SMs × (5.5 B/cycle × 1.41 GHz) = 838 GB/s" in " ".join(
+        capsys.readouterr().out.split())  # the figure docs/validation.md quotes
     assert main(["estimate", "llama-2-7b", "--gpu", "rtx-5090", "--weights", "fp16"]) == 0
     assert "MMQ" not in capsys.readouterr().out
 
@@ -164,12 +210,11 @@ def test_the_docs_quote_the_reports():
     lo, hi = today["all"]["median_abs_error_ci"]
     head = f"{t['all']} % median ({_pct(lo)}–{_pct(hi)} %), p90 {_pct(today['all']['p90_abs_error'])} %"
     assert head in docs and head in readme
-    # issue 13's bar on every row today's model never saw: median ≤ 10 %, p90 ≤ 30 %, no regime above 20 %
-    assert today["all"]["median_abs_error"] <= 0.10 and today["all"]["p90_abs_error"] <= 0.30
-    over = {k for k, v in today.items() if k.startswith(("dtype", "workload")) and v["median_abs_error"] > 0.20}
-    assert not over
-    for key in ("dtype q4_0", "workload first token", "workload decode batch 1", "workload multi-gpu"):
+    for key in ("dtype q4_0", "dtype q4_k_m", "workload first token", "workload decode batch 1", "workload multi-gpu"):
         assert f"{key.split(' ', 1)[1]} {t[key]} %" in docs, key
+    third = saved["third_judge"]
+    for name, key in (("A2", "all"), ("without", "all"), ("A2", "HBM"), ("without", "HBM"), ("A2", "GDDR")):
+        assert _pct(third[name][key]["median_abs_error"]) + " %" in docs, (name, key)
     j = saved["judge"]
     pp, tg = "pp512 (first token)", "tg128 (decode, batch 1)"
     for name, test in (("B", pp), ("without", pp), ("A", tg), ("without", tg)):
@@ -177,10 +222,16 @@ def test_the_docs_quote_the_reports():
 
 
 def test_the_readme_states_the_bar():
+    """Issue 13's bar on every row today's model never saw (median ≤ 10 %, p90 ≤ 30 %, no regime above 20 %), read
+    from the report: the README says which parts hold."""
     saved = json.loads((CHECKS / "session34.json").read_text())["today"]
     t = {k: _pct(v["median_abs_error"]) for k, v in saved.items()}
-    worst = max((k for k in saved if k.startswith(("dtype", "workload"))), key=lambda k: saved[k]["median_abs_error"])
-    assert worst == "dtype fp4"
-    assert (f"**met** on today's model (session 34): on the {saved['all']['count']} rows it never saw, {t['all']} % "
-            f"median and p90 {_pct(saved['all']['p90_abs_error'])} %, and no regime above 20 % (the worst: fp4 "
-            f"{t['dtype fp4']} %, first tokens {t['workload first token']} %") in _text("README.md")
+    regimes = {k: v["median_abs_error"] for k, v in saved.items() if k.startswith(("dtype", "workload"))}
+    worst = sorted(regimes, key=regimes.get)[-2:]
+    assert worst == ["workload decode batch 1", "dtype q4_k_m"] and max(regimes.values()) <= 0.20
+    assert saved["all"]["p90_abs_error"] <= 0.30 and saved["all"]["median_abs_error"] > 0.10
+    lo, hi = saved["all"]["median_abs_error_ci"]
+    assert (f"**not met, by {_pct(saved['all']['median_abs_error'] - 0.10)} point**. Today's model (session 34) on the "
+            f"{saved['all']['count']} rows it never saw reads {t['all']} % median ({_pct(lo)}–{_pct(hi)} %) and p90 "
+            f"{_pct(saved['all']['p90_abs_error'])} %, with no regime above 20 % (the worst: q4_k_m "
+            f"{t['dtype q4_k_m']} %, decode at batch 1 {t['workload decode batch 1']} %") in _text("README.md")

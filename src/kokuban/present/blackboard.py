@@ -46,8 +46,12 @@ def blackboard(con: Console, est: Estimate) -> None:
                      f"{k['ggml_mmq_ops_per_cycle']:g} ops/cycle = {si(hw['ggml_mmq_flops_per_s'], 'FLOP/s')} in place "
                      "of the tensor-core peak" if hw["ggml_mmq_flops_per_s"] else "")
                   + ("; " if hw["ggml_mmq_flops_per_s"] and hw["ggml_mmvq_bytes_per_s"] else "")
-                  + (f"MMVQ (decode) at most {hw['sm_count']} SMs × {si(k['ggml_sm_stream_bytes_per_s'], 'B/s')} = "
-                     f"{si(hw['ggml_mmvq_bytes_per_s'], 'B/s')}" if hw["ggml_mmvq_bytes_per_s"] else ""))
+                  + (f"MMVQ (decode) at most {hw['sm_count']} SMs × ("
+                     + " + ".join(([si(k["ggml_sm_stream_bytes_per_s"], "B/s")] if k["ggml_sm_stream_bytes_per_s"]
+                                   else []) + ([f"{k['ggml_sm_stream_bytes_per_cycle']:g} B/cycle × "
+                                                f"{si(hw['boost_clock_hz'], 'Hz')}"]
+                                               if k["ggml_sm_stream_bytes_per_cycle"] else []))
+                     + f") = {si(hw['ggml_mmvq_bytes_per_s'], 'B/s')}" if hw["ggml_mmvq_bytes_per_s"] else ""))
     for note in m["notes"]:
         con.print(f"  · {note}")
 

@@ -474,7 +474,7 @@ def _dated(fractions: dict[str, float], curves: bool = True,
     from kokuban.specs.kernels import CURVES_2026_12_04
 
     eff = Efficiency.kernel_calibrated(fractions, CURVES_2026_12_04 if curves else {
-        "own_pcie": False, "own_weight_memory": False, "ggml_mmq_ops_per_cycle": 0.0})
+        "own_pcie": False, "own_weight_memory": False} | NO_GGML)
     return replace(eff, engine_non_torch_bytes=non_torch_bytes)
 
 
@@ -489,8 +489,9 @@ def _dated(fractions: dict[str, float], curves: bool = True,
 #: all-reduce fractions the catalog gained after (`KernelCurves.own_pcie`); "kernel-2026-12-05a" is session 32's final
 #: step model, the one session 33's clean checks predicted: today's without the accelerators' own weight stream ratios
 #: (`KernelCurves.own_weight_memory`), which no dated profile has; "kernel-2026-12-05b" session 33's final step model,
-#: today's without llama.cpp's MMQ rate per SM (`KernelCurves.ggml_mmq_ops_per_cycle`, session 34), which no dated
+#: today's without llama.cpp's per-SM bounds (`NO_GGML`: MMQ's rate and MMVQ's stream, session 34), which no dated
 #: profile has; "default" has all of them.
+NO_GGML = {"ggml_mmq_ops_per_cycle": 0.0, "ggml_sm_stream_bytes_per_cycle": 0.0}
 PROFILES = {"default": Efficiency.shipped, "kernel": Efficiency.kernel_calibrated, "scalar": Efficiency.scalar,
             "kernel-2026-12-02": partial(_dated, KERNEL_FRACTIONS_2026_12_02),
             "kernel-2026-12-04": partial(_dated, KERNEL_FRACTIONS_2026_12_04),
@@ -498,6 +499,5 @@ PROFILES = {"default": Efficiency.shipped, "kernel": Efficiency.kernel_calibrate
             "kernel-2026-12-04c": partial(_dated, KERNEL_FRACTIONS_2026_12_04C),
             "kernel-2026-12-04d": partial(_dated, KERNEL_FRACTIONS_2026_12_04D, curves=False),
             "kernel-2026-12-04e": partial(_dated, KERNEL_FRACTIONS_2026_12_04D, curves=False, non_torch_bytes=3.0e9),
-            "kernel-2026-12-05a": partial(Efficiency.kernel_calibrated, None, {"own_weight_memory": False,
-                                                                               "ggml_mmq_ops_per_cycle": 0.0}),
-            "kernel-2026-12-05b": partial(Efficiency.kernel_calibrated, None, {"ggml_mmq_ops_per_cycle": 0.0})}
+            "kernel-2026-12-05a": partial(Efficiency.kernel_calibrated, None, {"own_weight_memory": False} | NO_GGML),
+            "kernel-2026-12-05b": partial(Efficiency.kernel_calibrated, None, NO_GGML)}

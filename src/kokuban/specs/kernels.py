@@ -128,7 +128,8 @@ SCALEOUT_FRACTION = 0.8
 CURVES_2026_12_04: dict[str, Any] = {
     "m_half_tokens": 70.0, "fp8_ratio": 0.71, "fp4_ratio": 0.54, "int8_ratio": 0.71, "n_half_bf16": 0.0,
     "k_half_bf16": 0.0, "n_half_fp8": 0.0, "k_half_fp8": 0.0, "moe_layer_s": 39e-6, "moe_pair_s": 15.3e-9,
-    "moe_layer_fp4_s": 49.9e-6, "moe_pair_fp4_s": 21.4e-9, "per_accelerator": False, "ggml_mmq_ops_per_cycle": 0.0}
+    "moe_layer_fp4_s": 49.9e-6, "moe_pair_fp4_s": 21.4e-9, "per_accelerator": False, "ggml_mmq_ops_per_cycle": 0.0,
+    "ggml_sm_stream_bytes_per_cycle": 0.0}
 
 
 @dataclass(frozen=True)
@@ -177,9 +178,12 @@ class KernelCurves:
     #: tg128 rows, judged on 30: 5.2 % → 6.4 % (the A30, an HBM part, 42.1 % → 7.9 %, but the Blackwell cards draw more
     #: per SM: RTX 5070 Ti 1.9 % → 20.2 %), NOT shipped: 0, to be set in an efficiency file for an HBM part
     ggml_sm_stream_bytes_per_s: float = 0.0
-    #: MMVQ's bytes per SM per clock cycle (the third candidate, validation/clean-checks/llamacpp-xd/): the bytes/s one
-    #: SM draws are ggml_sm_stream_bytes_per_s + this × the boost clock
-    ggml_sm_stream_bytes_per_cycle: float = 0.0
+    #: MMVQ's bytes per SM per clock cycle (the third candidate, A2; validation/clean-checks/llamacpp-xd/): the bytes/s
+    #: one SM draws are ggml_sm_stream_bytes_per_s + this × the boost clock. FITTED (5.5) on the 36 scoreboard decode
+    #: rows of 18 GPUs read by then (fit_session34.py), judged on XiongjieDai's llama-bench notebooks (64 decode rows of
+    #: Llama 3 8B/70B Q4_K_M on nine GPUs): 30.4 % → 19.8 % median |error|, HBM parts 92.5 → 14.0 %, GDDR unchanged;
+    #: SHIPPED
+    ggml_sm_stream_bytes_per_cycle: float = 5.5
     ggml_mmq_ops_per_cycle: float = 520.0
 
     def __post_init__(self) -> None:
