@@ -89,7 +89,7 @@ class Accelerator:
     scaleout_latency_s: float = 0.0  # latency a collective adds when it crosses the node (kernel profile only)
     price_per_hour_usd: float = 0.0
     #: streaming multiprocessors (NVIDIA SMs) and their rated boost clock, Hz (`sm_note`: source); 0 = not stated. What
-    #: a kernel bound per SM runs at (`core.roofline.ggml_weight_stream_s`, `ggml_gemm_rate`)
+    #: a kernel bound per SM runs at (llama.cpp's: `core.roofline.ggml_per_sm`)
     sm_count: int = 0
     boost_clock_hz: float = 0.0
     sources: tuple[str, ...] = ()

@@ -176,7 +176,7 @@ class KernelCurves:
     #: pp512 rows of the scoreboard (RTX 5090, 3090 Ti, A100; fit_session34.py), judged on 30 rows of fifteen GPUs no
     #: fit had seen: 37.3 % → 12.4 % median |error|, SHIPPED. MMVQ's bytes/s per SM: fitted (9.0e9) the same way on six
     #: tg128 rows, judged on 30: 5.2 % → 6.4 % (the A30, an HBM part, 42.1 % → 7.9 %, but the Blackwell cards draw more
-    #: per SM: RTX 5070 Ti 1.9 % → 20.2 %), NOT shipped: 0, to be set in an efficiency file for an HBM part
+    #: per SM: RTX 5070 Ti 1.9 % → 20.2 %), NOT shipped: 0 (the per-cycle form below took its place)
     ggml_sm_stream_bytes_per_s: float = 0.0
     #: MMVQ's bytes per SM per clock cycle (the third candidate, A2; validation/clean-checks/llamacpp-xd/): the bytes/s
     #: one SM draws are ggml_sm_stream_bytes_per_s + this × the boost clock. FITTED (5.5) on the 36 scoreboard decode
