@@ -215,8 +215,29 @@ def test_the_docs_quote_the_reports():
     third = saved["third_judge"]
     for name, key in (("A2", "all"), ("without", "all"), ("A2", "HBM"), ("without", "HBM"), ("A2", "GDDR")):
         assert _pct(third[name][key]["median_abs_error"]) + " %" in docs, (name, key)
+    assert f"(+{_pct(third['A2']['HBM']['median_signed_error'])} % signed)" in docs
+    assert f"The H100 PCIe reads +{_pct(third['A2']['gpu h100-pcie']['median_signed_error'])} %" in docs
+    # the judge table's families, with / without: B on the prompts, A on decode; the A30 and the RTX 5070 Ti quoted
+    j, pp, tg = saved["judge"], "pp512 (first token)", "tg128 (decode, batch 1)"
+    for name, test in (("B", pp), ("A", tg)):
+        for family in ("Ampere GA10x", "Ada", "Blackwell"):
+            w, wo = (_pct(j[m][f"{test}, {family}"]["median_abs_error"]) for m in (name, "without"))
+            assert f"{family} {w} / {wo} %" in docs, (name, family)
+        w, wo = (_pct(j[m][f"{test}, GA100 (HBM2)"]["median_abs_error"]) for m in (name, "without"))
+        assert f"A30 {w} / {wo} %" in docs, name
+    a30, ti = f"{tg}, gpu a30", f"{tg}, gpu rtx-5070-ti"
+    assert f"({_pct(j['without'][a30]['median_abs_error'])} → {_pct(j['A'][a30]['median_abs_error'])} %)" in docs
+    assert (f"RTX 5070 Ti {_pct(j['without'][ti]['median_abs_error'])} → {_pct(j['A'][ti]['median_abs_error'])} %"
+            in docs)
+    ga10x = _pct(j["without"][f"{tg}, Ampere GA10x"]["median_signed_error"])
+    assert f"Ampere GA10x cards' Q4_0 decode rows of 2025 read +{ga10x} %" in docs
+    # the README's session-34 paragraph: each judgement's with → without, and the HBM parts'
+    assert (f"{_pct(j['without'][pp]['median_abs_error'])} % → {_pct(j['B'][pp]['median_abs_error'])} % median" in
+            readme)
+    assert (f"{_pct(third['without']['all']['median_abs_error'])} % → {_pct(third['A2']['all']['median_abs_error'])} % "
+            f"(the HBM parts {_pct(third['without']['HBM']['median_abs_error'])} % → "
+            f"{_pct(third['A2']['HBM']['median_abs_error'])} %)") in readme
     j = saved["judge"]
-    pp, tg = "pp512 (first token)", "tg128 (decode, batch 1)"
     for name, test in (("B", pp), ("without", pp), ("A", tg), ("without", tg)):
         assert _pct(j[name][test]["median_abs_error"]) + " %" in docs, (name, test)
 

@@ -26,15 +26,10 @@ from kokuban.specs.hardware import Efficiency
 HERE = Path(__file__).parent
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-S33 = _load("session33", HERE / "session33.py")
-FIT = _load("fit_session34", HERE / "fit_session34.py")
+_spec = importlib.util.spec_from_file_location("session33", HERE / "session33.py")
+S33 = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(S33)
+FIT = S33._load("fit_session34", HERE / "fit_session34.py")  # session 33's loader of the scripts beside it
 REPORT = S33.REPORT
 #: the fitted constants (the least of fit_session34.py's grids: tests/test_session34_checks.py checks them)
 STREAM_BYTES_PER_S = 9.0e9
@@ -67,12 +62,11 @@ def judge() -> dict:
     """Every judging row predicted once by each of `models`, the two decisions, llamacpp-sm/report.json and .md."""
     here = HERE / "llamacpp-sm"
     out = {name: REPORT.predict(here / "rows.toml", eff, judge_of) for name, eff in models().items()}
-    median = {name: {k: g["median_abs_error"] for k, g in o["groups"].items()} for name, o in out.items()}
-    out["decision"] = {
-        "A": "ships" if median["A"][TESTS["tokens_per_s_per_user"]] < median["without"][TESTS[
-            "tokens_per_s_per_user"]] else "does not ship",
-        "B": "ships" if median["B"][TESTS["time_to_first_token_s"]] < median["without"][TESTS[
-            "time_to_first_token_s"]] else "does not ship"}
+    def lower(name: str, test: str) -> bool:  # the candidate's median |error| on its test's rows, against without
+        return out[name]["groups"][test]["median_abs_error"] < out["without"]["groups"][test]["median_abs_error"]
+
+    out["decision"] = {name: "ships" if lower(name, TESTS[metric]) else "does not ship"
+                       for name, metric in (("A", "tokens_per_s_per_user"), ("B", "time_to_first_token_s"))}
     lines = ["# llama.cpp's quantized CUDA kernels bound per SM, judged on fifteen GPUs no fit had seen (session 34)",
              "", "Predicted once by `../session34.py` (rule: `inclusion-rule.md`; rows: `rows.toml`, built by "
              "`build_rows.py` from `table.md`). The first five columns: both candidates (A: "

@@ -40,18 +40,7 @@ def blackboard(con: Console, est: Estimate) -> None:
            if (ratio := eff.get("kernels", {}).get("weight_memory_ratio", 1.0)) != 1.0 else "")
     )
     if hw["ggml_mmq_flops_per_s"] or hw["ggml_mmvq_bytes_per_s"]:
-        k = eff["kernels"]
-        con.print("llama.cpp's GGUF kernels, bound per SM: "
-                  + (f"MMQ (prompts) {hw['sm_count']} SMs × {si(hw['boost_clock_hz'], 'Hz')} × "
-                     f"{k['ggml_mmq_ops_per_cycle']:g} ops/cycle = {si(hw['ggml_mmq_flops_per_s'], 'FLOP/s')} in place "
-                     "of the tensor-core peak" if hw["ggml_mmq_flops_per_s"] else "")
-                  + ("; " if hw["ggml_mmq_flops_per_s"] and hw["ggml_mmvq_bytes_per_s"] else "")
-                  + (f"MMVQ (decode) at most {hw['sm_count']} SMs × ("
-                     + " + ".join(([si(k["ggml_sm_stream_bytes_per_s"], "B/s")] if k["ggml_sm_stream_bytes_per_s"]
-                                   else []) + ([f"{k['ggml_sm_stream_bytes_per_cycle']:g} B/cycle × "
-                                                f"{si(hw['boost_clock_hz'], 'Hz')}"]
-                                               if k["ggml_sm_stream_bytes_per_cycle"] else []))
-                     + f") = {si(hw['ggml_mmvq_bytes_per_s'], 'B/s')}" if hw["ggml_mmvq_bytes_per_s"] else ""))
+        con.print("llama.cpp's GGUF kernels, bound per SM: " + "; ".join(_ggml_bounds(hw, eff["kernels"])))
     for note in m["notes"]:
         con.print(f"  · {note}")
 
@@ -125,3 +114,17 @@ def blackboard(con: Console, est: Estimate) -> None:
             f"total {secs(g['total_time_s'])}, {g['output_tokens_per_s']:,.1f} output tokens/s in all, "
             f"${g['usd_per_request']:.4g} per request"
         )
+
+
+def _ggml_bounds(hw: dict, k: dict) -> list[str]:
+    """The blackboard's words for llama.cpp's per-SM bounds (`core.roofline.ggml_per_sm`), terms as they multiply."""
+    out, sms, clock = [], f"{hw['sm_count']} SMs", si(hw["boost_clock_hz"], "Hz")
+    if hw["ggml_mmq_flops_per_s"]:
+        out.append(f"MMQ (prompts) {sms} × {clock} × {k['ggml_mmq_ops_per_cycle']:g} ops/cycle = "
+                   f"{si(hw['ggml_mmq_flops_per_s'], 'FLOP/s')} in place of the tensor-core peak")
+    if hw["ggml_mmvq_bytes_per_s"]:
+        per_sm = [si(k["ggml_sm_stream_bytes_per_s"], "B/s")] if k["ggml_sm_stream_bytes_per_s"] else []
+        if k["ggml_sm_stream_bytes_per_cycle"]:
+            per_sm.append(f"{k['ggml_sm_stream_bytes_per_cycle']:g} B/cycle × {clock}")
+        out.append(f"MMVQ (decode) at most {sms} × ({' + '.join(per_sm)}) = {si(hw['ggml_mmvq_bytes_per_s'], 'B/s')}")
+    return out

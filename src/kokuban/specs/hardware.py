@@ -466,6 +466,10 @@ KERNEL_FRACTIONS_2026_12_02: dict[str, float] = {"compute": 0.74, "memory": 0.89
 NON_TORCH_BYTES_UNTIL_SESSION_32 = 0.6e9
 
 
+#: llama.cpp's per-SM bounds (`KernelCurves.ggml_*`, session 34) switched off: what every dated profile goes without
+NO_GGML = {"ggml_mmq_ops_per_cycle": 0.0, "ggml_sm_stream_bytes_per_cycle": 0.0}
+
+
 def _dated(fractions: dict[str, float], curves: bool = True,
            non_torch_bytes: float = NON_TORCH_BYTES_UNTIL_SESSION_32) -> Efficiency:
     """A dated profile: its fractions at the curves they were fitted with (`specs.kernels.CURVES_2026_12_04`; with
@@ -491,7 +495,6 @@ def _dated(fractions: dict[str, float], curves: bool = True,
 #: (`KernelCurves.own_weight_memory`), which no dated profile has; "kernel-2026-12-05b" session 33's final step model,
 #: today's without llama.cpp's per-SM bounds (`NO_GGML`: MMQ's rate and MMVQ's stream, session 34), which no dated
 #: profile has; "default" has all of them.
-NO_GGML = {"ggml_mmq_ops_per_cycle": 0.0, "ggml_sm_stream_bytes_per_cycle": 0.0}
 PROFILES = {"default": Efficiency.shipped, "kernel": Efficiency.kernel_calibrated, "scalar": Efficiency.scalar,
             "kernel-2026-12-02": partial(_dated, KERNEL_FRACTIONS_2026_12_02),
             "kernel-2026-12-04": partial(_dated, KERNEL_FRACTIONS_2026_12_04),
