@@ -67,7 +67,8 @@ def cost_ratio(usd: Any, usd_base: Any, seconds: Any, seconds_base: Any) -> Any:
 
 
 def decode_split_usd_per_m(dep: Deployment, step: Step) -> dict[str, Any]:
-    """The cost of a decode token split into compute, weight read, KV read, comm and overhead (USD / M)."""
+    """The cost of a decode token split into compute, weight read, KV read, comm and overhead (USD / M); a TP group's
+    barrier wait (`Step.sync_s`, a share of the body) is spread over the first four in proportion."""
     def scale(kernel_s: Any, a: Any, b: Any) -> np.ndarray:  # kernel time ÷ (a + b), 0 where both are 0
         raw = np.asarray(a + b, dtype=np.float64)
         if raw.size and raw.min() > 0:  # no zero to guard: the plain division, the same numbers
@@ -77,14 +78,15 @@ def decode_split_usd_per_m(dep: Deployment, step: Step) -> dict[str, Any]:
     lin = scale(step.linear_s, step.linear_compute_s, step.weights_s)
     attn = scale(step.attention_s, step.attn_compute_s, step.kv_s)
     per_token_usd = usd_per_m_tokens(usd_of_seconds(dep, 1.0), np.asarray(step.batch, dtype=np.float64))
-    comm = per_token_usd * step.comm_s
+    body_usd = per_token_usd * (1.0 + step.sync_loss) if step.sync_loss else per_token_usd  # the barrier's share
+    comm = body_usd * step.comm_s
     if step.comm_overlapped:  # otherwise the shared scale is 1 and multiplying by it would change nothing
         shared = scale(np.maximum(step.roof_s, step.comm_s), step.roof_s, step.comm_s)
         lin, attn, comm = lin * shared, attn * shared, comm * shared
     return {
-        "compute": per_token_usd * (step.linear_compute_s * lin + step.attn_compute_s * attn),
-        "weights": per_token_usd * step.weights_s * lin,
-        "kv": per_token_usd * step.kv_s * attn,
+        "compute": body_usd * (step.linear_compute_s * lin + step.attn_compute_s * attn),
+        "weights": body_usd * step.weights_s * lin,
+        "kv": body_usd * step.kv_s * attn,
         "comm": comm,
         "overhead": per_token_usd * step.overhead_s,
     }

@@ -54,7 +54,8 @@ class InflightStep:
     the attention work of its decodes and of its prompts.
 
     step time = kernel(linear compute, weights) + kernel(decode attention, decode KV)
-                + kernel(prefill attention, prefill KV) + comm + overhead   (max(roofline, comm) if overlapped)
+                + kernel(prefill attention, prefill KV) + comm  (max(roofline, comm) if overlapped)
+                + a TP group's barrier wait (`Step.sync_s`) + overhead
     — the two attention kernels run one after the other (TensorRT-LLM's context and generation attention are
     separate kernels), so a prompt's compute-bound attention does not hide under the decodes' KV read. (The
     simulator's mixed step, `sim.steptime.StepModel`, sums both kinds into one attention kernel; on the published
@@ -65,10 +66,16 @@ class InflightStep:
     prefill: roofline.Step
 
     @property
-    def step_time_s(self) -> Any:
+    def body_s(self) -> Any:
+        """The kernels' part: roofline + comm (max of the two if overlapped), as `Step.body_s`."""
         t = self.terms
         roof = t.linear_s + self.decode.attention_s + self.prefill.attention_s
-        return (np.maximum(roof, t.comm_s) if t.comm_overlapped else roof + t.comm_s) + t.overhead_s
+        return np.maximum(roof, t.comm_s) if t.comm_overlapped else roof + t.comm_s
+
+    @property
+    def step_time_s(self) -> Any:
+        """body·(1 + sync loss) + overhead (`Step.step_time_s`)."""
+        return self.body_s * (1.0 + self.terms.sync_loss) + self.terms.overhead_s
 
     @property
     def bound(self) -> Any:
@@ -77,7 +84,9 @@ class InflightStep:
 
     def as_dict(self) -> dict[str, Any]:
         """`Step.as_dict` of the summed terms, with this step's time."""
-        return self.terms.as_dict() | {"step_time_s": float(np.asarray(self.step_time_s))}
+        out = self.terms.as_dict() | {"step_time_s": float(np.asarray(self.step_time_s))}
+        out["breakdown"]["sync_s"] = float(np.asarray(self.terms.sync_loss * self.body_s))
+        return out
 
 
 def inflight_step(dep: Deployment, batch: Any, prompt_tokens: Any, output_tokens: Any) -> InflightStep:

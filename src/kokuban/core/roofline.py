@@ -98,6 +98,7 @@ class Step:
     comm_overlapped: bool = False
     attn_flops: Any = np.nan  # the attention part of `flops`
     overlap: float = 1.0  # the fraction of the shorter of a kernel's compute and memory times hidden under the longer
+    sync_loss: float = 0.0  # the share of the step's body a tensor-parallel group adds at its barriers (`tp_sync_loss`)
 
     @property
     def memory_s(self) -> Any:
@@ -136,12 +137,24 @@ class Step:
         return self.linear_s + self.attention_s
 
     @_cached
-    def step_time_s(self) -> Any:
-        """roof + comm + overhead; with overlapped communication (two micro-batches ping-ponging, as
-        DeepSeek's dual-batch overlap does) max(roof, comm) + overhead."""
+    def body_s(self) -> Any:
+        """The kernels' part of the step: roof + comm; with overlapped communication (two micro-batches
+        ping-ponging, as DeepSeek's dual-batch overlap does) max(roof, comm)."""
         if self.comm_overlapped:
-            return np.maximum(self.roof_s, self.comm_s) + self.overhead_s
-        return self.roof_s + self.comm_s + self.overhead_s
+            return np.maximum(self.roof_s, self.comm_s)
+        return self.roof_s + self.comm_s
+
+    @_cached
+    def sync_s(self) -> Any:
+        """The time a tensor-parallel group waits at its barriers: sync_loss × body (0 on one GPU)."""
+        return self.sync_loss * self.body_s
+
+    @_cached
+    def step_time_s(self) -> Any:
+        """body + sync + overhead = (roof + comm)·(1 + sync_loss) + overhead (`body_s`, `sync_s`)."""
+        if self.sync_loss:
+            return self.body_s + self.sync_s + self.overhead_s
+        return self.body_s + self.overhead_s
 
     @_cached
     def bound_index(self) -> Any:
@@ -180,6 +193,7 @@ class Step:
                 "weights_s": f(self.weights_s),
                 "kv_s": f(self.kv_s),
                 "comm_s": f(self.comm_s),
+                "sync_s": f(self.sync_s),
                 "overhead_s": f(self.overhead_s),
             },
             "flops": f(self.flops),
@@ -275,6 +289,22 @@ def kernel_comm_time_s(dep: Deployment, tokens: Any) -> tuple[np.ndarray, np.nda
     one = alltoall_time_s(sent - off, off, k.alltoall_s + link.extra_latency_s, acc.interconnect_bytes_per_s,
                           k.alltoall_fraction, acc.scaleout_bytes_per_s, k.scaleout_fraction)
     return count * one, count * sent
+
+
+def tp_sync_loss(dep: Deployment) -> float:
+    """The share of a step's body (roofline + collectives) a tensor-parallel group on NVLink adds waiting at its
+    per-layer all-reduces (`KernelCurves.tp_sync_loss`): a step = body·(1 + loss) + overhead (`Step.step_time_s`).
+
+    Every layer ends in an all-reduce that no GPU leaves before the slowest arrives, so each layer takes its slowest
+    GPU's time, and the all-reduce kernels share the GPU with the GEMMs around them; ASSUMED proportional to the body,
+    whatever the TP degree (the development rows show no trend with it: docs/validation.md, session 35). 0 on one GPU,
+    under expert parallelism (all-to-alls), off NVLink (the PCIe curves' fitted fractions and the MI300X's own weight
+    stream absorb their servers' losses) and under the scalar profile."""
+    k = dep.efficiency.kernels
+    if k is None or dep.num_gpus <= 1 or not k.tp_sync_loss or not k.covers(dep.accelerator):
+        return 0.0
+    kind = dep.parallel.collectives(dep.model.num_layers, dep.model.moe_layers)[1]
+    return k.tp_sync_loss if kind == "all-reduce" else 0.0
 
 
 def gemm_ceiling_fraction(dep: Deployment, dtype: str | None = None) -> float:
@@ -457,6 +487,7 @@ def _step(dep: Deployment, batch: Any, tokens: Any, attended: Any, attn_flops_pe
         comm_overlapped=dep.overlap_comm,
         attn_flops=attn_flops,
         overlap=eff.overlap,
+        sync_loss=tp_sync_loss(dep),
     )
 
 
@@ -521,6 +552,7 @@ class DecodeTable:
             experts_touched=np.nan, compute_s=self.linear_compute_s[ib] + attn_s, attn_compute_s=attn_s,
             weights_s=self.weights_s[ib], kv_s=batch * one.kv_s, comm_s=self.comm_s[ib],
             overhead_s=self.overhead_s[ib], comm_overlapped=self.dep.overlap_comm, overlap=self.dep.efficiency.overlap,
+            sync_loss=tp_sync_loss(self.dep),
         )
 
 

@@ -64,14 +64,14 @@ def worst_table(worst: Any):
     from kokuban.validation.accuracy import engine_family
 
     table = Table(title=f"the {len(worst)} worst rows and their step's terms (one GPU, per step)")
-    cols = ("id", "error", "engine", "phase", "bound", "step", "compute", "weights", "KV", "comm", "overhead")
+    cols = ("id", "error", "engine", "phase", "bound", "step", "compute", "weights", "KV", "comm", "sync", "overhead")
     for col in cols:
         table.add_column(col, justify="left" if col in ("id", "engine", "phase", "bound") else "right")
     for p in worst:
         t = p.terms or {}
         table.add_row(p.id, f"{100 * p.signed_error:+.1f} %", engine_family(p.engine), t.get("phase", ""),
                       t.get("bound", ""), *(secs(t[k]) if k in t else "" for k in
-                      ("step_time_s", "compute_s", "weights_s", "kv_s", "comm_s", "overhead_s")))
+                      ("step_time_s", "compute_s", "weights_s", "kv_s", "comm_s", "sync_s", "overhead_s")))
     return table
 
 

@@ -38,7 +38,7 @@ from typing import Protocol
 
 import numpy as np
 
-from kokuban.core.roofline import Step, decode_step, lm_head_time_s, prefill
+from kokuban.core.roofline import Step, decode_step, lm_head_time_s, prefill, tp_sync_loss
 from kokuban.specs.deployment import Deployment
 
 
@@ -90,6 +90,7 @@ class StepModel:
         self.prefill_kv_s = np.concatenate([[0.0], pre.kv_s])  # KV traffic of a prompt reaching c tokens
         self.comm_overlapped = bool(dep.overlap_comm)
         self.kernel_overlap = float(dep.efficiency.overlap)  # Step.kernel_s's overlap of compute and memory
+        self.sync_loss = tp_sync_loss(dep)  # Step.sync_loss: a TP group's wait at its barriers
         self.max_tokens, self.max_context = int(max_tokens), int(max_context)
         # the token terms as lists: scalar lookups without NumPy's per-call cost
         self.body_l, self.weights_l = self.body_compute_s.tolist(), self.weights_s.tolist()
@@ -129,13 +130,13 @@ class StepModel:
     def seconds(self, tokens: int, heads: int, attn_s: float, kv_s: float) -> float:
         """Seconds of a step of `tokens` tokens, `heads` of them sampled (LM heads), with `attn_s` of
         attention compute and `kv_s` of KV traffic: the core's `Step.step_time_s` on floats,
-        kernel(body + heads·LM head, weights) + kernel(attention, KV) + comm + overhead, or with overlapped
-        communication max(that roofline part, comm) + overhead (kernel(c, m) = max + (1 − overlap)·min)."""
+        [kernel(body + heads·LM head, weights) + kernel(attention, KV) + comm]·(1 + sync loss) + overhead, or with
+        overlapped communication max(that roofline part, comm)·(1 + sync loss) + overhead (kernel(c, m) = max +
+        (1 − overlap)·min)."""
         lin, w = self.body_l[tokens] + heads * self.lm_head_s, self.weights_l[tokens]
         roof = max(lin, w) + max(attn_s, kv_s) + (1.0 - self.kernel_overlap) * (min(lin, w) + min(attn_s, kv_s))
-        if self.comm_overlapped:
-            return max(roof, self.comm_l[tokens]) + self.overhead_l[tokens]
-        return roof + self.comm_l[tokens] + self.overhead_l[tokens]
+        body = max(roof, self.comm_l[tokens]) if self.comm_overlapped else roof + self.comm_l[tokens]
+        return body * (1.0 + self.sync_loss) + self.overhead_l[tokens]
 
     def run_seconds(self, tokens: int, attn_s: np.ndarray, kv_s: np.ndarray) -> np.ndarray:
         """Seconds of several decode steps of `tokens` requests each (every token sampled), with attention
@@ -150,7 +151,7 @@ class StepModel:
             comm_bytes=np.nan, experts_touched=np.nan, compute_s=linear + attn_s, attn_compute_s=attn_s,
             weights_s=self.weights_l[tokens], kv_s=kv_s, comm_s=self.comm_l[tokens],
             overhead_s=self.overhead_l[tokens],
-            comm_overlapped=self.comm_overlapped, overlap=self.kernel_overlap,
+            comm_overlapped=self.comm_overlapped, overlap=self.kernel_overlap, sync_loss=self.sync_loss,
         )
 
     def step(self, tokens: int, decode_ctx: np.ndarray, chunk_start: np.ndarray, chunk_end: np.ndarray,

@@ -185,6 +185,9 @@ class KernelCurves:
     #: SHIPPED
     ggml_sm_stream_bytes_per_cycle: float = 5.5
     ggml_mmq_ops_per_cycle: float = 520.0
+    #: the share of a step's body a tensor-parallel group on NVLink adds at its per-layer barriers
+    #: (`core.roofline.tp_sync_loss`; session 35, validation/clean-checks/trtllm010/): 0 = none
+    tp_sync_loss: float = 0.0
 
     def __post_init__(self) -> None:
         for f in fields(self):
