@@ -64,14 +64,16 @@ def worst_table(worst: Any):
     from kokuban.validation.accuracy import engine_family
 
     table = Table(title=f"the {len(worst)} worst rows and their step's terms (one GPU, per step)")
-    cols = ("id", "error", "engine", "phase", "bound", "step", "compute", "weights", "KV", "comm", "sync", "overhead")
-    for col in cols:
+    terms = [p.terms or {} for p in worst]
+    times = {"step": "step_time_s", "compute": "compute_s", "weights": "weights_s", "KV": "kv_s", "comm": "comm_s",
+             "sync": "sync_s", "overhead": "overhead_s"}
+    if not any(t.get("sync_s") for t in terms):  # a TP group's barrier wait: shown where a row has one
+        del times["sync"]
+    for col in ("id", "error", "engine", "phase", "bound", *times):
         table.add_column(col, justify="left" if col in ("id", "engine", "phase", "bound") else "right")
-    for p in worst:
-        t = p.terms or {}
+    for p, t in zip(worst, terms, strict=True):
         table.add_row(p.id, f"{100 * p.signed_error:+.1f} %", engine_family(p.engine), t.get("phase", ""),
-                      t.get("bound", ""), *(secs(t[k]) if k in t else "" for k in
-                      ("step_time_s", "compute_s", "weights_s", "kv_s", "comm_s", "sync_s", "overhead_s")))
+                      t.get("bound", ""), *(secs(t[k]) if k in t else "" for k in times.values()))
     return table
 
 

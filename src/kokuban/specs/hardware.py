@@ -466,8 +466,12 @@ KERNEL_FRACTIONS_2026_12_02: dict[str, float] = {"compute": 0.74, "memory": 0.89
 NON_TORCH_BYTES_UNTIL_SESSION_32 = 0.6e9
 
 
-#: llama.cpp's per-SM bounds (`KernelCurves.ggml_*`, session 34) switched off: what every dated profile goes without
-NO_GGML = {"ggml_mmq_ops_per_cycle": 0.0, "ggml_sm_stream_bytes_per_cycle": 0.0}
+#: a tensor-parallel group's barrier wait (`KernelCurves.tp_sync_loss`, session 35) switched off: what every dated
+#: profile goes without
+NO_SYNC = {"tp_sync_loss": 0.0}
+#: llama.cpp's per-SM bounds (`KernelCurves.ggml_*`, session 34) switched off, and the barrier wait: what every dated
+#: profile before session 34's goes without
+NO_GGML = {"ggml_mmq_ops_per_cycle": 0.0, "ggml_sm_stream_bytes_per_cycle": 0.0} | NO_SYNC
 
 
 def _dated(fractions: dict[str, float], curves: bool = True,
@@ -494,7 +498,8 @@ def _dated(fractions: dict[str, float], curves: bool = True,
 #: step model, the one session 33's clean checks predicted: today's without the accelerators' own weight stream ratios
 #: (`KernelCurves.own_weight_memory`), which no dated profile has; "kernel-2026-12-05b" session 33's final step model,
 #: today's without llama.cpp's per-SM bounds (`NO_GGML`: MMQ's rate and MMVQ's stream, session 34), which no dated
-#: profile has; "default" has all of them.
+#: profile has; "kernel-2026-12-05c" session 34's final step model, today's without a tensor-parallel group's barrier
+#: wait (`NO_SYNC`, session 35); "default" has all of them.
 PROFILES = {"default": Efficiency.shipped, "kernel": Efficiency.kernel_calibrated, "scalar": Efficiency.scalar,
             "kernel-2026-12-02": partial(_dated, KERNEL_FRACTIONS_2026_12_02),
             "kernel-2026-12-04": partial(_dated, KERNEL_FRACTIONS_2026_12_04),
@@ -503,4 +508,5 @@ PROFILES = {"default": Efficiency.shipped, "kernel": Efficiency.kernel_calibrate
             "kernel-2026-12-04d": partial(_dated, KERNEL_FRACTIONS_2026_12_04D, curves=False),
             "kernel-2026-12-04e": partial(_dated, KERNEL_FRACTIONS_2026_12_04D, curves=False, non_torch_bytes=3.0e9),
             "kernel-2026-12-05a": partial(Efficiency.kernel_calibrated, None, {"own_weight_memory": False} | NO_GGML),
-            "kernel-2026-12-05b": partial(Efficiency.kernel_calibrated, None, NO_GGML)}
+            "kernel-2026-12-05b": partial(Efficiency.kernel_calibrated, None, NO_GGML),
+            "kernel-2026-12-05c": partial(Efficiency.kernel_calibrated, None, NO_SYNC)}

@@ -129,7 +129,7 @@ CURVES_2026_12_04: dict[str, Any] = {
     "m_half_tokens": 70.0, "fp8_ratio": 0.71, "fp4_ratio": 0.54, "int8_ratio": 0.71, "n_half_bf16": 0.0,
     "k_half_bf16": 0.0, "n_half_fp8": 0.0, "k_half_fp8": 0.0, "moe_layer_s": 39e-6, "moe_pair_s": 15.3e-9,
     "moe_layer_fp4_s": 49.9e-6, "moe_pair_fp4_s": 21.4e-9, "per_accelerator": False, "ggml_mmq_ops_per_cycle": 0.0,
-    "ggml_sm_stream_bytes_per_cycle": 0.0}
+    "ggml_sm_stream_bytes_per_cycle": 0.0, "tp_sync_loss": 0.0}
 
 
 @dataclass(frozen=True)
