@@ -259,7 +259,8 @@ def test_the_shipped_step_model_is_the_kernel_profile_at_its_refitted_fractions(
     assert session31.engine_non_torch_bytes == 0.6e9 and e.engine_non_torch_bytes is None
     assert session31.kernels.own_pcie is False and e.kernels.own_pcie is True  # the per-card PCIe fractions: session 32
     assert session31.kernels.own_weight_memory is False and e.kernels.own_weight_memory is True  # session 33's MI300X
-    ggml = {"ggml_mmq_ops_per_cycle": 520.0, "ggml_sm_stream_bytes_per_cycle": 5.5}  # session 34's llama.cpp bounds
+    ggml = {"ggml_mmq_ops_per_cycle": 520.0, "ggml_sm_stream_bytes_per_cycle": 5.5,  # session 34's llama.cpp bounds
+            "tp_sync_loss": 0.14}  # and session 35's barrier wait of a TP group on NVLink
     assert session31.kernels.ggml_mmq_ops_per_cycle == 0.0 and e.kernels.ggml_mmq_ops_per_cycle == 520.0
     assert replace(session31, engine_non_torch_bytes=None, kernels=replace(
         session31.kernels, own_pcie=True, own_weight_memory=True, **ggml)) == e
@@ -267,6 +268,9 @@ def test_the_shipped_step_model_is_the_kernel_profile_at_its_refitted_fractions(
     assert replace(session32, kernels=replace(session32.kernels, own_weight_memory=True, **ggml)) == e
     session33 = Efficiency.from_file("kernel-2026-12-05b")  # session 33's final: today less llama.cpp's bounds
     assert replace(session33, kernels=replace(session33.kernels, **ggml)) == e
+    session34 = Efficiency.from_file("kernel-2026-12-05c")  # session 34's final: today less the barrier wait
+    assert session34.kernels.tp_sync_loss == 0.0 and replace(session34, kernels=replace(
+        session34.kernels, tp_sync_loss=0.14)) == e
     assert replace(Efficiency.from_file("kernel-2026-12-04"), engine_non_torch_bytes=None) == KERNEL
     old = Efficiency.from_file("kernel-2026-12-04c")
     assert (old.compute, old.kernels.m_half_tokens, old.kernels.n_half_fp8) == (0.72, 70.0, 0.0)

@@ -104,5 +104,5 @@ def test_readme_quotes_it(capsys):
     assert f"{100 * min(too_fast):.0f}–{100 * max(too_fast):.0f} % too fast" in readme
     assert main(["accuracy", "--measurements-file", str(HERE / "rows.toml"), "--json"]) == 0
     t = result_of(capsys.readouterr().out)["summary"]
-    assert (f"today's model, changed after they were seen and fitted on them in session 32, "
+    assert (f"today's model, changed after they were seen and fitted on them in sessions 32 and 35, "
             f"{100 * t['median_abs_error']:.1f} %, p90 {100 * t['p90_abs_error']:.1f} %") in readme

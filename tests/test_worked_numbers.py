@@ -441,8 +441,10 @@ def test_readme_accuracy_figures():
                        (SCALAR, "scalar set (0.74 / 0.84 / 0.27 / 2.7 ms)"),
                        (session30,
                         "session 30's default: kernel profile (0.72 / 0.89 / 4.6 ms / 0.76 / 1.0 / 1.2 ms + curves)"),
-                       (Efficiency.shipped(), "shipped default (session 31: refitted on 137 of 196 rows, those 29 held "
-                                              "out)")):
+                       (PROFILES["kernel-2026-12-05c"](), "session 34's default (session 31: refitted on 137 of 196 "
+                                                          "rows, those 29 held out)"),
+                       (Efficiency.shipped(), "shipped default (session 35: session 34's with a TP group's barrier "
+                                              "wait)")):
         err, held, _ = errors(eff)
         assert held.sum() == 29
         says(README, f"| {label} | {pct(np.median(err[held]))} | {whole(np.percentile(err[held], 90))} | "

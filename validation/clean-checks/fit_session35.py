@@ -73,3 +73,26 @@ if __name__ == "__main__":
         msle, median, signed = table[loss]
         print(f"  loss {loss:.2f}  MSLE {msle:.4f}  median |error| {100 * median:.1f} %  "
               f"median signed {100 * signed:+.1f} %")
+
+
+def missing_share(tables: tuple[str, ...] = DEVELOPMENT) -> dict[int, tuple[int, float, float]]:
+    """What the rule saw (`trtllm010/inclusion-rule.md`), with session 34's final model (no barrier wait): over the
+    in-flight rows of dense models on H100, H200, A100 and B200 in `tables` (each table's rows as printed), by TP
+    degree: (rows, median of (measured step − predicted step) ÷ predicted step, median of the collectives' share of the
+    predicted step). A step is batch ÷ throughput at the predicted batch."""
+    from kokuban.specs.hardware import PROFILES
+
+    before, out = PROFILES["kernel-2026-12-05c"](), {}
+    for check in tables:
+        for r in read_measurements(str(HERE / check / "rows.toml")):
+            if r.accelerator not in ("h100-sxm", "h200", "a100-80gb", "b200") or r.model.startswith(
+                    ("mixtral", "llama-4")):
+                continue
+            p = predict_row(r, before)
+            if p.phase != "inflight":
+                continue
+            predicted_s, measured_s = p.predicted, p.measured  # the same batch: steps scale as 1 ÷ throughput
+            comm_share = float(p.step.terms.comm_s / p.step.step_time_s)
+            out.setdefault(r.num_gpus, []).append((predicted_s / measured_s - 1.0, comm_share))
+    return {tp: (len(v), float(np.median([m for m, _ in v])), float(np.median([c for _, c in v])))
+            for tp, v in sorted(out.items())}

@@ -1,12 +1,13 @@
 """Every TensorRT-LLM performance-overview clean check side by side, as checked, with session 32's first model and with
-today's; writes session32.json and session32.md beside this file:
+session 32's final ("today" in its reports: profile kernel-2026-12-05a, shipped until session 35); writes
+session32.json and session32.md beside this file:
 
     python validation/clean-checks/session32.py
 
 "As checked" is each report's own record of the model that predicted it once (0.17: session 30's; 0.14: session 31's
-first change; 0.13, 0.15 and v0.20: session 31's; 0.12, 0.19 and v0.21: today's). "Session 32's first" is the dated
-profile "kernel-2026-12-04e": session 31's model with TensorRT-LLM's 3.0e9 outside its KV pool, fitted on the 0.17
-rows and adopted by a rule written before 0.15's, v0.20's, 0.12's, 0.19's and v0.21's rows were read: on those five
+first change; 0.13, 0.15 and v0.20: session 31's; 0.12, 0.19 and v0.21: session 32's final). "Session 32's first" is
+the dated profile "kernel-2026-12-04e": session 31's model with TensorRT-LLM's 3.0e9 outside its KV pool, fitted on the
+0.17 rows and adopted by a rule written before 0.15's, v0.20's, 0.12's, 0.19's and v0.21's rows were read: on those five
 tables its figures are clean. "Today" adds the PCIe all-reduce fractions of the L40S and A100 PCIe servers, fitted on
 the 0.13, 0.14, 0.15 and 0.17 rows: clean on 0.12, 0.19 and v0.21 (`trtllm012/`, `trtllm021/inclusion-rule.md`).
 """
@@ -19,7 +20,7 @@ import tempfile
 import tomllib
 from pathlib import Path
 
-from kokuban.specs.hardware import PROFILES, Efficiency
+from kokuban.specs.hardware import PROFILES
 from kokuban.usecases.validation import read_measurements
 from kokuban.validation.accuracy import predict_row
 
@@ -35,7 +36,8 @@ CHECKS = {"trtllm013": ("shipped", False, False), "trtllm014": ("as_checked", Fa
           "trtllm017": ("as_checked", False, False), "trtllm015": ("shipped", True, False),
           "trtllm020": ("shipped", True, False), "trtllm012": ("shipped", True, True),
           "trtllm019": ("shipped", True, True), "trtllm021": ("shipped", True, True)}
-MODELS = {"first": lambda: PROFILES["kernel-2026-12-04e"](), "today": Efficiency.shipped}
+#: "today": session 32's final model (profile kernel-2026-12-05a), the shipped one until session 35's barrier wait
+MODELS = {"first": lambda: PROFILES["kernel-2026-12-04e"](), "today": lambda: PROFILES["kernel-2026-12-05a"]()}
 
 
 def groups_of(r) -> tuple[str, ...]:

@@ -21,7 +21,7 @@ import importlib.util
 import json
 from pathlib import Path
 
-from kokuban.specs.hardware import Efficiency
+from kokuban.specs.hardware import PROFILES, Efficiency
 
 HERE = Path(__file__).parent
 
@@ -31,6 +31,8 @@ S33 = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(S33)
 FIT = S33._load("fit_session34", HERE / "fit_session34.py")  # session 33's loader of the scripts beside it
 REPORT = S33.REPORT
+#: "today's model" of this session's reports: session 34's final (the shipped one until session 35's barrier wait)
+TODAY = PROFILES["kernel-2026-12-05c"]
 #: the fitted constants (the least of fit_session34.py's grids: tests/test_session34_checks.py checks them)
 STREAM_BYTES_PER_S = 9.0e9
 MMQ_OPS_PER_CYCLE = 520.0
@@ -129,7 +131,7 @@ def main() -> dict:
     now = {"judge": {k: v["groups"] for k, v in out.items() if k != "decision"} | {"decision": out["decision"]},
            "third_judge": {k: v["groups"] for k, v in third.items() if k != "decision"}
            | {"decision": third["decision"]},
-           "today": S33.pooled(Efficiency.shipped(), never_seen_rows(third["decision"] == "ships"))}
+           "today": S33.pooled(TODAY(), never_seen_rows(third["decision"] == "ships"))}
     (HERE / "session34.json").write_text(json.dumps(now, indent=1) + "\n")
     lines = ["# Session 34: llama.cpp's kernels bound per SM, and today's model on every row it never saw", "",
              "## The judgement (`llamacpp-sm/report.md`)", "",

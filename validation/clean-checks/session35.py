@@ -60,7 +60,8 @@ def judge() -> dict:
     ships = out["with"]["groups"][key]["median_abs_error"] < out["without"]["groups"][key]["median_abs_error"]
     out["decision"] = "ships" if ships else "does not ship"
     here = HERE / "trtllm010"
-    lines = ["# A tensor-parallel group's barrier wait, judged on TensorRT-LLM 0.10's and 0.11's tables (session 35)", "",
+    lines = ["# A tensor-parallel group's barrier wait, judged on TensorRT-LLM 0.10's and 0.11's tables (session 35)",
+             "",
              "Predicted once by `../session35.py` (rule: `inclusion-rule.md`; rows: `rows.toml` here and in "
              "`../trtllm011/`, built by each `build_rows.py` from its `table.md`, each measurement once). The first "
              f"five columns: C (a TP group on NVLink waits {LOSS:g} of its step's body at its barriers, "
@@ -81,11 +82,37 @@ def never_seen_rows() -> list[dict]:
     return pool + [r for r in judging_rows() if S33.S32._measurement(r) not in seen]
 
 
+def by_source(rows: list[dict]) -> dict:
+    """`rows` by source (the row id's prefix), by one GPU or a group, and by GPU within a source's groups, predicted
+    with C and without it (what docs/validation.md, "Session 35", quotes of what it costs)."""
+    def keys(r) -> tuple[str, ...]:
+        source, tp = r.id.split("-")[0], "tp>1" if r.num_gpus > 1 else "tp1"
+        return source, f"{source} {tp}", f"{source} {r.accelerator} {tp}"
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "rows.toml"
+        path.write_text(S33.TABLE.toml(rows))
+        return {name: REPORT.predict(path, eff, keys)["groups"] for name, eff in models().items()}
+
+
+def published() -> dict:
+    """The published set's multi-GPU rows by engine (as each source names it), with C and without it."""
+    from kokuban.specs.catalog import DATA
+
+    def keys(r) -> tuple[str, ...]:
+        return (f"multi-gpu {r.engine}",) if r.num_gpus > 1 else ()
+
+    return {name: REPORT.predict(DATA / "published_results.toml", eff, keys)["groups"]
+            for name, eff in models().items()}
+
+
 def main() -> dict:
     out = judge()
-    today = Efficiency.shipped() if out["decision"] == "ships" else BEFORE()
+    today = models()["with"] if out["decision"] == "ships" else BEFORE()  # with C, today's shipped model
     now = {"judge": {k: v["groups"] for k, v in out.items() if k != "decision"} | {"decision": out["decision"]},
-           "today": S33.pooled(today, never_seen_rows())}
+           "today": S33.pooled(today, never_seen_rows()),
+           "today_on_session_34_pool": S33.pooled(today, S34.never_seen_rows(True)),
+           "by_source": by_source(never_seen_rows()), "published": published()}
     (HERE / "session35.json").write_text(json.dumps(now, indent=1) + "\n")
     lines = ["# Session 35: a tensor-parallel group's barrier wait, and today's model on every row it never saw", "",
              "## The judgement (`trtllm010/report.md`)", "",
@@ -94,6 +121,13 @@ def main() -> dict:
              "LMDeploy's, the AMD judges and the table beside them, the scoreboard rows of fifteen GPUs, XiongjieDai's "
              "— and TensorRT-LLM 0.10's and 0.11's tables; each measurement once; not the rows today's constants were "
              "fitted on)", ""] + REPORT.table(now["today"], [])
+    old = now["today_on_session_34_pool"]["all"]
+    before = json.loads((HERE / "session34.json").read_text())["today"]["all"]
+    lines += ["", f"On session 34's pool alone ({old['count']} rows, without the two tables): "
+              f"{REPORT.pct(old['median_abs_error'])} median |error| "
+              f"({REPORT.pct(old['median_abs_error_ci'][0])} – {REPORT.pct(old['median_abs_error_ci'][1])}), "
+              f"p90 {REPORT.pct(old['p90_abs_error'])} (session 34's model: {REPORT.pct(before['median_abs_error'])}, "
+              f"p90 {REPORT.pct(before['p90_abs_error'])}, `session34.md`)."]
     (HERE / "session35.md").write_text("\n".join(lines) + "\n")
     return now
 

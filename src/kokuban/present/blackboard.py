@@ -74,10 +74,15 @@ def blackboard(con: Console, est: Estimate) -> None:
         secs(br["comm_s"]),
         per_tok(br["comm_s"]),
     )
+    sync = br.get("sync_s", 0.0)
+    loss = eff.get("kernels", {}).get("tp_sync_loss", 0.0)
+    if sync:
+        t.add_row("TP barrier wait", f"{loss:g} × the terms above", secs(sync), per_tok(sync))
     if br["overhead_s"]:
         t.add_row("fixed overhead", "", secs(br["overhead_s"]), per_tok(br["overhead_s"]))
     kernel = "max" if eff["overlap"] == 1 else f"max+{1 - eff['overlap']:.2g}·min"
-    formula = f"step = {kernel}(multiply, weights) + {kernel}(attention, KV) + comm" + (
+    formula = f"{kernel}(multiply, weights) + {kernel}(attention, KV) + comm"
+    formula = "step = " + (f"({formula})·(1 + {loss:g})" if sync else formula) + (
         " + overhead" if br["overhead_s"] else ""
     )
     t.add_row(f"[bold]{formula}[/bold]", f"bound: [bold]{dec['bound']}[/bold]",

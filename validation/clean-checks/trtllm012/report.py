@@ -1,4 +1,5 @@
-"""Predict the TensorRT-LLM 0.12 rows once with today's shipped model and with the model before the per-card PCIe
+"""Predict the TensorRT-LLM 0.12 rows once with session 32's final model (the shipped one until session 35's barrier
+wait: profile kernel-2026-12-05a) and with the model before the per-card PCIe
 all-reduce fractions (the dated profile "kernel-2026-12-04e"), by the rule of `inclusion-rule.md`; writes report.json
 ("shipped", "before_pcie", and the rule's decision figure for each: "l40s_several") and report.md:
 
@@ -11,7 +12,7 @@ import importlib.util
 import json
 from pathlib import Path
 
-from kokuban.specs.hardware import PROFILES, Efficiency
+from kokuban.specs.hardware import PROFILES
 from kokuban.usecases.validation import read_measurements
 from kokuban.validation.accuracy import predict_row
 
@@ -23,8 +24,8 @@ REPORT = CHECK.REPORT
 
 
 def model(before_pcie: bool = False):
-    """Today's shipped model, or (`before_pcie`) the model before the PCIe fractions."""
-    return PROFILES["kernel-2026-12-04e"]() if before_pcie else Efficiency.shipped()
+    """Session 32's final model, or (`before_pcie`) the model before the PCIe fractions."""
+    return PROFILES["kernel-2026-12-04e"]() if before_pcie else PROFILES["kernel-2026-12-05a"]()
 
 
 def report(before_pcie: bool = False) -> dict:
@@ -42,7 +43,8 @@ def markdown(shipped: dict, before: dict, decision: dict) -> str:
     now, old = decision["shipped"], decision["before_pcie"]
     lines = ["# TensorRT-LLM 0.12's throughput table: a clean check (session 32)", "",
              "Predicted once by `report.py` (rule: `inclusion-rule.md`; rows: `rows.toml`; table: `table.md`) with "
-             "today's shipped model: the first five columns. The last three: the model before the per-card PCIe "
+             "session 32's final model (profile kernel-2026-12-05a, shipped until session 35): the first five columns. "
+             "The last three: the model before the per-card PCIe "
              "all-reduce fractions (\"kernel-2026-12-04e\"), fixed before the table was read too.", "",
              f"The rule's decision figure, the {now['count']} L40S rows on several GPUs: median |error| "
              f"{REPORT.pct(now['median_abs_error'])} with the PCIe fractions, {REPORT.pct(old['median_abs_error'])} "

@@ -1,4 +1,4 @@
-"""Predict the v0.19-era rows once with today's shipped model (`../trtllm021/report.py`'s functions); writes
+"""Predict the v0.19-era rows once with session 32's final model (`../trtllm021/report.py`'s functions); writes
 report.json and report.md:
 
     python validation/clean-checks/trtllm019/report.py

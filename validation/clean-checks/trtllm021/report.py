@@ -1,4 +1,5 @@
-"""Predict the TensorRT-LLM v0.21 rows once with today's shipped model, by the rule of `inclusion-rule.md`; writes
+"""Predict the TensorRT-LLM v0.21 rows once with session 32's final model (profile kernel-2026-12-05a, shipped until
+session 35's barrier wait), by the rule of `inclusion-rule.md`; writes
 report.json ("shipped") and report.md (the v0.19-era check runs the same: `../trtllm019/report.py`):
 
     python validation/clean-checks/trtllm021/report.py
@@ -10,7 +11,7 @@ import importlib.util
 import json
 from pathlib import Path
 
-from kokuban.specs.hardware import Efficiency
+from kokuban.specs.hardware import PROFILES
 
 HERE = Path(__file__).parent
 _spec = importlib.util.spec_from_file_location("report015", HERE.parent / "trtllm015" / "report.py")
@@ -20,14 +21,15 @@ REPORT = CHECK.REPORT
 
 
 def report(here: Path) -> dict:
-    """Every row of `here`'s rows.toml and its groups as today's shipped model predicts them."""
-    return REPORT.predict(here / "rows.toml", Efficiency.shipped(), CHECK.groups_of)
+    """Every row of `here`'s rows.toml and its groups as session 32's final model predicts them."""
+    return REPORT.predict(here / "rows.toml", PROFILES["kernel-2026-12-05a"](), CHECK.groups_of)
 
 
 def main(here: Path, title: str, note: str) -> None:
     shipped = report(here)
-    lines = [f"# {title}", "", "Predicted once by `report.py` with today's shipped model (rule: "
-             "`../trtllm021/inclusion-rule.md`; rows: `rows.toml`; table: `table.md`). " + note, ""]
+    lines = [f"# {title}", "", "Predicted once by `report.py` with session 32's final model (profile "
+             "kernel-2026-12-05a, shipped until session 35; rule: `../trtllm021/inclusion-rule.md`; rows: `rows.toml`; "
+             "table: `table.md`). " + note, ""]
     text = "\n".join(lines + REPORT.table(shipped["groups"], [])) + "\n"
     (here / "report.json").write_text(json.dumps({"shipped": shipped}, indent=1) + "\n")
     (here / "report.md").write_text(text)
