@@ -269,3 +269,15 @@ def test_the_docs_section_quotes_the_reports():
     allp = pub["with"]["all"]
     assert (f"moves from {_pct(pub['without']['all']['median_abs_error'])} % to **{_pct(allp['median_abs_error'])} %** "
             f"({_ci(allp)})") in docs
+
+
+def test_the_why_names_the_wait():
+    """The web face's sentences list the barrier wait among a TP group's terms, and leave it out on one GPU."""
+    from kokuban.usecases.board import run_blackboard
+    from kokuban.usecases.request import EstimateRequest
+
+    group = run_blackboard(EstimateRequest(model="llama-3.1-70b", gpu="h100-sxm", gpus=4, batch=64)).as_dict()
+    sync_ms = group["estimate"]["decode"]["breakdown"]["sync_s"] * 1e3
+    assert sync_ms > 0 and f"TP barrier wait {sync_ms:.3g} ms" in group["why"][0]
+    one = run_blackboard(EstimateRequest(model="llama-3.1-8b", gpu="h100-sxm", batch=8)).as_dict()
+    assert "barrier" not in " ".join(one["why"])

@@ -84,7 +84,7 @@ def _why(est: Estimate, ratio: float, crossover: int | None) -> tuple[str, ...]:
     b, ctx, step = dec["batch"], dec["context"], dec["step_time_s"]
     terms = {"multiply compute": br["multiply_compute_s"], "weight read": br["weights_s"],
              "attention compute": br["attention_compute_s"], "KV read": br["kv_s"], "communication": br["comm_s"],
-             "fixed overhead": br["overhead_s"]}
+             "TP barrier wait": br["sync_s"], "fixed overhead": br["overhead_s"]}
     listed = ", ".join(f"{k} {v * 1e3:.3g} ms" for k, v in terms.items() if v > 0)
     first = (f"Decode is {dec['bound']}-bound: one step of batch {b:,} at context {ctx:,} takes {step * 1e3:.3g} ms "
              f"({listed}), so each user gets {_num(dec['tokens_per_s_per_user'])} tokens/s and the deployment "
