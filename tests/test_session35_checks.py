@@ -281,3 +281,18 @@ def test_the_why_names_the_wait():
     assert sync_ms > 0 and f"TP barrier wait {sync_ms:.3g} ms" in group["why"][0]
     one = run_blackboard(EstimateRequest(model="llama-3.1-8b", gpu="h100-sxm", batch=8)).as_dict()
     assert "barrier" not in " ".join(one["why"])
+
+
+def test_the_sweep_prices_the_wait():
+    """A sweep's points of a TP group carry the wait per token (`sync_s_per_token`), and their step is the core's."""
+    from kokuban.economics.batch import decode_columns
+
+    dep = _dep("h100-sxm", 4, Efficiency.shipped())
+    batch = np.arange(1, 129, dtype=np.float64)
+    cols = decode_columns(dep, batch, np.full(batch.shape, 2048.0))
+    step = roofline.decode_step(dep, batch, 2048.0)
+    body = np.asarray(step.step_time_s - step.overhead_s) / 1.14
+    np.testing.assert_allclose(cols["sync_s_per_token"] * batch, 0.14 * body, rtol=1e-12)
+    np.testing.assert_allclose(cols["step_time_s"], step.step_time_s, rtol=1e-12)
+    one = decode_columns(_dep("h100-sxm", 1, Efficiency.shipped(), "llama-3.1-8b"), batch, 2048.0)
+    assert not one["sync_s_per_token"].any()

@@ -48,8 +48,9 @@ def decode_columns(dep: Deployment, batch: Any, context: Any, tables: bool = Tru
     """The columns of a decode point (arrays broadcast): the core's step, per token, priced.
 
     `*_s_per_token` is that term's time on the busiest GPU divided by the batch (the raw term, before
-    compute and memory overlap); `usd_per_m_output_<part>` is the core's overlap-aware split, which
-    sums to `usd_per_m_output`. Tokens/s: per user 1 ÷ step, in total B ÷ step, per GPU B ÷ step ÷ N.
+    compute and memory overlap; `sync` a TP group's barrier wait, `Step.sync_s`); `usd_per_m_output_<part>` is the
+    core's overlap-aware split, which sums to `usd_per_m_output`. Tokens/s: per user 1 ÷ step, in total B ÷ step,
+    per GPU B ÷ step ÷ N.
 
     More than `BLOCK_POINTS` points are priced block by block. When the batches are whole numbers 1 … top
     with top at most half the number of points, a block of whole batches takes its step from
@@ -113,7 +114,7 @@ def _priced(dep: Deployment, b: np.ndarray, step: roofline.Step,
     core("bound", step.bound_index)  # positions in roofline.BOUNDS: `decode_columns` names them
     core("step_time_s", t)
     for term, seconds in (("compute", step.compute_s), ("weights", step.weights_s), ("kv", step.kv_s),
-                          ("comm", step.comm_s), ("overhead", step.overhead_s)):
+                          ("comm", step.comm_s), ("sync", step.sync_s), ("overhead", step.overhead_s)):
         cols[f"{term}_s_per_token"] = np.divide(seconds, b, out=into(f"{term}_s_per_token"))
     cols["tokens_per_s_per_user"] = np.divide(1.0, t, out=into("tokens_per_s_per_user"))
     cols["tokens_per_s"] = np.divide(b, t, out=into("tokens_per_s"))
