@@ -7,8 +7,9 @@
     USD of a span      = USD/s × seconds;   USD per M tokens = USD ÷ tokens × 10⁶
     USD of API tokens  = tokens × USD per M ÷ 10⁶
 
-The three-part split of a decode token: the step is max(linear compute, weights) + max(attention
-compute, KV) + comm + overhead, each max over two overlapping times (`Step.kernel_s`). Inside each
+The three-part split of a decode token: the step is [max(linear compute, weights) + max(attention
+compute, KV) + comm]·(1 + ℓ) + overhead, each max over two overlapping times (`Step.kernel_s`), ℓ a TP group's
+barrier wait (`Step.sync_s`), which the first four parts share in proportion. Inside each
 kernel, each part's share is its raw time scaled by the kernel's time ÷ (a + b). With communication
 overlapped (`Step.comm_overlapped`: roof and comm run together, max(roof, comm)) the roof's parts and
 comm are each scaled by max(roof, comm) ÷ (roof + comm); otherwise comm is charged as it is; overhead

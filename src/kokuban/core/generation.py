@@ -73,6 +73,11 @@ class InflightStep:
         return np.maximum(roof, t.comm_s) if t.comm_overlapped else roof + t.comm_s
 
     @property
+    def sync_s(self) -> Any:
+        """A TP group's barrier wait: sync loss × body (`Step.sync_s`)."""
+        return self.terms.sync_loss * self.body_s
+
+    @property
     def step_time_s(self) -> Any:
         """body·(1 + sync loss) + overhead (`Step.step_time_s`)."""
         return self.body_s * (1.0 + self.terms.sync_loss) + self.terms.overhead_s
@@ -85,7 +90,7 @@ class InflightStep:
     def as_dict(self) -> dict[str, Any]:
         """`Step.as_dict` of the summed terms, with this step's time."""
         out = self.terms.as_dict() | {"step_time_s": float(np.asarray(self.step_time_s))}
-        out["breakdown"]["sync_s"] = float(np.asarray(self.terms.sync_loss * self.body_s))
+        out["breakdown"]["sync_s"] = float(np.asarray(self.sync_s))
         return out
 
 

@@ -1,8 +1,9 @@
 """The roofline step model: how long one decode step or one prefill takes, and why.
 
-    step time = max(linear compute, weight read) + max(attention compute, KV read) + comm + overhead
+    step time = [max(linear compute, weight read) + max(attention compute, KV read) + comm]·(1 + ℓ) + overhead
 
-(each max with `Efficiency.overlap` = 1; below 1 part of the shorter time shows: see `Step.kernel_s`).
+(each max with `Efficiency.overlap` = 1; below 1 part of the shorter time shows: see `Step.kernel_s`; ℓ the barrier wait
+of a tensor-parallel group on NVLink, `tp_sync_loss`, 0 otherwise).
 
 A step runs two kinds of kernels one after the other in every layer: the matrix multiplies against
 the weights (QKV/output projections, MLP or experts, LM head) and attention over the KV cache. Inside
@@ -151,9 +152,10 @@ class Step:
 
     @_cached
     def step_time_s(self) -> Any:
-        """body + sync + overhead = (roof + comm)·(1 + sync_loss) + overhead (`body_s`, `sync_s`)."""
+        """body·(1 + sync_loss) + overhead = body + sync + overhead (`body_s`, `sync_s`); the simulator's
+        `StepModel.seconds` and the in-flight step write the same expression, so their floats agree bit for bit."""
         if self.sync_loss:
-            return self.body_s + self.sync_s + self.overhead_s
+            return self.body_s * (1.0 + self.sync_loss) + self.overhead_s
         return self.body_s + self.overhead_s
 
     @_cached
@@ -161,7 +163,8 @@ class Step:
         """Which resource sets the step, as its position in `BOUNDS` (int8; `bound` names it): of the roofline
         time, the seconds spent compute-bound (each kind whose compute is the larger of its two times),
         weight-bound and KV-bound are compared and the largest names the step ('compute', 'weights', 'kv');
-        'comm' if communication exceeds the roofline part, 'overhead' if the fixed cost exceeds both."""
+        'comm' if communication exceeds the roofline part, 'overhead' if the fixed cost exceeds both (× 1 + the TP
+        group's barrier wait, `sync_loss`, which scales them alike)."""
         lin_c = np.asarray(self.linear_compute_s >= self.weights_s)
         attn_c = np.asarray(self.attn_compute_s >= self.kv_s)
         # x·[cond] is where(cond, x, 0) for the finite times a step has, without where's branch per element
@@ -171,7 +174,10 @@ class Step:
         code = _pick((compute >= weights) & (compute >= kv), "compute", _pick(weights >= kv, "weights", "kv"))
         roof = self.roof_s
         code = _pick(self.comm_s > roof, "comm", code)
-        return _pick(np.asarray(self.overhead_s) > np.maximum(roof, self.comm_s), "overhead", code)
+        kernels = np.maximum(roof, self.comm_s)
+        if self.sync_loss:  # a TP group's barrier wait is the kernels' time too
+            kernels = kernels * (1.0 + self.sync_loss)
+        return _pick(np.asarray(self.overhead_s) > kernels, "overhead", code)
 
     @property
     def bound(self) -> Any:

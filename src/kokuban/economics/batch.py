@@ -7,7 +7,8 @@ The only formula of its own is the blackboard crossover (`compute_bound_batch`),
 function so the curve can be checked against it by hand.
 
     per-token cost = USD/s × step ÷ B,
-    step = max(B·c, w(B)) + max(B·a, B·k) + comm + overhead          (the core's two kernels, overlap 1)
+    step = [max(B·c, w(B)) + max(B·a, B·k) + comm]·(1 + ℓ) + overhead   (the core's two kernels, overlap 1;
+                                                                         ℓ a TP group's barrier wait on NVLink)
       w: weight read (shared by the batch, so ÷ B per token)
       c: multiply compute per request;  a, k: attention compute and KV read per request
 

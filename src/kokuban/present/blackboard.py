@@ -77,7 +77,7 @@ def blackboard(con: Console, est: Estimate) -> None:
     sync = br.get("sync_s", 0.0)
     loss = eff.get("kernels", {}).get("tp_sync_loss", 0.0)
     if sync:
-        t.add_row("TP barrier wait", f"{loss:g} × the terms above", secs(sync), per_tok(sync))
+        t.add_row("TP barrier wait", f"{loss:g} × the kernels' time", secs(sync), per_tok(sync))
     if br["overhead_s"]:
         t.add_row("fixed overhead", "", secs(br["overhead_s"]), per_tok(br["overhead_s"]))
     kernel = "max" if eff["overlap"] == 1 else f"max+{1 - eff['overlap']:.2g}·min"

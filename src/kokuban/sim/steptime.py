@@ -12,8 +12,8 @@ request and a chunk [c0, c1) of the prompt of each prefilling request. Its terms
     a prefill chunk [c0, c1)              adds the attention FLOPs and KV traffic of
                                           prefill(dep, 1, c1, cached_tokens=c0): causal(c1) − causal(c0)
                                           query-key pairs, kv(c1) bytes (new KV written, cached KV read)
-    step time = Step.step_time_s          (the core's max(linear, weights) + max(attention, KV)
-                                          + comm + overhead)
+    step time = Step.step_time_s          (the core's [max(linear, weights) + max(attention, KV)
+                                          + comm]·(1 + ℓ) + overhead, ℓ a TP group's barrier wait)
 
 Each of those per-request terms is linear in its own inputs, so the differences above are exact; the
 table lookups (`StepModel`) are the core's functions evaluated once on every integer context and every
@@ -134,7 +134,8 @@ class StepModel:
         overlapped communication max(that roofline part, comm)·(1 + sync loss) + overhead (kernel(c, m) = max +
         (1 − overlap)·min)."""
         lin, w = self.body_l[tokens] + heads * self.lm_head_s, self.weights_l[tokens]
-        roof = max(lin, w) + max(attn_s, kv_s) + (1.0 - self.kernel_overlap) * (min(lin, w) + min(attn_s, kv_s))
+        shown = 1.0 - self.kernel_overlap  # each kernel as `Step.kernel_s` rounds it: max + shown·min, then their sum
+        roof = (max(lin, w) + shown * min(lin, w)) + (max(attn_s, kv_s) + shown * min(attn_s, kv_s))
         body = max(roof, self.comm_l[tokens]) if self.comm_overlapped else roof + self.comm_l[tokens]
         return body * (1.0 + self.sync_loss) + self.overhead_l[tokens]
 
