@@ -16,14 +16,9 @@ from pathlib import Path
 HERE = Path(__file__).parent
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-LATENCY = _load("amd_latency", HERE.parent / "amd-vllm" / "build_rows.py")
+_spec = importlib.util.spec_from_file_location("amd_latency", HERE.parent / "amd-vllm" / "build_rows.py")
+LATENCY = importlib.util.module_from_spec(_spec)  # 0.9.0.1's rule: its table reader and latency mapping
+_spec.loader.exec_module(LATENCY)
 ROCM = LATENCY.ROCM | {"0.9.1": "6.4.1"}  # each README's "The pre-built image includes"
 
 

@@ -27,14 +27,9 @@ ORACLE = ("https://blogs.oracle.com/cloud-infrastructure/post/serving-llama-31-4
 ORACLE_ENGINE = "vLLM (ROCm), benchmark_latency.py"  # as the published set's three Oracle rows name it
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-LATENCY = _load("amd_latency", HERE.parent / "amd-vllm" / "build_rows.py")
+_spec = importlib.util.spec_from_file_location("amd_latency", HERE.parent / "amd-vllm" / "build_rows.py")
+LATENCY = importlib.util.module_from_spec(_spec)  # 0.9.0.1's rule: its table reader and latency mapping
+_spec.loader.exec_module(LATENCY)
 
 
 def readme_rows(name: str) -> list[dict]:
