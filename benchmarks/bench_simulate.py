@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import time
 
+from bench_record import load_average, record
+
 from kokuban.sim import SchedulerConfig, simulate, synthetic
 from kokuban.specs.catalog import load_accelerator, load_model
 from kokuban.specs.deployment import Deployment
@@ -26,7 +28,9 @@ def main() -> None:
     ap.add_argument("--rate", nargs="*", default=["inf", "25"])
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--efficiency", choices=sorted(PROFILES), default="default")
+    ap.add_argument("--record", action="store_true", help="write benchmarks/results/bench_simulate.json")
     args = ap.parse_args()
+    load, rows = load_average(), []
     dep = Deployment.make(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"),
                           efficiency=PROFILES[args.efficiency]())
     for rate in args.rate:
@@ -41,6 +45,10 @@ def main() -> None:
               f"mean batch {s['batch']['mean']:.0f}, preemptions {s['preemptions']:,} -> "
               f"wall {best:.2f} s, CPU {cpu:.2f} s ({best / s['steps'] * 1e6:.0f} µs/step), "
               f"{args.efficiency} efficiency")
+        rows.append({"case": f"{args.requests:,} requests at {rate} req/s ({s['steps']:,} steps), CPU",
+                     "value": cpu, "unit": "s"})
+    if args.record:
+        record("bench_simulate", rows, load)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_record import load_average, record
+
 COMMANDS = {
     "python -c pass (interpreter alone)": None,
     "import kokuban": "import kokuban",
@@ -81,6 +83,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--imports", action="store_true", help="also print the slowest imports of each command")
     parser.add_argument("--no-bytecode-cache", action="store_true", help="compile kokuban from source every start")
+    parser.add_argument("--record", action="store_true", help="write benchmarks/results/bench_startup.json")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="kokuban-pycache-") as cache:
         if args.no_bytecode_cache:
@@ -95,6 +98,7 @@ def measure(args: argparse.Namespace) -> None:
     print(f"start-up of {args.src} ({args.runs} runs each, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
           f"{cached})")
     print(f"{'command':50s} {'CPU median':>11s} {'CPU min':>9s} {'wall median':>12s}")
+    load, rows = load_average(), []
     for label, spec in COMMANDS.items():
         code = _code(spec)
         run_once(code, args.src)  # warm the file cache and the bytecode
@@ -102,9 +106,12 @@ def measure(args: argparse.Namespace) -> None:
         cpu = [c for c, _ in runs]
         wall = [w for _, w in runs]
         print(f"{label:50s} {statistics.median(cpu):9.3f} s {min(cpu):7.3f} s {statistics.median(wall):10.3f} s")
+        rows.append({"case": f"{label}, CPU median", "value": statistics.median(cpu), "unit": "s"})
         if args.imports and spec is not None:
             for us, name in slowest_imports(code, args.src):
                 print(f"      {us / 1e3:8.1f} ms cumulative  {name}")
+    if args.record:
+        record("bench_startup", rows, load)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
+from bench_record import load_average, record
 
 from kokuban.economics.batch import decode_columns
 from kokuban.specs.catalog import load_accelerator, load_model
@@ -34,7 +35,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--efficiency", choices=sorted(PROFILES), default="default",
                         help="efficiency profile: default (the shipped kernel curves), kernel (the same), scalar")
+    parser.add_argument("--record", action="store_true", help="write benchmarks/results/bench_sweep.json")
     args = parser.parse_args()
+    load, rows = load_average(), []
     eff = PROFILES[args.efficiency]()
     rng = np.random.default_rng(0)
     print(f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, NumPy {np.__version__}")
@@ -52,6 +55,9 @@ def main() -> None:
         print(f"{dep.describe()}, {args.efficiency} efficiency: {args.n:,} decode configurations in "
               f"{best * 1e3:.0f} ms "
               f"= {args.n / best / 1e6:.2f} M configurations/s")
+        rows.append({"case": f"{model} on {n}× {gpu} ({layout})", "value": args.n / best, "unit": "configurations/s"})
+    if args.record:
+        record("bench_sweep", rows, load)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ def blackboard(con: Console, est: Estimate) -> None:
            else "")
         + f", KV {prec['kv']}, compute {prec['compute']}; "
         f"peak {si(hw['peak_flops'], 'FLOP/s')} × {eff['compute']}"
-        + (" (bf16 large-GEMM fraction; the kernel curves scale it by dtype, token count and GEMM shape)"
+        + (" (bf16 large-GEMM fraction, scaled by dtype, tokens and GEMM shape)"
            if "kernels" in eff else "")
         + ", HBM "
         f"{si(hw['memory_bandwidth_bytes_per_s'], 'B/s')} × {eff['memory']}"
@@ -85,8 +85,9 @@ def blackboard(con: Console, est: Estimate) -> None:
     formula = "step = " + (f"({formula})·(1 + {loss:g})" if sync else formula) + (
         " + overhead" if br["overhead_s"] else ""
     )
-    t.add_row(f"[bold]{formula}[/bold]", f"bound: [bold]{dec['bound']}[/bold]",
+    t.add_row("[bold]step[/bold]", f"bound: [bold]{dec['bound']}[/bold]",
               f"[bold]{secs(dec['step_time_s'])}[/bold]", secs(dec["step_time_s"] / dec["batch"]))
+    t.caption = formula
     con.print(t)
     con.print(
         f"decode: {dec['tokens_per_s']:,.1f} tokens/s in all, {dec['tokens_per_s_per_user']:,.1f} tokens/s per user"

@@ -32,10 +32,11 @@ def gb(value: float) -> str:
 
 
 def console():
-    """A rich Console, wide enough for the tables when printing to a pipe or a file (rich assumes 80 there)."""
+    """A rich Console: the terminal's width, or 100 columns (or $COLUMNS when wider) when printing to a pipe or a
+    file, where rich would assume 80 and squeeze the tables."""
     import shutil
 
     from rich.console import Console
 
-    width = max(shutil.get_terminal_size((140, 40)).columns, 140) if not sys.stdout.isatty() else None
+    width = max(shutil.get_terminal_size((100, 40)).columns, 100) if not sys.stdout.isatty() else None
     return Console(highlight=False, width=width)
