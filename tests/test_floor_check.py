@@ -127,12 +127,3 @@ def test_accuracy_prints_and_returns_the_floor_check(capsys):
     assert main(["accuracy"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "floor check: 1 of 161 rows with a stated batch were measured faster than the hardware allows" in out
-
-
-def test_readme_quotes_the_floor_check():
-    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
-    r = next(r for r in load_published() if r.id == "trtllm09-mixtral-8x7b-fp16-tp2-a100-b32-2048-2048")
-    counted = sum(floor_row(x) is not None for x in load_published())
-    assert (f"One row of {counted} beats it — Mixtral 8x7B fp16 on two A100s at 32 × 2,048/2,048, "
-            f"{r.value / floor_row(r):.2f}× its floor") in readme
-    assert "touches at most about 5.3 of 8 experts per step" in readme

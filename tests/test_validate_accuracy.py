@@ -173,7 +173,8 @@ def test_accuracy_cli_json(capsys):
 
 
 def test_documented_accuracy_figures_hold():
-    """docs/validation.md and the README quote these summaries; prose must not drift from the code.
+    """The published set's summaries under three step models, pinned so that a change to the model that moves them is
+    seen (and its CHANGELOG entry updated).
 
     Shipped step model (the kernel profile): "all 196 rows 8.9 % median (p90 29.4 %), signed −4.6 %"; the scalar set
     (`--efficiency-file scalar`): "24.9 % median, p90 75.2 %, signed +14.7 %"; textbook fractions (the table of

@@ -32,11 +32,12 @@ def gb(value: float) -> str:
 
 
 def console():
-    """A rich Console: the terminal's width, or 100 columns (or $COLUMNS when wider) when printing to a pipe or a
-    file, where rich would assume 80 and squeeze the tables."""
-    import shutil
+    """A rich Console: the terminal's width; printing to a pipe or a file, $COLUMNS when it is set (the generated
+    docs print at 100) or else 140, where rich would assume 80 and squeeze the tables."""
+    import os
 
     from rich.console import Console
 
-    width = max(shutil.get_terminal_size((100, 40)).columns, 100) if not sys.stdout.isatty() else None
+    columns = os.environ.get("COLUMNS", "")
+    width = (int(columns) if columns.isdigit() and int(columns) >= 40 else 140) if not sys.stdout.isatty() else None
     return Console(highlight=False, width=width)
