@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BLOCK = re.compile(r"(<!-- gen: (?P<name>[\w-]+)(?: (?P<args>.*?))? -->\n)(?P<body>.*?)(<!-- /gen -->)", re.S)
+BLOCK = re.compile(r"(<!-- gen: (?P<name>[\w-]+)(?: (?P<args>[^\n]*?))? -->\n)(?P<body>.*?)(<!-- /gen -->)", re.S)
 WIDTH = 100
 
 
