@@ -1,4 +1,5 @@
-"""The Python the README shows runs, and every import the docs show resolves (public imports keep working)."""
+"""The Python the README and the Python guide (docs/python.md) show runs, and every import the docs show resolves
+(public imports keep working)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,15 @@ def _blocks(page: Path) -> list[str]:
 @pytest.mark.parametrize("code", _blocks(ROOT / "README.md"))
 def test_readme_python_runs(code):
     exec(compile(code, "README.md", "exec"), {})
+
+
+def test_the_python_guide_has_code():
+    assert len(_blocks(ROOT / "docs" / "python.md")) >= 3
+
+
+@pytest.mark.parametrize("code", _blocks(ROOT / "docs" / "python.md"))
+def test_python_guide_runs(code):
+    exec(compile(code, "docs/python.md", "exec"), {})
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)

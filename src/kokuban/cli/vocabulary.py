@@ -54,7 +54,7 @@ TERMS: dict[str, Term] = {t.flag: t for t in (
     # input files: one -file suffix
     Term("--price-file", "Extra price sheet file(s) in the bundled prices.toml schema", "path", ("--file",),
          list=True),
-    Term("--measurements-file", "Measurements to score or fit: a CSV (docs/validation.md), a validate.csv or a "
+    Term("--measurements-file", "Measurements to score or fit: a CSV (docs/calibration.md), a validate.csv or a "
          "TOML in the published schema (calibrate also still reads --csv)", "path", ("--file",)),
     Term("--trace-file", "A request/step trace to replay (CSV or JSONL)", "path", ("--trace",)),
     Term("--preset-file", "An agent workload file (the preset keys)", "path", ("--scenario-file",)),
