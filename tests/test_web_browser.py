@@ -1,9 +1,10 @@
 """The page in a real browser (issue 14): Debian's Chromium, headless, driven by Playwright, against a uvicorn
 server this test starts on a free port. Controls change the numbers shown, which must equal the API's and
-`kokuban estimate --json`'s; the state survives a reload from the URL; the keyboard works; the time from a
-control change to the redrawn chart is measured (median of 24 changes, written to docs/img/web-timing.json);
-screenshots of the page go to docs/img/. Skips when Playwright or /usr/bin/chromium is absent (.ci/run
-installs both)."""
+`kokuban estimate --json`'s; the state survives a reload from the URL, which also names the tab shown; the
+keyboard works; chart text is at least 11 px and inside its chart, every drop-down option fits its box, each figure
+fills its panel, and a phone shows the numbers within its first screen; the time from a control change to the
+redrawn chart is measured (median of 24 changes, written to docs/img/web-timing.json); screenshots of the page go
+to docs/img/. Skips when Playwright or /usr/bin/chromium is absent (.ci/run installs both)."""
 
 from __future__ import annotations
 
@@ -330,6 +331,169 @@ def test_price_sheet_tab_explains_and_infers(page, server):
     assert api["range"]["central"]["usd_per_m_output_at_max_batch"] in cells
 
 
+TABS = ("board", "prices", "sim", "agent")
+
+
+def open_page(browser, server, query: str, width: int = 1280, height: int = 900):
+    """A fresh browser context at `width` × `height` on `/?query`, once the blackboard has drawn."""
+    ctx = browser.new_context(viewport={"width": width, "height": height}, bypass_csp=True)
+    pg = ctx.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto(f"{server}/?{query}")
+    pg.wait_for_function("window.kokuban && window.kokuban.ready", timeout=20_000)
+    return ctx, pg, errors
+
+
+def shown_tab(pg) -> str:
+    """The one tab whose panel is shown and which says it is selected."""
+    on = [t for t in TABS if pg.is_visible(f"#panel-{t}")]
+    assert len(on) == 1, on
+    assert pg.get_attribute(f"#tab-{on[0]}", "aria-selected") == "true"
+    return on[0]
+
+
+def tab_in_url(pg) -> str | None:
+    from urllib.parse import parse_qs, urlsplit
+
+    return parse_qs(urlsplit(pg.url).query).get("tab", [None])[0]
+
+
+def test_a_link_opens_its_tab_and_the_url_follows_the_tabs(page, server):
+    """`?tab=NAME` opens that tab (every one of them); choosing a tab, by pointer or keyboard, puts its name in the
+    URL (the blackboard, the first, leaves none), so the address bar is always a link to what is shown."""
+    for name in TABS:
+        page.goto(f"{server}/?model=llama-3.1-8b&gpu=h100-sxm&batch=8&tab={name}")
+        page.wait_for_function("window.kokuban && window.kokuban.ready", timeout=20_000)
+        assert shown_tab(page) == name
+        assert tab_in_url(page) == (None if name == "board" else name)
+    page.goto(f"{server}/?model=llama-3.1-8b&gpu=h100-sxm&batch=8")
+    page.wait_for_function("window.kokuban && window.kokuban.ready", timeout=20_000)
+    assert shown_tab(page) == "board" and tab_in_url(page) is None
+    page.goto(f"{server}/?model=llama-3.1-8b&gpu=h100-sxm&batch=8&tab=nonsense")
+    page.wait_for_function("window.kokuban && window.kokuban.ready", timeout=20_000)
+    assert shown_tab(page) == "board" and tab_in_url(page) is None
+    for name in ("agent", "prices", "board"):
+        page.click(f"#tab-{name}")
+        assert shown_tab(page) == name and tab_in_url(page) == (None if name == "board" else name)
+        assert page.get_attribute("#share", "href").endswith(page.url.split("/", 3)[3])
+    page.focus("#tab-board")
+    page.keyboard.press("End")
+    assert shown_tab(page) == "agent" and tab_in_url(page) == "agent"
+    assert "model=llama-3.1-8b" in page.url and "batch=8" in page.url  # the configuration stays in the link
+    page.goto(page.url)
+    page.wait_for_function("window.kokuban && window.kokuban.ready", timeout=20_000)
+    assert shown_tab(page) == "agent"
+
+
+#: Configurations whose charts carry labels at their edges: the largest batch that fits at the right of the batch
+#: curve (its label ran past the chart's edge), walls and a ridge near the roofline's top.
+EDGE_CASES = ("model=llama-3.1-8b&gpu=b200&batch=max&context=1024",
+              "model=deepseek-v3&gpu=h200&gpus=8&layout=ep&batch=max",
+              "model=llama-3.1-70b&gpu=h200&gpus=2&batch=32&weights=fp8")
+
+#: Every <text> of every drawn chart: its rendered font size (CSS px: the style's size × the drawing's scale) and how
+#: far it lies outside its <svg> (px, 0 when inside).
+CHART_TEXT = """() => [...document.querySelectorAll('svg')].filter((svg) => svg.getBoundingClientRect().width > 0)
+  .flatMap((svg) => {
+    const box = svg.getBoundingClientRect(), scale = box.width / svg.viewBox.baseVal.width;
+    return [...svg.querySelectorAll('text')].map((t) => {
+      const b = t.getBoundingClientRect();
+      return { chart: svg.id, text: t.textContent, px: parseFloat(getComputedStyle(t).fontSize) * scale,
+               out: Math.max(0, box.left - b.left, b.right - box.right, box.top - b.top, b.bottom - box.bottom) };
+    });
+  })"""
+
+#: Every option of every shown <select> against the room its box gives text: (id, option, text px, room px); the room
+#: leaves 20 px for the drop-down arrow.
+SELECT_TEXT = """() => {
+  const c = document.createElement('canvas').getContext('2d');
+  return [...document.querySelectorAll('select')].filter((s) => s.offsetWidth > 0).flatMap((s) => {
+    const cs = getComputedStyle(s);
+    c.font = `${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+    const room = s.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) - 20;
+    return [...s.options].map((o) => [s.id, o.text, c.measureText(o.text).width, room]);
+  });
+}"""
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_chart_text_is_legible_and_inside_its_chart(browser, server, width):
+    """At a desktop's and a phone's width every chart's text is at least 11 px on the screen (charts are drawn at
+    their own pixel width) and none runs past its chart's edge; it stays so when the window narrows."""
+    for query in EDGE_CASES:
+        ctx, pg, errors = open_page(browser, server, query, width)
+        texts = pg.evaluate(CHART_TEXT)
+        assert {t["chart"] for t in texts} >= {"chart-split", "chart-roofline", "chart-batch", "chart-context",
+                                                 "chart-memory"}
+        assert [t for t in texts if t["px"] < 11 - 1e-6] == []
+        assert [t for t in texts if t["out"] > 0.5] == []
+        assert any(t["chart"] == "chart-batch" and t["text"].startswith("fits: ") for t in texts)
+        if width == 1280:  # narrower: the charts are drawn again at their new width
+            pg.set_viewport_size({"width": 700, "height": 900})
+            pg.wait_for_timeout(300)
+            texts = pg.evaluate(CHART_TEXT)
+            assert [t for t in texts if t["px"] < 11 - 1e-6 or t["out"] > 0.5] == []
+        assert not errors, errors
+        ctx.close()
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_every_option_fits_its_select(browser, server, width):
+    """No option of any drop-down on any tab is cut: its text fits its box beside the arrow."""
+    ctx, pg, errors = open_page(browser, server, "model=qwen3-30b-a3b&gpu=h100-sxm&batch=8&layout=ep", width)
+    if not pg.is_visible("#gpu"):
+        pg.click("#controls-box > summary")  # folded on a phone
+    pg.wait_for_function("document.querySelectorAll('#prices-name option').length > 0", timeout=10_000)
+    pg.wait_for_function("document.querySelectorAll('#agent-preset option').length > 0", timeout=10_000)
+    seen = set()
+    for tab in TABS:
+        pg.click(f"#tab-{tab}")
+        rows = pg.evaluate(SELECT_TEXT)
+        seen |= {r[0] for r in rows}
+        assert [r for r in rows if r[2] > r[3]] == []
+    assert seen >= {"gpu", "layout", "weights", "experts", "kv", "compute", "prices-provider", "prices-name",
+                    "sim-scheduler", "agent-preset", "agent-compaction"}
+    assert not errors, errors
+    ctx.close()
+
+
+def test_each_figure_uses_its_panel(browser, server):
+    """A figure's caption, chart and note fill its panel: none is a short chart stretched to a tall neighbour's
+    height (the cost-by-term bar filled a third of its panel beside the roofline)."""
+    ctx, pg, errors = open_page(browser, server, "model=llama-3.1-70b&gpu=h200&gpus=2&batch=32&weights=fp8")
+    fill = pg.evaluate("""() => [...document.querySelectorAll('#panel-board figure')].map((f) => {
+        const used = [...f.children].reduce((a, c) => a + c.getBoundingClientRect().height, 0);
+        const cs = getComputedStyle(f);
+        const room = f.clientHeight - parseFloat(cs.paddingTop) - parseFloat(cs.paddingBottom);
+        return [f.querySelector('svg').id, used / room];
+    })""")
+    assert len(fill) == 5
+    assert [(chart, share) for chart, share in fill if share < 0.85] == []
+    assert not errors, errors
+    ctx.close()
+
+
+def test_a_phone_shows_the_numbers_first(browser, server):
+    """On a 390 px wide phone the headline numbers come within the first screen (the controls fold under a summary
+    of the configuration); opening the summary shows the controls, and they still drive the numbers."""
+    ctx, pg, errors = open_page(browser, server, "model=llama-3.1-8b&gpu=h100-sxm&batch=8", 390, 844)
+    top = pg.evaluate("document.querySelector('[data-k=\"usd_per_m_output\"]').getBoundingClientRect().top + scrollY")
+    assert top < 600
+    assert pg.is_visible('[data-k="usd_per_m_output"]') and not pg.is_visible("#gpu")
+    summary = pg.text_content("#controls-summary")
+    assert "llama-3.1-8b" in summary and "h100-sxm" in summary and "batch 8" in summary
+    pg.click("#controls-box > summary")
+    assert pg.is_visible("#gpu")
+    before = pg.get_attribute('[data-k="usd_per_m_output"]', "data-value")
+    drawn(pg, lambda: pg.fill("#batch", "16"))
+    assert pg.get_attribute('[data-k="usd_per_m_output"]', "data-value") != before
+    assert "batch 16" in pg.text_content("#controls-summary")
+    assert pg.evaluate("document.documentElement.scrollWidth") <= 390
+    assert not errors, errors
+    ctx.close()
+
+
 def test_redraw_time_and_screenshots(browser, server):
     """Median time from a control change to the redrawn charts over 24 changes of batch, context and GPU count;
     then the screenshots for the README (desktop and phone widths)."""
@@ -374,8 +538,9 @@ def test_redraw_time_and_screenshots(browser, server):
     ctx.close()
     phone = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=1, bypass_csp=True)
     pp = phone.new_page()
-    pp.goto(f"{server}/?model=qwen3-30b-a3b&gpu=h100-sxm&batch=64&layout=ep")
+    pp.goto(f"{server}/?model=qwen3-30b-a3b&gpu=h100-sxm&batch=32&layout=ep")
     pp.wait_for_function("window.kokuban && window.kokuban.ready", timeout=20_000)
+    assert not pp.is_visible("#error"), pp.text_content("#error")  # the screenshot shows numbers, not an error
     assert pp.evaluate("document.documentElement.scrollWidth") <= 390  # no sideways scrolling on a phone
     pp.screenshot(path=str(IMG / "web-phone.png"), full_page=False)
     phone.close()

@@ -5,11 +5,18 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from kokuban.core import cost
+from kokuban.core import cost, memory, roofline
 from kokuban.core.intensity import arithmetic_intensity, attainable_flops_per_s, ridge_intensity
+from kokuban.economics.batch import batch_curve
 from kokuban.errors import KokubanError
+from kokuban.specs.catalog import load_accelerator, load_model
+from kokuban.specs.deployment import Deployment
+from kokuban.specs.hardware import Efficiency
 from kokuban.usecases.board import run_blackboard
 from kokuban.usecases.catalog import catalog_model_name, model_from_config
 from kokuban.usecases.curves import BatchCurveRequest, ContextWallRequest, run_batch_curve, run_context_wall
@@ -90,6 +97,83 @@ def test_batch_curve_rows_are_the_estimates():
     with pytest.raises(KokubanError) as e:
         run_batch_curve(BatchCurveRequest(**base, max_batch=500))
     assert e.value.field == "max_batch"
+
+
+def test_batch_curve_split_by_hand_across_the_gemv_switch():
+    """The page's default curve (Llama-3.1-8B on one H100 at 4096, the shipped kernel profile). From batch 4 to 5
+    the multiplies leave the GEMV kernel for a tiled one (`gemm_fraction`'s M ≤ 4): their compute time jumps more
+    than tenfold but stays hidden under the weight read, so the step does not jump, and neither may its shared and
+    per-request parts. By hand, weights-bound at overlap 1: the weight read w and the fixed overhead are paid once a
+    step, shared = USD/s × (w + overhead) ÷ B × 10⁶; each request pays its own attention kernel, a (its time at
+    batch 1), per request = USD/s × a × 10⁶ at every batch."""
+    req = BatchCurveRequest(model="llama-3.1-8b", gpu="h100-sxm", context=4096, points=20)
+    rows = {r["batch"]: r for r in run_batch_curve(req).rows}
+    dep = req.deployment(4096)
+    four, five = (roofline.decode_step(dep, b, 4096) for b in (4, 5))
+    assert float(five.linear_compute_s) > 10 * float(four.linear_compute_s)  # the switch this test is about
+    assert four.bound == five.bound == "weights" and float(four.sync_s) == float(four.comm_s) == 0
+    one = roofline.decode_step(dep, 1, 4096)
+    w, overhead, attention = float(one.weights_s), float(one.overhead_s), float(one.attention_s)
+    for b in range(1, 9):
+        row = rows[b]
+        assert row["usd_per_m_output_shared"] == pytest.approx(dep.usd_per_s * (w + overhead) / b * 1e6, rel=1e-9)
+        assert row["usd_per_m_output_per_request"] == pytest.approx(dep.usd_per_s * attention * 1e6, rel=1e-9)
+        assert row["usd_per_m_output_shared"] + row["usd_per_m_output_per_request"] == pytest.approx(
+            row["usd_per_m_output"], rel=1e-12)
+
+
+MODELS = ["llama-3.1-8b", "llama-3.1-70b", "qwen3-30b-a3b", "mixtral-8x7b", "gpt-oss-120b"]
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(model=st.sampled_from(MODELS), gpu=st.sampled_from(["h100-sxm", "h200", "b200", "mi300x", "a100-80gb"]),
+       gpus=st.sampled_from([1, 2, 4, 8]), ep=st.booleans(), overlap=st.sampled_from([1.0, 0.7, 0.3]),
+       context=st.sampled_from([1, 100, 1000, 4096, 30000]), start=st.integers(1, 2048))
+def test_batch_curve_parts_move_only_as_the_step_does(model, gpu, gpus, ep, overlap, context, start):
+    """Between adjacent batches, the cost of a step's shared part (USD/M × B) and of its per-request part each move
+    by no more than the whole step's cost does: a part cannot jump where the step does not (the GEMV → tiled switch
+    at batch 4 → 5 is inside every window that starts at 1 to 4). The parts add up to the token's cost.
+    Communication runs apart from the kernels here: overlapped, max(roof, comm) is shared between them in
+    proportion, and the parts trade smoothly as the hidden one grows."""
+    m = load_model(model)
+    dep = Deployment.make(m, load_accelerator(gpu), gpus, layout="ep" if ep and m.is_moe else "tp",
+                          efficiency=Efficiency.shipped().updated(overlap=overlap), price_per_hour_usd=2.0)
+    fit = int(memory.max_batch(dep, context))
+    if fit < 2 or context > m.max_context:
+        return
+    lo = min(start if start <= 8 else max(1, fit * start // 2048), fit - 1)  # the first batches, or anywhere
+    curve = batch_curve(dep, context, min_batch=lo, max_batch=min(fit, lo + 8))
+    b = curve["batch"].to_numpy()
+    step, shared, per_request = (curve[f"usd_per_m_output{k}"].to_numpy() * b for k in ("", "_shared", "_per_request"))
+    np.testing.assert_allclose(shared + per_request, step, rtol=1e-9)
+    moved = np.abs(np.diff(step)) + 1e-9 * step[1:]
+    assert np.all(np.abs(np.diff(shared)) <= moved) and np.all(np.abs(np.diff(per_request)) <= moved)
+    assert np.all(shared >= 0) and np.all(per_request >= 0)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(model=st.sampled_from(MODELS), gpus=st.sampled_from([1, 2, 8]), overlap_comm=st.booleans(),
+       overlap=st.floats(0.0, 1.0), batch=st.integers(1, 512), context=st.integers(1, 32768))
+def test_weights_first_split_sums_to_the_token_cost(model, gpus, overlap_comm, overlap, batch, context):
+    """The batch curve's attribution (`weights_first`): every part a cost (≥ 0), the parts the token's cost, the
+    weight read at its whole time w (× the barrier's 1 + ℓ, × max(roof, comm) ÷ (roof + comm) when overlapped), and
+    only the linear compute differs from the in-proportion split, by what the read takes from it."""
+    dep = Deployment.make(load_model(model), load_accelerator("h100-sxm"), gpus, overlap_comm=overlap_comm,
+                          efficiency=Efficiency.shipped().updated(overlap=overlap), price_per_hour_usd=2.0)
+    step = roofline.decode_step(dep, batch, context)
+    first, proportional = cost.decode_split_usd_per_m(dep, step, weights_first=True), \
+        cost.decode_split_usd_per_m(dep, step)
+    assert all(float(v) >= 0 for v in first.values())
+    assert sum(float(v) for v in first.values()) == pytest.approx(float(cost.usd_per_m_output(dep, step)), rel=1e-9)
+    roof, comm = float(step.roof_s), float(step.comm_s)
+    scale = max(roof, comm) / (roof + comm) if step.comm_overlapped else 1.0
+    per_token = dep.usd_per_s / batch * 1e6 * (1 + step.sync_loss)
+    assert float(first["weights"]) == pytest.approx(per_token * float(step.weights_s) * scale, rel=1e-9)
+    for part in ("kv", "comm", "overhead"):
+        assert float(first[part]) == float(proportional[part])
+    moved = float(first["weights"]) - float(proportional["weights"])
+    assert moved >= -1e-12 * float(first["weights"])
+    assert float(first["compute"]) == pytest.approx(float(proportional["compute"]) - moved, rel=1e-9, abs=1e-12)
 
 
 def test_context_wall_bounds():

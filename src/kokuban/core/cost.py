@@ -67,16 +67,23 @@ def cost_ratio(usd: Any, usd_base: Any, seconds: Any, seconds_base: Any) -> Any:
         return np.where(usd_base > 0, usd / usd_base, np.asarray(seconds, dtype=np.float64) / seconds_base)
 
 
-def decode_split_usd_per_m(dep: Deployment, step: Step) -> dict[str, Any]:
+def decode_split_usd_per_m(dep: Deployment, step: Step, weights_first: bool = False) -> dict[str, Any]:
     """The cost of a decode token split into compute, weight read, KV read, comm and overhead (USD / M); a TP group's
-    barrier wait (`Step.sync_s`, a share of the body) is spread over the first four in proportion."""
+    barrier wait (`Step.sync_s`, a share of the body) is spread over the first four in proportion.
+
+    `weights_first` charges the weight multiplies' kernel differently: the weight read its whole time w, the
+    linear compute only what the kernel takes beyond it, linear_s − w ((1 − overlap)·c while the read bounds the
+    kernel, c − overlap·w once compute does; continuous where the bound flips). The in-proportion share moves
+    wherever the hidden compute time c jumps while the kernel's time does not (the GEMV → tiled switch at
+    M = gemv_max_tokens + 1, `specs.kernels.gemm_fraction`); this one moves only as the kernel's time does. The
+    batch curve's shared / per-request split uses it (`economics.batch.batch_curve`)."""
     def scale(kernel_s: Any, a: Any, b: Any) -> np.ndarray:  # kernel time ÷ (a + b), 0 where both are 0
         raw = np.asarray(a + b, dtype=np.float64)
         if raw.size and raw.min() > 0:  # no zero to guard: the plain division, the same numbers
             return np.asarray(kernel_s, dtype=np.float64) / raw
         return np.divide(np.asarray(kernel_s, dtype=np.float64), raw, out=np.zeros_like(raw), where=raw > 0)
 
-    lin = scale(step.linear_s, step.linear_compute_s, step.weights_s)
+    lin = 1.0 if weights_first else scale(step.linear_s, step.linear_compute_s, step.weights_s)
     attn = scale(step.attention_s, step.attn_compute_s, step.kv_s)
     per_token_usd = usd_per_m_tokens(usd_of_seconds(dep, 1.0), np.asarray(step.batch, dtype=np.float64))
     body_usd = per_token_usd * (1.0 + step.sync_loss) if step.sync_loss else per_token_usd  # the barrier's share
@@ -84,8 +91,10 @@ def decode_split_usd_per_m(dep: Deployment, step: Step) -> dict[str, Any]:
     if step.comm_overlapped:  # otherwise the shared scale is 1 and multiplying by it would change nothing
         shared = scale(np.maximum(step.roof_s, step.comm_s), step.roof_s, step.comm_s)
         lin, attn, comm = lin * shared, attn * shared, comm * shared
+    # weights first: the linear compute is what the kernel takes beyond the read, at the read's scale
+    lin_compute = (step.linear_s - step.weights_s) * lin if weights_first else step.linear_compute_s * lin
     return {
-        "compute": body_usd * (step.linear_compute_s * lin + step.attn_compute_s * attn),
+        "compute": body_usd * (lin_compute + step.attn_compute_s * attn),
         "weights": body_usd * step.weights_s * lin,
         "kv": body_usd * step.kv_s * attn,
         "comm": comm,

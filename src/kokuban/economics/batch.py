@@ -242,8 +242,12 @@ def batch_curve(dep: Deployment, context: int, max_batch: int | None = None, min
     One row per batch: `decode_columns`, the communication cost split into the collectives' fixed
     latency and their bytes, `usd_per_m_output_shared` (weight read + collective latency + fixed
     overhead: paid once per step, ÷ B per token) and `usd_per_m_output_per_request` (compute + KV read
-    + communication bytes). Raises if the range is empty or
-    reaches past what fits (never clamps).
+    + communication bytes). These two charge the weight multiplies' kernel weights first
+    (`cost.decode_split_usd_per_m(…, weights_first=True)`): the read at its whole time, shared; the linear compute
+    only what the kernel takes beyond the read, per request. So they move only as the step does: the
+    in-proportion `usd_per_m_output_weights` / `_compute` columns jump where the hidden compute does (the GEMV →
+    tiled switch, batch 4 → 5 under the shipped kernel profile) although the step does not. Raises if the range
+    is empty or reaches past what fits (never clamps).
     """
     dep.model.require_context(context)
     fit = _fit_or_raise(dep, context)
@@ -259,15 +263,20 @@ def batch_curve(dep: Deployment, context: int, max_batch: int | None = None, min
             f"empty batch range: {min_batch} > the largest batch {hi}", field="min_batch", value=min_batch
         )
     df = decode_frame(dep, np.arange(min_batch, hi + 1), context)
+    step = roofline.decode_step(dep, df["batch"].to_numpy(), context)
     # communication: the collectives' fixed latency (the core's comm time at 0 tokens) is per step,
     # so shared; the bytes grow with the batch, so per request
-    comm_s = roofline.decode_step(dep, df["batch"].to_numpy(), context).comm_s
+    comm_s = step.comm_s
     latency_s = roofline.comm_time_s(dep, 0.0)[0]
     latency_share = np.divide(latency_s, comm_s, out=np.zeros_like(comm_s), where=comm_s > 0)
     df["usd_per_m_output_comm_latency"] = df["usd_per_m_output_comm"] * latency_share
     df["usd_per_m_output_comm_bytes"] = df["usd_per_m_output_comm"] - df["usd_per_m_output_comm_latency"]
-    df["usd_per_m_output_shared"] = df[[f"usd_per_m_output_{p}" for p in SHARED]].sum(axis=1)
-    df["usd_per_m_output_per_request"] = df[[f"usd_per_m_output_{p}" for p in PER_REQUEST]].sum(axis=1)
+    # the weight multiplies' kernel charged weights first: its hidden compute moves nothing until it outlasts the read
+    first = cost.decode_split_usd_per_m(dep, step, weights_first=True)
+    parts = {p: df[f"usd_per_m_output_{p}"].to_numpy() for p in ("comm_latency", "comm_bytes", "overhead")}
+    parts |= {p: np.asarray(first[p], dtype=np.float64) for p in ("weights", "compute", "kv")}
+    df["usd_per_m_output_shared"] = sum(parts[p] for p in SHARED)
+    df["usd_per_m_output_per_request"] = sum(parts[p] for p in PER_REQUEST)
     return df
 
 

@@ -79,12 +79,12 @@
     $("agent-preset").replaceChildren(...presets.map((p) => {
       const o = document.createElement("option");
       o.value = p.name;
-      o.textContent = `${p.name}: ${p.steps} steps`;
+      o.textContent = p.name;
       return o;
     }));
     const note = () => {
       const p = presets.find((x) => x.name === $("agent-preset").value);
-      $("agent-preset-note").textContent = p ? `Source: ${p.source}. Assumed: ${p.assumptions}.` : "";
+      $("agent-preset-note").textContent = p ? `${p.steps} steps. Source: ${p.source}. Assumed: ${p.assumptions}.` : "";
     };
     note();
     $("agent-preset").addEventListener("input", note);

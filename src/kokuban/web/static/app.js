@@ -179,6 +179,8 @@
     setK("context", dec.context, dec.context.toLocaleString("en"));
     setK("gpus", hw.gpus, String(hw.gpus));
     setK("usd_per_hour", c.usd_per_hour, `USD ${+c.usd_per_hour.toPrecision(4)} / h in all`);
+    $("controls-summary").textContent = `${e.model.name} · ${hw.gpus}× ${state.gpu || hw.name} · batch ${dec.batch} · ` +
+      `context ${dec.context.toLocaleString("en")}`;
     $("why").replaceChildren(...d.why.map((s) => { const p = document.createElement("p"); p.textContent = s; return p; }));
     for (const [f, key] of EFF) if (state[f] === undefined) { $(f).value = e.efficiency[key]; showEff(f); }
     const sp = c.decode_split_usd_per_m;
@@ -196,7 +198,7 @@
     Charts.lines($("chart-roofline"), {
       xlog: true, ylog: true, xlabel: "arithmetic intensity, FLOP per byte of HBM traffic", ylabel: "FLOP/s",
       series: [{ name: "roof: min(F, I × BW)", xs: r.roof.intensity_flop_per_byte, ys: r.roof.attainable_flops_per_s, cls: "c-roof" }],
-      marks: [{ x: r.ridge_flop_per_byte, name: `ridge ${si(r.ridge_flop_per_byte)} FLOP/B`, cls: "c-ridge" }],
+      marks: [{ x: r.ridge_flop_per_byte, name: `ridge ${si(r.ridge_flop_per_byte)} FLOP/B`, cls: "c-ridge", at: "bottom" }],
       dots: [
         { x: r.decode.intensity_flop_per_byte, y: r.decode.achieved_flops_per_s, name: "decode", cls: "c-decode",
           title: `decode: ${si(r.decode.intensity_flop_per_byte)} FLOP/B, ${si(r.decode.achieved_flops_per_s, "FLOP/s")}` },
@@ -214,17 +216,8 @@
     });
   }
 
-  function chartNote(svg, text) {
-    svg.replaceChildren();
-    svg.setAttribute("viewBox", "0 0 560 60");
-    const t = document.createElementNS("http://www.w3.org/2000/svg", "text");
-    Object.entries({ x: 10, y: 34, class: "note" }).forEach(([k, v]) => t.setAttribute(k, v));
-    t.textContent = text;
-    svg.appendChild(t);
-  }
-
   function renderCurve(cv, d, err) {
-    if (!cv) { chartNote($("chart-batch"), err ? err.message : "no curve"); $("batch-note").textContent = ""; return; }
+    if (!cv) { Charts.note($("chart-batch"), err ? err.message : "no curve"); $("batch-note").textContent = ""; return; }
     const rows = cv.rows, xs = rows.map((r) => r.batch), s = cv.summary, dec = d.estimate.decode;
     const marks = [{ x: s.max_batch_fits, name: `fits: ${s.max_batch_fits.toLocaleString("en")}`, cls: "c-fit" }];
     if (s.crossover_batch && s.crossover_batch <= cv.max_batch) marks.push({ x: s.crossover_batch, name: `compute-bound from ${s.crossover_batch}`, cls: "c-cross" });
@@ -232,8 +225,8 @@
       xlog: true, ylog: true, xlabel: `batch (requests), context ${cv.context.toLocaleString("en")} tokens`, ylabel: "USD per million output tokens",
       series: [
         { name: "total", xs, ys: rows.map((r) => r.usd_per_m_output), cls: "c-total" },
-        { name: "shared (weights, latency, overhead)", xs, ys: rows.map((r) => r.usd_per_m_output_shared), cls: "c-weights" },
-        { name: "per request (compute, KV, bytes)", xs, ys: rows.map((r) => r.usd_per_m_output_per_request), cls: "c-kv" }],
+        { name: "shared (weight read, latency, overhead)", xs, ys: rows.map((r) => r.usd_per_m_output_shared), cls: "c-weights" },
+        { name: "per request (KV, compute past the read, bytes)", xs, ys: rows.map((r) => r.usd_per_m_output_per_request), cls: "c-kv" }],
       marks,
       dots: dec.context === cv.context ? [{ x: dec.batch, y: d.estimate.cost.usd_per_m_output, name: "this batch", cls: "c-decode" }] : [],
     });
@@ -242,7 +235,7 @@
   }
 
   function renderWall(w, d, err) {
-    if (!w) { chartNote($("chart-context"), err ? err.message : "no wall"); $("context-note").textContent = ""; return; }
+    if (!w) { Charts.note($("chart-context"), err ? err.message : "no wall"); $("context-note").textContent = ""; return; }
     const rows = w.rows, xs = rows.map((r) => r.context), s = w.summary, marks = [];
     if (s.capacity_wall_context) marks.push({ x: s.capacity_wall_context, name: "capacity wall", cls: "c-fit" });
     if (s.bandwidth_wall_context) marks.push({ x: s.bandwidth_wall_context, name: "bandwidth wall", cls: "c-cross" });
@@ -293,16 +286,25 @@
     update();
   }
 
+  // the tabs: `?tab=NAME` opens tab-NAME (board, prices, sim, agent; none: the board), and choosing a tab puts
+  // its name in the URL (history.replaceState), so a link opens the tab it was copied from
+  const tabName = (t) => t.id.replace(/^tab-/, "");
+
   function tabs() {
     const list = [...document.querySelectorAll('[role="tab"]')];
-    const select = (tab) => {
+    const select = (tab, focus = true) => {
       for (const t of list) {
         const on = t === tab;
         t.setAttribute("aria-selected", String(on));
         t.tabIndex = on ? 0 : -1;
         $(t.getAttribute("aria-controls")).hidden = !on;
       }
-      tab.focus();
+      const q = new URLSearchParams(location.search);
+      if (tab === list[0]) q.delete("tab"); else q.set("tab", tabName(tab));
+      const query = String(q), url = `${location.pathname}${query ? `?${query}` : ""}`;
+      history.replaceState(null, "", url);
+      $("share").href = url;
+      if (focus) tab.focus();
     };
     for (const t of list) {
       t.addEventListener("click", () => select(t));
@@ -314,10 +316,20 @@
         else if (ev.key === "End") select(list[list.length - 1]);
       });
     }
+    const wanted = list.find((t) => tabName(t) === new URLSearchParams(location.search).get("tab"));
+    select(wanted || list[0], false);  // an unknown name: the board, and out of the URL
+  }
+
+  // on a narrow screen the controls start folded under their summary, so the numbers come first
+  function fold() {
+    const box = $("controls-box"), narrow = matchMedia("(max-width: 760px)");
+    box.open = !narrow.matches;
+    narrow.addEventListener("change", () => { if (!narrow.matches) box.open = true; });
   }
 
   async function start() {
     buildEff();
+    fold();
     tabs();
     readURL();
     const [models, gpus, lim] = await Promise.all(["/api/models", "/api/gpus", "/api/limits"].map((p) => fetch(p).then((r) => r.json())));
@@ -331,7 +343,7 @@
     $("gpu").replaceChildren(...gpus.map((g) => {
       const o = document.createElement("option");
       o.value = g.id;
-      o.textContent = `${g.id} — ${si(g.memory_bytes, "B")}, ${si(g.memory_bandwidth_bytes_per_s, "B/s")}`;
+      o.textContent = `${g.id} · ${si(g.memory_bytes, "B")} · ${si(g.memory_bandwidth_bytes_per_s, "B/s")}`;
       return o;
     }));
     for (const sel of document.querySelectorAll("select.dtype")) {

@@ -107,7 +107,7 @@
   function fillRows() {
     const provider = $("prices-provider").value;
     $("prices-name").replaceChildren(...rows.filter((r) => !provider || r.provider === provider).map((r) => {
-      const o = el("option", `${r.key}: ${num(r.input_usd_per_m)} / ${num(r.output_usd_per_m)} USD per M in / out`);
+      const o = el("option", r.key);
       o.value = r.key;
       return o;
     }));
@@ -116,7 +116,8 @@
 
   function note() {
     const r = rows.find((x) => x.key === $("prices-name").value);
-    $("prices-row-note").textContent = r ? `${r.open_model ? `open model ${r.open_model}; ` : "closed model; "}source ${r.source} (${r.retrieved})` : "";
+    $("prices-row-note").textContent = r ? `USD ${num(r.input_usd_per_m)} in, ${num(r.output_usd_per_m)} out per million ` +
+      `tokens; ${r.open_model ? `open model ${r.open_model}` : "closed model"}; source ${r.source} (${r.retrieved})` : "";
   }
 
   async function start() {

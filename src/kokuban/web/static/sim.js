@@ -1,6 +1,6 @@
 // The simulator tab: a short serving simulation on the blackboard's deployment through POST /api/simulate (the
 // simulate use case, capped), its latency CDFs and percentiles. Runs on "Run", not on every keystroke. Its
-// controls live in the URL as sim_* parameters (tab=sim opens this tab and runs it).
+// controls live in the URL as sim_* parameters (tab=sim, which app.js opens, also runs it).
 "use strict";
 
 (() => {
@@ -46,12 +46,7 @@
   function cdf(svg, samples, stats, scale, unit, name) {
     const n = samples.length;
     if (!n) {
-      svg.replaceChildren();
-      svg.setAttribute("viewBox", "0 0 560 60");
-      const t = document.createElementNS("http://www.w3.org/2000/svg", "text");
-      Object.entries({ x: 10, y: 34, class: "note" }).forEach(([k, v]) => t.setAttribute(k, v));
-      t.textContent = `no ${name} samples (one-token outputs have none)`;
-      svg.appendChild(t);
+      Charts.note(svg, `no ${name} samples (one-token outputs have none)`);
       return;
     }
     const xs = [], ys = [];
@@ -122,20 +117,8 @@
     const q = new URLSearchParams(location.search);
     for (const f of FIELDS) if (q.has(`sim_${f}`)) $(`sim-${f}`).value = q.get(`sim_${f}`);
     $("sim-form").addEventListener("submit", run);
-    // a tab selected (app.js: a click, or the keys, which focus the new tab): the URL says whether it is this one
-    for (const t of document.querySelectorAll('[role="tab"]')) {
-      const mark = () => {
-        if (t.getAttribute("aria-selected") !== "true") return;
-        const u = new URLSearchParams(location.search);
-        if (t.id === "tab-sim") u.set("tab", "sim"); else u.delete("tab");
-        history.replaceState(null, "", `${location.pathname}?${u}`);
-      };
-      t.addEventListener("click", mark);
-      t.addEventListener("focus", mark);
-    }
-    if (q.get("tab") === "sim") {
-      $("tab-sim").click();
-      // the deployment comes from the blackboard: run once it has read its controls
+    if (q.get("tab") === "sim") {  // app.js has opened the tab; the deployment comes from the blackboard's controls,
+      // so run once it has read them
       const go = () => (window.kokuban && window.kokuban.ready ? run() : setTimeout(go, 50));
       go();
     }
