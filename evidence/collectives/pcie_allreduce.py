@@ -1,7 +1,7 @@
 """Fit the PCIe all-reduce curve of `kokuban.specs.kernels` (`KernelCurves.pcie_allreduce_time_s`) to a measured
 nccl-tests table, and print its constants:
 
-    python validation/collectives/pcie_allreduce.py
+    python -m evidence.collectives.pcie_allreduce
 
     t(S) = α_p·(N − 1) + 2(N − 1)/N · S ÷ (f_p·B) + c_p·√S
 

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Probe + validate + calibrate on this machine's CPU; about 2-3 minutes on 2 cores. Run it on an idle machine:
 # every other process competes for the same two cores and the same memory bandwidth.
-# Writes under validation/cpu/ (or $1): probe.toml, probe.txt, validate.csv/.json/.png/.txt, calibrate.json
+# Writes under evidence/cpu/ (or $1): probe.toml, probe.txt, validate.csv/.json/.png/.txt, calibrate.json
 # and calibrate.png (held-out split seed 0) and calibrate.txt (hash splits with seeds 0, 1, 2,
 # then structured splits holding out one context or a set of batches). Needs `kokuban` installed with the `validate` extra.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-OUT_DIR=${1:-validation/cpu}
+cd "$(dirname "$0")/../.."
+OUT_DIR=${1:-evidence/cpu}
 mkdir -p "$OUT_DIR"
 # 1. the machine: read bandwidth and fp32/bf16 matmul FLOP/s, as an accelerator entry
 kokuban probe --device cpu --seconds 4 --out "$OUT_DIR/probe.toml" | tee "$OUT_DIR/probe.txt"

@@ -1,23 +1,22 @@
 """Both efficiency profiles, calibrated and judged on the same splits of data/published_results.toml.
 
-    python validation/profiles.py [--seeds 0,1,2,3,4] [--out validation/profiles] [--loss log_huber]
+    python -m evidence.fractions [--seeds 0,1,2,3,4] [--out evidence/fractions] [--loss log_huber]
 
 For each split (a seed salts `calibrate.holdout_mask`: one third held out) the "scalar" profile is fitted as the
 scalar set `Efficiency.scalar()` was (compute, memory, interconnect, step overhead from the textbook fractions) and
-the "default" profile, the shipped kernel profile, from `Efficiency.kernel_calibrated()`'s curves at the dated
-fractions `KERNEL_FRACTIONS_2026_12_04`, with `calibrate.KERNEL_PARAMS` fitted (compute, memory, step overhead and
-the share of pre-XQA repeated KV loads that reach HBM), each judged on the rows its fit never saw
-(`calibrate.repeated_holdout`). Writes report.json and report.md to --out. Seed 0 is the split the shipped profiles
-were fitted on (the scalar set on the 43 rows of 2026-12-02, the kernel profile's fractions on the 77 rows before
-the H200 blogs' 11). Both fits minimise `calibrate.PUBLISHED_LOSS` (log_huber); `--loss` fits both with another loss
+the "default" profile, the shipped kernel profile, from its curves and the start `calibrate.profile_procedures`
+gives, with `calibrate.KERNEL_PARAMS` fitted (compute, memory, step overhead and the share of pre-XQA repeated KV
+loads that reach HBM), each judged on the rows its fit never saw (`calibrate.repeated_holdout`). Writes report.json
+and report.md to --out. Seed 0 is the split the shipped fractions were fitted on (`choice-196/step-v4-seed0/`).
+Both fits minimise `calibrate.PUBLISHED_LOSS` (log_huber); `--loss` fits both with another loss
 of `calibrate.LOSSES`: write those runs elsewhere (--out), the committed report is the shipped procedure's.
 `--exclude-source TEXT` leaves out rows by source, `--kernel-params` names the default's fitted fields and
 `--profile` runs one profile: how the rule and the loss were chosen on the 77 rows before the H200 blogs
-(validation/profiles/choice-77/, docs/validation.md "The set grows again"):
+(evidence/fractions/choice-77/):
 
-    python validation/profiles.py --profile default --exclude-source blogs/ --loss log_huber \
-        --out validation/profiles/choice-77/log_huber-rule
-    ... --kernel-params compute,memory,step_overhead_s --out validation/profiles/choice-77/log_huber-no-rule
+    python -m evidence.fractions --profile default --exclude-source blogs/ --loss log_huber \
+        --out evidence/fractions/choice-77/log_huber-rule
+    ... --kernel-params compute,memory,step_overhead_s --out evidence/fractions/choice-77/log_huber-no-rule
     (and the same two with --loss log_squared)
 """
 

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Probe + validate + calibrate on one CUDA GPU; about 3-5 minutes on an H200 (must stay under ten).
-# Writes under validation/gpu/ (or $1): probe.toml, validate.csv, validate.json, validate.png,
+# Writes under evidence/gpu/ (or $1): probe.toml, validate.csv, validate.json, validate.png,
 # calibrate.json (held-out error before/after fitting compute, memory, KV-read and overlap fractions and the
 # step overhead on 2/3 of the decode rows),
 # and log.txt. Runs unchanged from a checkout: uses an installed `kokuban` or the source tree (needs
 # PyTorch with CUDA, numpy, pandas, matplotlib, click, rich, tqdm, scipy).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-OUT_DIR=${1:-validation/gpu}
+cd "$(dirname "$0")/../.."
+OUT_DIR=${1:-evidence/gpu}
 mkdir -p "$OUT_DIR"
 export PYTHONUNBUFFERED=1
 if command -v kokuban >/dev/null 2>&1; then

@@ -2,7 +2,7 @@
 
     pip download aiconfigurator-core==0.12.0 --no-deps -d /tmp/aic && unzip -q /tmp/aic/*.whl -d /tmp/aic/w
     pip install pyarrow            # to read the Parquet tables (not a kokuban dependency)
-    python validation/kernel_tables.py /tmp/aic/w/aiconfigurator_core/systems/data
+    python -m evidence.kernels.fit /tmp/aic/w/aiconfigurator_core/systems/data
 
 Calibration data, not a lookup kokuban depends on: aiconfigurator-core 0.12.0 (PyPI, NVIDIA, licence
 Apache-2.0, "SPDX-License-Identifier: Apache-2.0" in every collection_meta.yaml) ships per-kernel latency
@@ -46,14 +46,16 @@ from kokuban.specs.catalog import load_accelerator
 
 GPUS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200"}
 GEMM_DTYPES = {"bfloat16": ("bf16", 2.0), "fp8": ("fp8", 1.0), "nvfp4": ("fp4", 0.5625)}
+#: the kernel profile's compute and memory fractions the MoE layer constants were fitted at (step-v2's, `fit_moe`)
+MOE_FIT_FRACTIONS = {"compute": 0.74, "memory": 0.89}
 
 
 def fit_gemm(frame: pd.DataFrame, peak: float, hbm: float, w: float, shape: bool = True,
              least: int | None = None) -> dict[str, float]:
     """e, M_half, N_half, K_half, μ, t₀ (s) and the rms log error of the GEMM form, by log-least-squares:
         t = t₀ + max(2MNK ÷ (peak·e·M/(M+M_half)·s(N, K)), bytes ÷ (hbm·μ)),  s = `kernels.gemm_shape_factor`
-    With `shape` (session 31) on every shape with N, K ≥ 256 (the split shapes of tensor parallelism included);
-    without, s = 1 (N_half = K_half = 0) on N, K ≥ 1024, the form until session 31; `least` sets the smallest N and K
+    With `shape` on every shape with N, K ≥ 256 (the split shapes of tensor parallelism included); without, s = 1
+    (N_half = K_half = 0) on N, K ≥ 1024, the shape-free form of step-v3; `least` sets the smallest N and K
     (the shape-free form on the shape fit's rows, 256, is what the shape term's gain is quoted against)."""
     from kokuban.specs.kernels import gemm_shape_factor
 
@@ -120,10 +122,9 @@ def fit_nccl_allreduce(frame: pd.DataFrame, link: float) -> tuple[float, float, 
 def fit_moe(frame: pd.DataFrame, dtype: str, peak: float, hbm: float, w: float, m_half: float | None = None,
             attainable: float = 1.0) -> tuple[float, float]:
     """(α s, β s per pair) of the MoE-layer form in the module docstring, kokuban's GEMM terms held fixed at the
-    kernel profile's fractions of 2026-12-02 (compute 0.74, memory 0.89) and today's curves (dtype ratio, M_half and
-    the shape factor of each expert's gate/up (N = 2·I', K = H) and down (N = H, K = I') GEMMs, session 31); `m_half`
+    fractions the shipped MoE constants were fitted at (`MOE_FIT_FRACTIONS`) and the shipped curves (dtype ratio,
+    M_half and the shape factor of each expert's gate/up (N = 2·I', K = H) and down (N = H, K = I') GEMMs); `m_half`
     and `attainable`: a GPU's own GEMM half-point and ceiling factor (`per_gpu`), else the medians'."""
-    from kokuban.specs.hardware import KERNEL_FRACTIONS_2026_12_02 as FRACTIONS
     from kokuban.specs.kernels import KernelCurves
 
     ep = frame.moe_ep_size.to_numpy(np.float64)
@@ -137,9 +138,9 @@ def fit_moe(frame: pd.DataFrame, dtype: str, peak: float, hbm: float, w: float, 
     inter = frame.inter_size.to_numpy(np.float64) / frame.moe_tp_size.to_numpy(np.float64)
     hidden = frame.hidden_size.to_numpy(np.float64)
     shape = np.array([curves.shape_factor([(2 * i, h), (h, i)], dtype) for i, h in zip(inter, hidden, strict=True)])
-    e = FRACTIONS["compute"] * curves.dtype_ratio(dtype) * attainable * shape
+    e = MOE_FIT_FRACTIONS["compute"] * curves.dtype_ratio(dtype) * attainable * shape
     gemm = np.maximum(2 * pairs * width / (peak * e * m / (m + m_half)),
-                      touched * width * w / (hbm * FRACTIONS["memory"]))
+                      touched * width * w / (hbm * MOE_FIT_FRACTIONS["memory"]))
     t = frame.latency.to_numpy(np.float64) * 1e-3
 
     def resid(z: np.ndarray) -> np.ndarray:
@@ -186,17 +187,17 @@ def fit_medians_gpu(base: Path, gpu_dir: str, gpu_id: str) -> None:
             print(f"{gpu_id} MoE layer {dtype}: alpha {a * 1e6:.1f} us, beta {beta * 1e9:.1f} ns per pair{note}")
 
 
-#: GPUs fitted on their own tables (session 31), the tables' versions as the package ships them: (catalog id, GEMM,
+#: GPUs fitted on their own tables, the tables' versions as the package ships them: (catalog id, GEMM,
 #: all-reduce and NCCL versions, MoE version or None, use its collectives). Only the A100's constants are in the
 #: catalog (`Accelerator.kernel_constants`). The L40S's GEMM fits are printed, not used: at its constants one L40S's
 #: prefill of 128-2,048 tokens is priced 12-40 % slower than NVIDIA's measured first-token times in
-#: data/published_results.toml, which the medians meet within 15 % (docs/validation.md, "Session 31").
+#: data/published_results.toml, which the medians meet within 15 % (evidence/changes/a100_kernel_tables/).
 PER_GPU = {"a100_sxm": ("a100-80gb", "1.0.0", "1.0.0", "2.27.3", "1.0.0", True),
            "l40s": ("l40s", "1.3.0rc20", "1.0.0", "2.27.3", None, False)}
 
 
 def per_gpu(base: Path, gpu_dir: str) -> None:
-    """A GPU's own constants (session 31), printed as the catalog's `kernel_*` keys:
+    """A GPU's own constants, printed as the catalog's `kernel_*` keys:
     - GEMM: e and M_half per dtype by `fit_gemm`; kernel_gemm_ceiling_factor = e ÷ the medians' e of that dtype
       (`TABLE_GEMM_FRACTION`), M_half the median over its dtypes (the rule of the shipped medians);
     - collectives (where the table's machine is representative: not the L40S's, whose eight GPUs reached 1.5 GB/s of

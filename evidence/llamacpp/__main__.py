@@ -1,9 +1,10 @@
-"""Driver of validation/llamacpp.sh: measure llama.cpp on this CPU, then report kokuban's error on held-out rows.
+"""Driver of evidence/llamacpp/llamacpp.sh: measure llama.cpp on this CPU, then report kokuban's error on held-out
+rows.
 
-    python validation/llamacpp.py measure --bin DIR --work DIR --raw validation/cpu/llamacpp.json
-    python validation/llamacpp.py report --raw validation/cpu/llamacpp.json --probe validation/cpu/probe.toml \
-        --out-dir validation/cpu     (these are report's defaults: `python validation/llamacpp.py report` alone
-                                      regenerates the committed report from the committed record, ~18 min)
+    python -m evidence.llamacpp measure --bin DIR --work DIR --raw evidence/cpu/llamacpp.json
+    python -m evidence.llamacpp report --raw evidence/cpu/llamacpp.json --probe evidence/cpu/probe.toml \
+        --out-dir evidence/cpu     (these are report's defaults: `python -m evidence.llamacpp report` alone
+                                    regenerates the committed report from the committed record, ~18 min)
 
 `measure` writes the raw record (every repetition's seconds, the command lines, the files' tensor types, the
 load average around each run); `report` re-predicts from it, so the analysis can be rerun without measuring.
@@ -252,10 +253,10 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--repeats", type=int, default=None, help="llama-bench repetitions per test (default: the plan's)")
     m.add_argument("--batched-runs", type=int, default=None, help="llama-batched-bench runs (default: the plan's)")
     r = sub.add_parser("report")
-    r.add_argument("--raw", default="validation/cpu/llamacpp.json",
+    r.add_argument("--raw", default="evidence/cpu/llamacpp.json",
                    help="the raw record `measure` wrote (the committed one by default: no llama.cpp needed)")
-    r.add_argument("--probe", default="validation/cpu/probe.toml")
-    r.add_argument("--out-dir", default="validation/cpu")
+    r.add_argument("--probe", default="evidence/cpu/probe.toml")
+    r.add_argument("--out-dir", default="evidence/cpu")
     args = parser.parse_args(argv)
     return cmd_measure(args) if args.step == "measure" else cmd_report(args)
 
