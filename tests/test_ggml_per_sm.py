@@ -1,18 +1,34 @@
-"""Session 34: llama.cpp's quantized CUDA kernels bound per SM (`core.roofline.ggml_per_sm`). The judging rows the rule
-makes from the copied scoreboard, the fits and the decisions, the shipped MMQ rate worked by hand, the rows it must not
-move, and the figures docs/validation.md ("Session 34") and the README quote, rebuilt from the committed reports."""
+"""llama.cpp's quantized CUDA kernels bound per SM (`core.roofline.ggml_per_sm`; evidence/changes/ggml_mmq_rate/,
+ggml_mmvq_stream_per_sm/, ggml_mmvq_stream_per_cycle/): the fits and their records, the frozen judgements reproduced
+by the shipped model with each constant set by its `KernelCurves` field, the shipped rate and stream worked by hand,
+the rows they must not move, and the blackboard."""
 
 from __future__ import annotations
 
 import json
-import tomllib
+from pathlib import Path
 
 import pytest
-from test_session31_checks import _pct, _same, _text  # the same readers of reports and docs
-from test_session32_checks import CHECKS, _module  # and the same loader of the clean-check scripts
 
+from evidence import pool, report
+from evidence.changes.ggml_mmq_rate import fit as mmq_fit
+from evidence.changes.ggml_mmvq_stream_per_cycle import fit as cycle_fit
+from evidence.changes.ggml_mmvq_stream_per_sm import fit as stream_fit
+from evidence.changes.ggml_per_sm import (
+    MMQ_OPS_PER_CYCLE,
+    STREAM_BYTES_PER_CYCLE,
+    STREAM_BYTES_PER_S,
+    candidate,
+    fit_rows,
+)
+from evidence.sources import measurements
 from kokuban.specs.catalog import load_accelerator, load_model
-from kokuban.specs.hardware import PROFILES, Efficiency
+from kokuban.specs.hardware import Efficiency
+from kokuban.validation.accuracy import predict_row
+
+CHANGES = Path(__file__).resolve().parents[1] / "evidence/changes"
+TG, PP = "tg128 (decode, batch 1)", "pp512 (first token)"
+HBM = ("a100-80gb", "a100-pcie-80gb", "h100-pcie")  # the third candidate's judging GPUs with HBM
 
 # Llama 2 7B by hand: 32 layers of 4·4096² attention and 3·4096·11008 MLP weights (no bias), the LM head 32000·4096
 L7_BODY = 32 * (4 * 4096 * 4096 + 3 * 4096 * 11008)  # 6,476,005,376
@@ -20,105 +36,79 @@ L7_HEAD = 32000 * 4096  # 131,072,000
 L7_NORMS = 32 * 2 * 4096 + 4096  # two RMSNorm weights a layer and the final one, counted as 2 FLOP each: 266,240
 
 
-def test_the_judging_rows_are_the_records_by_the_rule():
-    build = _module(CHECKS / "llamacpp-sm/build_rows.py")
-    built = build.rows()
-    assert build.CUDA.TABLE.toml(built) in (CHECKS / "llamacpp-sm/rows.toml").read_text()
-    # fifteen chips × two tests × flash attention off and on, every one a catalog GPU with its SMs and clock stated
-    assert len(built) == 15 * 2 * 2 == 60 and {r["accelerator"] for r in built} == set(build.GPUS.values())
-    for gpu in build.GPUS.values():
-        acc = load_accelerator(gpu)
-        assert acc.sm_count > 0 and acc.boost_clock_hz > 0, gpu
-    records = build.CUDA.records(CHECKS / "llamacpp-sm/table.md")
-    assert all("backend=CUDA" in r["notes"] and r["notes"].split("chip=")[-1] in build.GPUS for r in records)
-    # none the rule leaves out: the fitted chips, the read ones of unstated variant, the ambiguous and the old
-    fitted = {r["accelerator"] for r in _module(CHECKS / "llamacpp-cuda/build_rows.py").rows()}
-    assert not fitted & {r["accelerator"] for r in built}
-    for chip in ("H100 80 GB", "RTX PRO 6000 Blackwell", "RTX 3060", "RTX 3080", "RTX 5070", "Tesla V100"):
-        assert chip not in build.GPUS
-    # "pp512 2767.1 tokens/sec" on the A30 without flash attention: 512 tokens in 185.03 ms
-    rows = {r["id"]: r for r in tomllib.loads((CHECKS / "llamacpp-sm/rows.toml").read_text())["result"]}
-    pp = rows["llamacpp-cuda-llama-2-7b-q4_0-a30-pp512-fa0"]
-    assert '"value": 2767.1' in (CHECKS / "llamacpp-sm/table.md").read_text()
-    assert pp["value"] == pytest.approx(512 / 2767.1) and pp["engine"].endswith("prompt processing)")
-    tg = rows["llamacpp-cuda-llama-2-7b-q4_0-a30-tg128-fa0"]
-    assert tg["engine"].endswith("CUDA-graph decode loop)") and (tg["input_tokens"], tg["output_tokens"]) == (1, 128)
+def _record(change: str, name: str) -> dict:
+    return json.loads((CHANGES / change / name).read_text())
 
 
-def test_the_third_judges_are_the_notebooks_by_the_rule():
-    build = _module(CHECKS / "llamacpp-xd/build_rows.py")
-    built = build.rows()
-    assert build.TABLE.toml(built) in (CHECKS / "llamacpp-xd/rows.toml").read_text()
-    # nine notebooks × Llama 3 8B's four tg tests, and 70B's four on the seven 40-GB-and-up cards
-    assert len(built) == 9 * 4 + 7 * 4 == 64 and {r["accelerator"] for r in built} == set(build.NOTEBOOKS.values())
-    assert {r["weights_dtype"] for r in built} == {"q4_k_m"} and {r["output_tokens"] for r in built} == {
-        512, 1024, 4096, 8192}
-    assert all(r["engine"].endswith("CUDA-graph decode loop)") for r in built)
-    table = (CHECKS / "llamacpp-xd/table.md").read_text()
-    assert "F16" not in table and " pp" not in table
-    # "tg 512 135.04 ± 0.45" of Llama 3 8B Q4_K_M on the A100-SXM4-80GB (build d11afd66, 2837)
-    row = next(r for r in built if r["id"] == "llamacpp-xd-llama-3.1-8b-q4_k_m-a100-80gb-tg512")
-    assert "| tg 512     |    135.04 ± 0.45 |" in table and row["value"] == 135.04
-    assert row["engine"] == "llama.cpp (CUDA build d11afd66, CUDA-graph decode loop)" and row["input_tokens"] == 1
+def _least(grid: list) -> float:
+    return min((row for row in grid if row[0]), key=lambda row: row[1])[0]
 
 
-def test_the_fits_are_the_grids_least_and_the_rule_decides():
-    fit = _module(CHECKS / "fit_session34.py")
-    summary = _module(CHECKS / "session34.py")
-    stream, mmq = fit.stream_scores(), fit.mmq_scores()
-    assert fit.least(stream) == summary.STREAM_BYTES_PER_S == 9.0e9
-    assert fit.least(mmq) == summary.MMQ_OPS_PER_CYCLE == 520.0
-    cycle = fit.cycle_scores()
-    assert fit.least(cycle) == summary.STREAM_BYTES_PER_CYCLE == 5.5
-    assert stream[9.0e9][0] < stream[0.0][0] and mmq[520.0][0] < mmq[0.0][0] and cycle[5.5][0] < cycle[0.0][0]
-    assert len(fit.fit_rows("tokens_per_s_per_user", ("llamacpp-cuda", "llamacpp-sm"))) == 6 + 30
-    docs = _text("docs/validation.md")  # the docs quote each fit against the model without it
-    assert f"MSLE {stream[0.0][0]:.4f} → {stream[9.0e9][0]:.4f}" in docs
-    assert f"MSLE {mmq[0.0][0]:.4f} → {mmq[520.0][0]:.4f}" in docs
-    assert f"MSLE {cycle[0.0][0]:.4f} → {cycle[5.5][0]:.4f}" in docs
-    saved = json.loads((CHECKS / "session34.json").read_text())["judge"]
-    tg, pp = summary.TESTS["tokens_per_s_per_user"], summary.TESTS["time_to_first_token_s"]
-    # A: higher on the tg128 rows than the model without it: not shipped; B: lower on the pp512 rows: shipped
-    assert saved["A"][tg]["median_abs_error"] > saved["without"][tg]["median_abs_error"]
-    assert saved["B"][pp]["median_abs_error"] < saved["without"][pp]["median_abs_error"]
-    assert saved["decision"] == {"A": "does not ship", "B": "ships"}
-    report = json.loads((CHECKS / "llamacpp-sm/report.json").read_text())
-    assert report["decision"] == saved["decision"]
-    # the third: A2 lower on all its judging rows, the same on the GDDR parts' rows: shipped
-    third = json.loads((CHECKS / "session34.json").read_text())["third_judge"]
-    assert third["A2"]["all"]["median_abs_error"] < third["without"]["all"]["median_abs_error"]
-    assert third["A2"]["GDDR"]["median_abs_error"] <= third["without"]["GDDR"]["median_abs_error"]
-    assert third["decision"] == "ships" == json.loads((CHECKS / "llamacpp-xd/report.json").read_text())["decision"]
-    # what shipped: B's rate and A2's stream in the curves, A's bound off; the dated profiles have none
-    shipped = Efficiency.shipped().kernels
-    assert (shipped.ggml_mmq_ops_per_cycle, shipped.ggml_sm_stream_bytes_per_s,
-            shipped.ggml_sm_stream_bytes_per_cycle) == (520.0, 0.0, 5.5)
-    for name, profile in PROFILES.items():
-        if name.startswith("kernel-") and name != "kernel-2026-12-05c":  # that one is session 34's final model
-            k = profile().kernels
-            assert k.ggml_mmq_ops_per_cycle == k.ggml_sm_stream_bytes_per_cycle == 0.0, name
-    k = PROFILES["kernel-2026-12-05c"]().kernels
-    assert (k.ggml_mmq_ops_per_cycle, k.ggml_sm_stream_bytes_per_cycle) == (520.0, 5.5)
+def test_the_fits_are_the_grids_least_and_their_records():
+    """Each grid's least is the constant (shipped or judged), and each grid reproduces its record point by point."""
+    for change, scores, constant in (("ggml_mmq_rate", mmq_fit.scores, MMQ_OPS_PER_CYCLE),
+                                     ("ggml_mmvq_stream_per_sm", stream_fit.scores, STREAM_BYTES_PER_S),
+                                     ("ggml_mmvq_stream_per_cycle", cycle_fit.scores, STREAM_BYTES_PER_CYCLE)):
+        table = scores()
+        record = _record(change, "fit.json")["grid"]
+        assert _least(record) == constant == min((p for p in table if p), key=lambda p: table[p][0]), change
+        assert table[constant][0] < table[0.0][0]
+        for point, msle, median in record:
+            assert table[point][:2] == pytest.approx((msle, median), rel=1e-9), (change, point)
+    assert len(fit_rows("tokens_per_s_per_user", ("llamacpp_cuda", "llamacpp_sm"))) == 6 + 30
 
 
-def test_the_reports_are_the_predictions():
-    summary = _module(CHECKS / "session34.py")
-    saved = json.loads((CHECKS / "session34.json").read_text())
-    for name, eff in summary.models().items():
-        fresh = summary.REPORT.predict(CHECKS / "llamacpp-sm/rows.toml", eff, summary.judge_of)
-        _same(saved["judge"][name], fresh["groups"])
-        _same(json.loads((CHECKS / "llamacpp-sm/report.json").read_text())[name]["groups"], fresh["groups"])
-    for name, eff in summary.third_models().items():
-        fresh = summary.REPORT.predict(CHECKS / "llamacpp-xd/rows.toml", eff, summary.third_judge_of)
-        _same(saved["third_judge"][name], fresh["groups"])
-        _same(json.loads((CHECKS / "llamacpp-xd/report.json").read_text())[name]["groups"], fresh["groups"])
-    rows = summary.never_seen_rows(a2_ships=True)
-    _same(saved["today"], summary.S33.pooled(summary.TODAY(), rows))  # session 34's final model
-    # session 33's pool of 680 less the 12 scoreboard rows the fits used, plus the fifteen GPUs' 30 prompt rows (their
-    # 30 decode rows fitted A2) and XiongjieDai's 64
-    assert saved["today"]["all"]["count"] == len(rows) == 680 - 12 + 30 + 64 == 762
-    assert not any(r["id"].startswith("llamacpp-cuda-llama-2-7b-q4_0-a100") for r in rows)
-    assert not any(r["metric"] == "tokens_per_s_per_user" and r["id"].startswith("llamacpp-cuda") for r in rows)
+def test_the_first_judgement_reproduces(same_groups):
+    """The fifteen GPUs' rows, with each candidate alone, both, and neither: A (the stream per SM) higher on the tg128
+    rows than the model without it, not shipped; B (MMQ's rate) lower on the pp512 rows, shipped."""
+    judgement = _record("ggml_mmq_rate", "judgement.json")
+    rows = list(measurements("llamacpp_sm"))
+    models = {"without": candidate(), "A": candidate(stream_bytes_per_s=STREAM_BYTES_PER_S),
+              "B": candidate(mmq_ops_per_cycle=MMQ_OPS_PER_CYCLE),
+              "A and B": candidate(STREAM_BYTES_PER_S, MMQ_OPS_PER_CYCLE)}
+    for name, eff in models.items():
+        preds = [predict_row(r, eff) for r in rows]
+        fresh = report.grouped(rows, preds, lambda r, p: (TG if r.metric == "tokens_per_s_per_user" else PP,))
+        same_groups({k: judgement[name]["groups"][k] for k in fresh}, fresh)
+    g = {name: judgement[name]["groups"] for name in models}
+    assert g["A"][TG]["median_abs_error"] > g["without"][TG]["median_abs_error"]
+    assert g["B"][PP]["median_abs_error"] < g["without"][PP]["median_abs_error"]
+    assert judgement["decision"] == {"A": "does not ship", "B": "ships"}
+
+
+def test_the_third_judgement_reproduces(same_groups):
+    """XiongjieDai's rows: A2 lower on all of them and not higher on the GDDR parts' than the model with MMQ's rate
+    alone: shipped."""
+    judgement = _record("ggml_mmvq_stream_per_cycle", "judgement.json")
+    rows = list(measurements("llamacpp_xd"))
+    models = {"without": candidate(mmq_ops_per_cycle=MMQ_OPS_PER_CYCLE),
+              "A2": candidate(mmq_ops_per_cycle=MMQ_OPS_PER_CYCLE, stream_bytes_per_cycle=STREAM_BYTES_PER_CYCLE),
+              "A": candidate(STREAM_BYTES_PER_S, MMQ_OPS_PER_CYCLE)}
+    for name, eff in models.items():
+        preds = [predict_row(r, eff) for r in rows]
+        fresh = report.grouped(rows, preds, lambda r, p: ("HBM" if r.accelerator in HBM else "GDDR",))
+        same_groups({k: judgement[name]["groups"][k] for k in fresh}, fresh)
+    a2, wo = judgement["A2"]["groups"], judgement["without"]["groups"]
+    assert a2["all"]["median_abs_error"] < wo["all"]["median_abs_error"]
+    assert a2["GDDR"]["median_abs_error"] <= wo["GDDR"]["median_abs_error"]
+    assert judgement["decision"] == "ships"
+
+
+def test_the_pool_record_reproduces(same_groups):
+    """step-v7 (the shipped model without the barrier wait) on its pool: the pool less TensorRT-LLM 0.10's and 0.11's
+    rows, 680 − 12 + 30 + 64 = 762."""
+    record = _record("ggml_mmvq_stream_per_cycle", "pool_record.json")["step_v7"]
+    rows = [r for source, r in pool.rows() if source not in ("trtllm010", "trtllm011")]
+    assert len(rows) == record["all"]["count"] == 680 - 12 + 30 + 64 == 762
+    preds = [predict_row(r, Efficiency.shipped().with_kernels(tp_sync_loss=0.0)) for r in rows]
+    same_groups({"all": record["all"]}, {"all": report.figures(preds)})
+
+
+def test_what_shipped():
+    """B's rate and A2's stream are in the shipped curves; A's bound is off."""
+    k = Efficiency.shipped().kernels
+    assert (k.ggml_mmq_ops_per_cycle, k.ggml_sm_stream_bytes_per_s, k.ggml_sm_stream_bytes_per_cycle) == (
+        520.0, 0.0, 5.5)
 
 
 def test_the_mmq_rate_by_hand():
@@ -169,12 +159,12 @@ def test_the_stream_bound_by_hand():
 
 def test_the_published_set_does_not_move():
     """The published set's llama.cpp rows (2023-10, 2024-01) name neither mark: every published row predicts the same
-    with and without the shipped MMQ rate."""
-    from kokuban.validation.accuracy import load_published, predict_row
+    with and without the per-SM bounds."""
+    from kokuban.validation.accuracy import load_published
 
-    before, after = PROFILES["kernel-2026-12-05b"](), PROFILES["kernel-2026-12-05c"]()  # session 34's change alone
+    without = Efficiency.shipped().with_kernels(ggml_mmq_ops_per_cycle=0.0, ggml_sm_stream_bytes_per_cycle=0.0)
     for row in load_published():
-        assert predict_row(row, after).predicted == predict_row(row, before).predicted, row.id
+        assert predict_row(row).predicted == predict_row(row, without).predicted, row.id
 
 
 def test_the_blackboard_shows_the_mmq_rate(capsys):
@@ -190,7 +180,7 @@ def test_the_blackboard_shows_the_mmq_rate(capsys):
     assert "MMVQ (decode) at most 170 SMs × (5.5 B/cycle × 2.41 GHz) = 2.25 TB/s" in out
     assert main(["estimate", "llama-2-7b", "--gpu", "a100", "--weights", "q4_0"]) == 0
     assert "MMVQ (decode) at most 108 SMs × (5.5 B/cycle × 1.41 GHz) = 838 GB/s" in " ".join(
-        capsys.readouterr().out.split())  # the figure docs/validation.md quotes
+        capsys.readouterr().out.split())
     assert main(["estimate", "llama-2-7b", "--gpu", "rtx-5090", "--weights", "fp16"]) == 0
     assert "MMQ" not in capsys.readouterr().out
 
@@ -202,43 +192,3 @@ def test_a_negative_sm_count_is_refused():
     entry = {"id": "x", "memory_bytes": 1e9, "memory_bandwidth_bytes_per_s": 1e11, "flops_bf16": 1e14, "sm_count": -1}
     with pytest.raises(KokubanError, match="sm_count must be a finite number ≥ 0"):
         Accelerator.from_dict(entry)
-
-
-def test_the_docs_quote_the_reports():
-    saved = json.loads((CHECKS / "session34.json").read_text())
-    docs, readme = _text("docs/validation.md"), _text("README.md")
-    today = saved["today"]
-    t = {k: _pct(v["median_abs_error"]) for k, v in today.items()}
-    lo, hi = today["all"]["median_abs_error_ci"]
-    head = f"{t['all']} % median ({_pct(lo)}–{_pct(hi)} %), p90 {_pct(today['all']['p90_abs_error'])} %"
-    assert head in docs and head in readme
-    for key in ("dtype q4_0", "dtype q4_k_m", "workload first token", "workload decode batch 1", "workload multi-gpu"):
-        assert f"{key.split(' ', 1)[1]} {t[key]} %" in docs, key
-    third = saved["third_judge"]
-    for name, key in (("A2", "all"), ("without", "all"), ("A2", "HBM"), ("without", "HBM"), ("A2", "GDDR")):
-        assert _pct(third[name][key]["median_abs_error"]) + " %" in docs, (name, key)
-    assert f"(+{_pct(third['A2']['HBM']['median_signed_error'])} % signed)" in docs
-    assert f"The H100 PCIe reads +{_pct(third['A2']['gpu h100-pcie']['median_signed_error'])} %" in docs
-    # the judge table's families, with / without: B on the prompts, A on decode; the A30 and the RTX 5070 Ti quoted
-    j, pp, tg = saved["judge"], "pp512 (first token)", "tg128 (decode, batch 1)"
-    for name, test in (("B", pp), ("A", tg)):
-        for family in ("Ampere GA10x", "Ada", "Blackwell"):
-            w, wo = (_pct(j[m][f"{test}, {family}"]["median_abs_error"]) for m in (name, "without"))
-            assert f"{family} {w} / {wo} %" in docs, (name, family)
-        w, wo = (_pct(j[m][f"{test}, GA100 (HBM2)"]["median_abs_error"]) for m in (name, "without"))
-        assert f"A30 {w} / {wo} %" in docs, name
-    a30, ti = f"{tg}, gpu a30", f"{tg}, gpu rtx-5070-ti"
-    assert f"({_pct(j['without'][a30]['median_abs_error'])} → {_pct(j['A'][a30]['median_abs_error'])} %)" in docs
-    assert (f"RTX 5070 Ti {_pct(j['without'][ti]['median_abs_error'])} → {_pct(j['A'][ti]['median_abs_error'])} %"
-            in docs)
-    ga10x = _pct(j["without"][f"{tg}, Ampere GA10x"]["median_signed_error"])
-    assert f"Ampere GA10x cards' Q4_0 decode rows of 2025 read +{ga10x} %" in docs
-    # the README's session-34 paragraph: each judgement's with → without, and the HBM parts'
-    assert (f"{_pct(j['without'][pp]['median_abs_error'])} % → {_pct(j['B'][pp]['median_abs_error'])} % median" in
-            readme)
-    assert (f"{_pct(third['without']['all']['median_abs_error'])} % → {_pct(third['A2']['all']['median_abs_error'])} % "
-            f"(the HBM parts {_pct(third['without']['HBM']['median_abs_error'])} % → "
-            f"{_pct(third['A2']['HBM']['median_abs_error'])} %)") in readme
-    j = saved["judge"]
-    for name, test in (("B", pp), ("without", pp), ("A", tg), ("without", tg)):
-        assert _pct(j[name][test]["median_abs_error"]) + " %" in docs, (name, test)
