@@ -38,14 +38,14 @@ POOL = (("trtllm012", "rows.toml", None), ("trtllm019", "rows.toml", None), ("tr
 DEVELOPMENT = ("trtllm013", "trtllm014", "trtllm015", "trtllm017", "trtllm020")
 #: every copied source (or part) out of the pool, and why
 EXCLUDED = {
-    "trtllm013": "the GEMM shape term and the A100's own kernel tables were designed after it was read; the PCIe "
-                 "all-reduce fractions and the TP barrier wait were fitted on it",
-    "trtllm014": "read before the GEMM shape term; the PCIe all-reduce fractions and the TP barrier wait were fitted "
-                 "on it",
+    "trtllm013": "the PCIe all-reduce fractions and the TP barrier wait were fitted on it (it first judged the GEMM "
+                 "shape term)",
+    "trtllm014": "the GEMM shape term was designed after it was read; the PCIe all-reduce fractions and the TP "
+                 "barrier wait were fitted on it",
     "trtllm015": "judged TensorRT-LLM's memory outside the KV pool, then read; the PCIe all-reduce fractions and the "
                  "TP barrier wait were fitted on it",
-    "trtllm017": "TensorRT-LLM's memory outside the KV pool, the PCIe all-reduce fractions and the TP barrier wait "
-                 "were fitted on it",
+    "trtllm017": "the A100's kernel tables and the GEMM shape term were designed after it was read; TensorRT-LLM's "
+                 "memory outside the KV pool, the PCIe all-reduce fractions and the TP barrier wait were fitted on it",
     "trtllm020": "judged TensorRT-LLM's memory outside the KV pool, then read; the TP barrier wait was fitted on it",
     "llamacpp_cuda": "llama.cpp's MMQ rate and MMVQ stream per SM were fitted on it",
     "llamacpp_sm decode": "its 30 tg128 rows fitted MMVQ's bytes per SM per cycle",
