@@ -169,14 +169,14 @@ def test_docs_rows_the_shipped_fit_never_saw():
 
 
 def test_docs_choice_of_the_rule_and_loss_is_the_reports():
-    """The table of training figures on the 77 rows (validation/profiles/choice-77/, the default profile's five
+    """The table of training figures on the 77 rows (evidence/fractions/choice-77/, the default profile's five
     splits with and without `kv_reread`, squared and Huber loss), the fitted r and the per-split medians."""
     text = _docs()
     reports = {}
     for name, label in (("log_squared-no-rule", "log_squared, no rule (shipped until then)"),
                         ("log_huber-no-rule", "log_huber, no rule"), ("log_squared-rule", "log_squared, the rule"),
                         ("log_huber-rule", "log_huber, the rule (**chosen**)")):
-        report = json.loads((ROOT / "validation/profiles/choice-77" / name / "report.json").read_text())
+        report = json.loads((ROOT / "evidence/fractions/choice-77" / name / "report.json").read_text())
         assert report["rows"] == 77 and report["excluded_sources"] == ["blogs/"]
         seeds = report["profiles"]["default"]["per_seed"]
         reports[name] = seeds

@@ -232,9 +232,9 @@ def test_scalar_profile_is_the_field_defaults_and_carries_no_curves():
 
 def test_the_shipped_step_model_is_the_kernel_profile_at_its_refitted_fractions():
     """What a bare request, a bare Deployment and `--efficiency-file default` get: today's curves (the GEMM shape term,
-    session 31), at the fractions validation/profiles.py's procedure fitted on seed 0's two thirds of the 196 rows on
+    session 31), at the fractions evidence.fractions's procedure fitted on seed 0's two thirds of the 196 rows on
     2026-12-04, session 31 (0.6864 / 0.8959 / 3.806 ms / kv_reread 0.3868 / dequant_memory 0.9495 / loop 0.9806 ms,
-    validation/profiles/choice-196/session31-seed0/report.json), shipped as 0.69 / 0.90 / 3.8 ms / 0.39 / 0.95 /
+    evidence/fractions/choice-196/step-v4-seed0/report.json), shipped as 0.69 / 0.90 / 3.8 ms / 0.39 / 0.95 /
     0.98 ms; interconnect and collective latency stay the scalar set's (used on links the curves do not cover). The
     set shipped until then, "kernel-2026-12-04c", keeps the curves it was fitted at."""
     import json
@@ -246,7 +246,7 @@ def test_the_shipped_step_model_is_the_kernel_profile_at_its_refitted_fractions(
     assert e.kernels == KernelCurves()
     assert (e.compute, e.memory, e.step_overhead_s, e.kv_reread, e.dequant_memory, e.loop_overhead_s) == (
         0.69, 0.90, 3.8e-3, 0.39, 0.95, 0.98e-3)
-    report = json.loads((Path(__file__).resolve().parents[1] / "validation/profiles/choice-196/session31-seed0/"
+    report = json.loads((Path(__file__).resolve().parents[1] / "evidence/fractions/choice-196/step-v4-seed0/"
                          "report.json").read_text())
     fit = report["profiles"]["default"]["per_seed"][0]["fitted"]
     assert (round(fit["compute"], 2), round(fit["memory"], 2), round(fit["step_overhead_s"], 4),

@@ -313,7 +313,7 @@ def test_tensor_types_reproduce_the_committed_files():
     assert [i for i in range(4) if use_more_bits(i, 4)] == [2, 3]
     assert [i for i in range(6) if use_more_bits(i, 6)] == [2, 5]
     assert [i for i in range(8) if use_more_bits(i, 8)] == [0, 3, 6, 7]
-    raw = json.loads((Path(__file__).parents[1] / "validation" / "cpu" / "llamacpp.json").read_text())
+    raw = json.loads((Path(__file__).parents[1] / "evidence" / "cpu" / "llamacpp.json").read_text())
     for name, case in raw["cases"].items():
         spec = ModelSpec.from_config(case["config"], name=name)
         for gguf_type, f in case["files"].items():

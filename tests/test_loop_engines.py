@@ -141,10 +141,10 @@ def test_perfbench_rows_quote_their_table():
 
 
 ROOT = Path(__file__).resolve().parents[1]
-CHOICE = {"as shipped before (compute, memory, step overhead, r)": ROOT / "validation/profiles/choice-100/before",
+CHOICE = {"as shipped before (compute, memory, step overhead, r)": ROOT / "evidence/fractions/choice-100/before",
           "A: + `dequant_memory`, `loop_overhead_s` for gpt-fast, MLC, ExLlamaV2, llama.cpp":
-              ROOT / "validation/profiles/choice-100/A-llamacpp-in-loop",
-          "B: as A, llama.cpp keeps the serving step (**chosen**)": ROOT / "validation/profiles/choice-100/B-chosen"}
+              ROOT / "evidence/fractions/choice-100/A-llamacpp-in-loop",
+          "B: as A, llama.cpp keeps the serving step (**chosen**)": ROOT / "evidence/fractions/choice-100/B-chosen"}
 
 
 def _regime_medians(rows_err: dict[str, list[float]]) -> tuple[str, float]:

@@ -3,12 +3,12 @@ table, its worked number by hand, and where it applies (PCIe cards under the ker
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from evidence.collectives import pcie_allreduce as fit_script
 from kokuban.core import roofline
 from kokuban.specs.catalog import load_accelerator, load_model
 from kokuban.specs.deployment import Deployment
@@ -16,9 +16,6 @@ from kokuban.specs.hardware import PROFILES, Efficiency
 from kokuban.specs.kernels import KernelCurves
 
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("pcie_allreduce", ROOT / "validation/collectives/pcie_allreduce.py")
-fit_script = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(fit_script)
 
 
 def test_the_constants_are_the_fit_of_the_quoted_table():

@@ -1,0 +1,40 @@
+"""Regenerate every report of the shipped step model: each source's rows (from its copied table) and report, the
+pool (`evidence/pool.json`) and `docs/accuracy.md`:
+
+    python -m evidence            # write each file whose text changed, and name it
+    python -m evidence --check    # change nothing; exit 1 naming each stale file (CI runs this)
+
+Each distinct row is predicted once; the judgement records under `evidence/changes/` are frozen and not touched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from evidence.pages import ROOT, outputs
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a file is stale")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    stale = {p: text for p, text in outputs().items() if not p.exists() or p.read_text(encoding="utf-8") != text}
+    for p, text in stale.items():
+        if args.check:
+            print(f"stale: {p.relative_to(ROOT)}", file=sys.stderr)
+        else:
+            p.write_text(text, encoding="utf-8")
+            print(f"wrote {p.relative_to(ROOT)}")
+    print(f"{len(stale)} of the generated files {'stale' if args.check else 'written'} "
+          f"({time.perf_counter() - start:.0f} s)", file=sys.stderr)
+    if args.check and stale:
+        print("run `python -m evidence` and commit the result", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
