@@ -1,5 +1,6 @@
-"""Regenerate every report of the shipped step model: each source's rows (from its copied table) and report, the
-pool (`evidence/pool.json`) and `docs/accuracy.md`:
+"""Regenerate every report of the shipped step model — each source's rows (from its copied table) and report, the
+pool (`evidence/pool.json`) and `docs/accuracy.md` — and then every generated block of the README and the guides
+(`evidence.docs`), which quote them:
 
     python -m evidence            # write each file whose text changed, and name it
     python -m evidence --check    # change nothing; exit 1 naming each stale file (CI runs this)
@@ -13,6 +14,7 @@ import argparse
 import sys
 import time
 
+from evidence import docs
 from evidence.pages import ROOT, outputs
 
 
@@ -28,6 +30,15 @@ def main(argv: list[str] | None = None) -> int:
         else:
             p.write_text(text, encoding="utf-8")
             print(f"wrote {p.relative_to(ROOT)}")
+    pages = docs.stale()  # after the reports are written: the blocks quote pool.json
+    for p, text in pages.items():
+        names = ", ".join(docs.describe(p, text))
+        if args.check:
+            print(f"stale: {p.relative_to(ROOT)} ({names})", file=sys.stderr)
+        else:
+            p.write_text(text, encoding="utf-8")
+            print(f"wrote {p.relative_to(ROOT)} ({names})")
+    stale |= pages
     print(f"{len(stale)} of the generated files {'stale' if args.check else 'written'} "
           f"({time.perf_counter() - start:.0f} s)", file=sys.stderr)
     if args.check and stale:

@@ -165,6 +165,15 @@ def accuracy_headline(_: str = "") -> str:
             "measured).\n")
 
 
+def accuracy_table(_: str = "") -> str:
+    """The pool's error by engine, GPU vendor and workload (evidence/pool.json), one row each."""
+    by = _pool()["by"]
+    rows = [[f"{facet} {name}", f"{g['count']:,}", _pct(g["median_abs_error"]), _pct(g["p90_abs_error"]),
+             f"{g['median_signed_error'] * 100:+.1f} %"]
+            for facet in ("engine", "vendor", "workload") for name, g in sorted(by[facet].items())]
+    return _table(["rows", "count", "median \\|error\\|", "p90 \\|error\\|", "median signed"], rows)
+
+
 def benchmark(name: str) -> str:
     """One recorded benchmark (benchmarks/results/NAME.json) as `speed` words it, or how to record it."""
     if not (ROOT / "benchmarks" / "results" / f"{name}.json").exists():
@@ -398,7 +407,7 @@ def mistral_4090(_: str = "") -> str:
 
 BLOCKS: dict[str, Callable[[str], str]] = {
     "run": run, "refused": refused, "commands": commands, "catalogs": catalogs, "speed": speed,
-    "accuracy-headline": accuracy_headline,
+    "accuracy-headline": accuracy_headline, "accuracy-table": accuracy_table,
     "benchmark": benchmark, "vocabulary": vocabulary, "price-rows": price_rows, "deepseek-bracket": deepseek_bracket,
     "crossover": crossover, "agent-runs": agent_runs, "agent-step-one": agent_step_one,
     "agent-retention": agent_retention, "engine-overheads": engine_overheads, "mistral-4090": mistral_4090,
