@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -224,7 +224,7 @@ def test_fit_recovers_known_fractions_on_held_out_rows():
     plan = lc.Plan(cases=(lc.Case("a", "llama-2-7b", 2, 256), lc.Case("c", "llama-2-7b", 4, 512),
                           lc.Case("b", "llama-2-7b", 3, 384, held_out=True)),
                    types=("Q4_0",), depths=(0, 64, 128), held_out_depths=(64,))
-    record = {"plan": json.loads(json.dumps(lc.asdict(plan))), "cases": {}, "rows": []}
+    record = {"plan": json.loads(json.dumps(asdict(plan))), "cases": {}, "rows": []}
     for case in plan.cases:
         cfg, _ = case.config()
         record["cases"][case.name] = {"config": cfg}
@@ -283,7 +283,7 @@ def test_end_to_end_tiny(tmp_path):
 
 
 def test_merge_records_concatenates_samples():
-    plan = lc.asdict(lc.Plan(cases=(), repeats=3, batched_runs=2))
+    plan = asdict(lc.Plan(cases=(), repeats=3, batched_runs=2))
     row = lc.row_dict(lc.Row("m/Q4_0/tg16", "m", "Q4_0", "tg", 16, 0, 1, (0.3, 0.2, 0.4)))
     first = {"date": "d1", "plan": plan, "rows": [row], "runs": [{"command": ["a"]}]}
     second = {"date": "d2", "plan": {**plan, "repeats": 6}, "runs": [{"command": ["b"]}],

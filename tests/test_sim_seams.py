@@ -73,12 +73,12 @@ class Drain:
         pass
 
     def schedule(self, e, t):
-        if e.n:
-            e.allocate(e.fill(e.known[:e.n] - e.comp[:e.n]))
-            e.tokens = int(e.sched[: e.n].sum())
+        if e.num_running:
+            e.allocate(e.fill(e.num_known_tokens[:e.num_running] - e.num_computed_tokens[:e.num_running]))
+            e.step_tokens = int(e.num_scheduled_tokens[: e.num_running].sum())
         else:
-            e.tokens = e.admit_waiting(e.budget, t, "chunk") if e.waiting else 0
-        return e.n > 0
+            e.step_tokens = e.admit_waiting(e.token_budget, t, "chunk") if e.waiting else 0
+        return e.num_running > 0
 
     def hold_until(self, e, t):
         return None

@@ -1,4 +1,4 @@
-"""Runs you can save and repeat (issue 15 item 6): `--scenario FILE.toml` on every command and `--out-dir DIR`
+"""Runs you can save and repeat: `--scenario FILE.toml` on every command and `--out-dir DIR`
 on every command that produces a result.
 
 - **Scenario**: a TOML whose keys are the command's option names (canonical or older spelling, dashes or

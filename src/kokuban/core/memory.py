@@ -133,7 +133,8 @@ def plan(dep: Deployment, batch: int, context: int) -> MemoryPlan:
     """The memory plan; `min_gpus` is filled only when the configuration does not fit."""
     kv_req = float(kv_bytes_per_request(dep, context))
     rpg = float(requests_per_gpu(dep, batch))
-    # rpg × kv_bytes_per_request_per_gpu, multiplied in this order (as before the state existed)
+    # rpg × kv_bytes_per_request_per_gpu, multiplied in this order (float products depend on it; the figures
+    # quoted for attention-only models are computed so)
     kv_gpu = rpg * float(attention_kv_bytes_per_request(dep, context)) / dep.kv_shards
     if dep.model.has_state:  # the constant recurrent state, split by its own heads
         kv_gpu += rpg * state_bytes_per_request(dep) / dep.state_shards

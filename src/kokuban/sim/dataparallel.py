@@ -1,4 +1,4 @@
-"""Data-parallel attention + expert parallel as N per-rank schedulers behind a router (issue 12, item 3, step 1).
+"""Data-parallel attention + expert parallel as N per-rank schedulers behind a router.
 
 With DP attention + EP (the "ep" layout on N GPUs: `Layout.data_parallel_ranks` = N), every rank runs its own
 engine core: its own `max_num_seqs`, token budget and KV pool (vLLM `--data-parallel-size`, SGLang
@@ -192,7 +192,7 @@ def run_routed(engines: list[Engine], clients: list[RoutedClient], feed: Feed, w
             e = engines[r]
             t, _ = e.advance(t)
             clocks[r] = t
-            if e.n or e.waiting or clients[r].queue:
+            if e.num_running or e.waiting or clients[r].queue:
                 heapq.heappush(heap, (t, r))
             else:
                 queued[r] = False

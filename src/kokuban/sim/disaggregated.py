@@ -1,5 +1,5 @@
-"""Disaggregated prefill and decode (issue 12 item 3, the next step to a fleet): P prefill deployments and D decode
-deployments, the KV cache of every prompt sent from the first to the second over a link.
+"""Disaggregated prefill and decode: P prefill deployments and D decode deployments, the KV cache of every prompt
+sent from the first to the second over a link.
 
     prefill pool   the workload with one output token per request: every request's prompt is computed and its
                    first token sampled there (TTFT is the prefill pool's), on P copies of the deployment behind

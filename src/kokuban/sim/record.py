@@ -56,12 +56,13 @@ class RunRecord:
     ranks: int = 1  # data-parallel ranks whose steps the per-step arrays hold (`dataparallel.merge`)
 
     @classmethod
-    def from_logs(cls, *, itl_same: list[tuple[float, int]], itl_mixed: list[np.ndarray],
+    def from_logs(cls, *, itl_equal_gaps: list[tuple[float, int]], itl_mixed_gaps: list[np.ndarray],
                   timeline: list[tuple[float, float, int, int, int, int]], **fields: object) -> RunRecord:
-        """Build from the engine's append-only logs: `itl_same` (gap, count) pairs, `itl_mixed` arrays of single
-        gaps, and `timeline` rows (start, seconds, tokens, batch, decodes, blocks); the other fields as given."""
-        same = np.array(itl_same, dtype=np.float64).reshape(-1, 2)
-        mixed = np.concatenate(itl_mixed) if itl_mixed else np.zeros(0)
+        """Build from the engine's append-only logs: `itl_equal_gaps` (gap, count) pairs, `itl_mixed_gaps` arrays
+        of single gaps, and `timeline` rows (start, seconds, tokens, batch, decodes, blocks); the other fields as
+        given."""
+        same = np.array(itl_equal_gaps, dtype=np.float64).reshape(-1, 2)
+        mixed = np.concatenate(itl_mixed_gaps) if itl_mixed_gaps else np.zeros(0)
         tl = np.array(timeline, dtype=np.float64).reshape(-1, 6)
         return cls(
             itl_values_s=np.concatenate([same[:, 0], mixed]),

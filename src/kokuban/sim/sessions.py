@@ -166,7 +166,7 @@ class SessionClient:
         self._scheduled = np.zeros(0)
 
     def attach(self, engine: Any) -> None:
-        self.pool, self._scheduled = engine.pool, engine.first_sched
+        self.pool, self._scheduled = engine.pool, engine.first_scheduled_s
 
     def next_release_s(self) -> float:
         due = self._due[0][0] if self._due else np.inf

@@ -231,8 +231,8 @@ def bytes_per_element(dtype: str) -> float:
 def dequantises(weights_dtype: str, compute_dtype: str) -> bool:
     """Whether the weight matmuls dequantise the stored weights on the fly: a GPU quantized format that is
     weight-only (W4A16) or multiplied in another dtype than its own (fp8 on an A100, fp4 on an H100, fp8 with
-    `compute_dtype` bf16). Unquantised floats and llama.cpp's GGUF types (their CPU kernels are fitted in
-    validation/llamacpp.py) never do."""
+    `compute_dtype` bf16). Unquantised floats and llama.cpp's GGUF types (their CPU kernels are fitted by
+    `kokuban.validation.llamacpp`) never do."""
     fmt = quant_format(weights_dtype)
     return fmt.quantised and (fmt.weight_only or check_dtype(compute_dtype) != fmt.compute)
 

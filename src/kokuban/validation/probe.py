@@ -214,7 +214,7 @@ def probe(device: str = "auto", *, seconds: float = 3.0, dtypes: Iterable[str] =
         + ", ".join(f"{d} n={int(v['n'])}" for d, v in flops.items())
         + (f"; {threads} CPU threads" if threads else "")
     )
-    today = _dt.date.today().isoformat()
+    measured_on = _dt.date.today().isoformat()
     entry: dict[str, Any] = {
         "id": entry_id or f"probed-{device}",
         "name": name,
@@ -226,9 +226,9 @@ def probe(device: str = "auto", *, seconds: float = 3.0, dtypes: Iterable[str] =
         **{f"flops_{d}": v["best_flops"] for d, v in flops.items()},
         "flops_note": "measured best achieved, not a datasheet peak (see method)",
         "price_per_hour_usd": 0.0,
-        "sources": [f"measured by kokuban probe on {today} ({name})"],
-        "retrieved": today,
-        "measured_on": today,
+        "sources": [f"measured by kokuban probe on {measured_on} ({name})"],
+        "retrieved": measured_on,
+        "measured_on": measured_on,
         "device": f"{device}: {name}",
         "method": method,
         "medians": {"memory_bandwidth_bytes_per_s": bw["median_bytes_per_s"],

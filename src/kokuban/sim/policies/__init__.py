@@ -2,8 +2,9 @@
 
 A policy decides, each step, which running requests get how many tokens and which waiting requests are admitted,
 using the engine's scheduling primitives (`Engine.fill`, `Engine.allocate`, `Engine.admit_waiting`; the running
-set's `known`, `comp`, `gen`, `sched` rows and `n`; `waiting`, `budget`, `max_seqs`, `client`). The engine
-times the step, samples tokens and retires finished requests; the policy never touches time or tokens.
+set's `num_known_tokens`, `num_computed_tokens`, `num_output_tokens`, `max_tokens`, `num_scheduled_tokens` rows and
+`num_running`; `waiting`, `token_budget`, `client`: `base.EngineView`). The engine times the step, samples tokens
+and retires finished requests; the policy never touches time or tokens.
 
     continuous      vLLM V1: chunked prefill mixed with decodes in every step   (continuous.py)
     prefill_first   vLLM V0: a step is all prefill or all decode              (prefill_first.py)

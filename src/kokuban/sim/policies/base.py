@@ -21,26 +21,29 @@ class SchedulerLimits(Protocol):
 
 
 class EngineView(Protocol):
-    """The engine's scheduling state and primitives (`sim.engine.Engine`): the running set's rows (`known`,
-    `comp`, `gen`, `out`, `sched`) and count `n`, the step's `tokens` and `budget`, the `waiting` queue, the
-    `client` that releases requests, `fill`, `allocate`, `admit_waiting`, and what a policy's own admission check
-    reads: `steps` (steps taken so far), `free_tokens` (tokens the free KV blocks hold) and `request_tokens(r)`
-    (r's prompt, output and generated tokens). A policy fills `sched` and `tokens`."""
+    """The engine's scheduling state and primitives (`sim.engine.Engine`): the running set's rows, one entry per
+    running request, oldest first (`num_known_tokens`: prompt + generated so far, `num_computed_tokens`: those in the
+    KV cache, `num_output_tokens`: generated so far, `max_tokens`: output tokens asked for, `num_scheduled_tokens`:
+    this step's) and their count `num_running`, the step's `step_tokens` and `token_budget`, the `waiting` queue,
+    the `client` that releases requests, `fill`, `allocate`, `admit_waiting`, and what a policy's own admission
+    check reads: `steps` (steps taken so far), `free_tokens` (tokens the free KV blocks hold) and
+    `request_tokens(r)` (r's prompt, output and generated tokens). A policy fills `num_scheduled_tokens` and
+    `step_tokens`."""
 
-    n: int
-    tokens: int
-    budget: int
-    known: np.ndarray
-    comp: np.ndarray
-    gen: np.ndarray
-    out: np.ndarray
-    sched: np.ndarray
+    num_running: int
+    step_tokens: int
+    token_budget: int
+    num_known_tokens: np.ndarray
+    num_computed_tokens: np.ndarray
+    num_output_tokens: np.ndarray
+    max_tokens: np.ndarray
+    num_scheduled_tokens: np.ndarray
     waiting: Any
     client: Any
 
     def fill(self, need: np.ndarray) -> np.ndarray: ...
 
-    def allocate(self, c1: np.ndarray) -> bool: ...
+    def allocate(self, computed_after: np.ndarray) -> bool: ...
 
     def admit_waiting(self, budget: int, t: float, reserve: str = "chunk", *, whole_prompt: bool = False,
                       gate: Callable[[int], bool] | None = None) -> int: ...
@@ -70,8 +73,8 @@ class Policy(Protocol):
     admits_while_running: bool
 
     def schedule(self, engine: EngineView, t: float) -> bool:
-        """Fill `engine.sched[:engine.n]` and `engine.tokens` for the step starting at t, admitting from the
-        queue as the policy allows. Returns False when nothing can run now."""
+        """Fill `engine.num_scheduled_tokens[:engine.num_running]` and `engine.step_tokens` for the step starting at
+        t, admitting from the queue as the policy allows. Returns False when nothing can run now."""
         ...
 
     def hold_until(self, engine: EngineView, t: float) -> float | None:

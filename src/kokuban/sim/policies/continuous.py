@@ -29,16 +29,17 @@ class Continuous:
 
     def schedule(self, engine: EngineView, t: float) -> bool:
         e = engine
-        n = e.n
+        n = e.num_running
         if n:
-            preempted = e.allocate(e.fill(e.known[:n] - e.comp[:n]))
+            preempted = e.allocate(e.fill(e.num_known_tokens[:n] - e.num_computed_tokens[:n]))
             if preempted:
-                e.tokens = int(e.sched[: e.n].sum())
+                e.step_tokens = int(e.num_scheduled_tokens[: e.num_running].sum())
         else:
-            e.tokens, preempted = 0, False
+            e.step_tokens, preempted = 0, False
         if not preempted and e.waiting:
-            e.tokens += e.admit_waiting(e.budget - e.tokens, t, self.reserve, whole_prompt=self.whole_prompt)
-        return e.n > 0
+            e.step_tokens += e.admit_waiting(e.token_budget - e.step_tokens, t, self.reserve,
+                                             whole_prompt=self.whole_prompt)
+        return e.num_running > 0
 
     def hold_until(self, engine: EngineView, t: float) -> float | None:
         return None

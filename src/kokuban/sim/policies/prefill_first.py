@@ -33,30 +33,30 @@ class PrefillFirst:
 def prefilling_rows(e: EngineView, n: int) -> np.ndarray:
     """Which of the first n running requests are still in their prompt: no token sampled yet, or more than one
     token to compute (a decode computes exactly one)."""
-    return (e.gen[:n] == 0) | (e.known[:n] - e.comp[:n] > 1)
+    return (e.num_output_tokens[:n] == 0) | (e.num_known_tokens[:n] - e.num_computed_tokens[:n] > 1)
 
 
 def prefill_or_decode(e: EngineView, t: float, *, admit: bool) -> bool:
     """A prefill step if any running prefill can run (else, with `admit`, one of waiting requests' prompts,
     reserving blocks for the whole prompt), else a decode step of every running request."""
-    n = e.n
-    need = e.known[:n] - e.comp[:n]
+    n = e.num_running
+    need = e.num_known_tokens[:n] - e.num_computed_tokens[:n]
     prefilling = prefilling_rows(e, n)
     if np.count_nonzero(prefilling):
         if e.allocate(e.fill(np.where(prefilling, need, 0))):
-            e.tokens = int(e.sched[: e.n].sum())
-        if e.tokens:
+            e.step_tokens = int(e.num_scheduled_tokens[: e.num_running].sum())
+        if e.step_tokens:
             return True
-        n = e.n  # the prefills were preempted: decode instead
-        need = e.known[:n] - e.comp[:n]
+        n = e.num_running  # the prefills were preempted: decode instead
+        need = e.num_known_tokens[:n] - e.num_computed_tokens[:n]
     if admit and e.waiting:
-        e.sched[:n] = 0
-        e.tokens = e.admit_waiting(e.budget, t, "prompt")
-        if e.tokens:
+        e.num_scheduled_tokens[:n] = 0
+        e.step_tokens = e.admit_waiting(e.token_budget, t, "prompt")
+        if e.step_tokens:
             return True
     if n == 0:
         return False
     e.allocate(e.fill(need))  # every running request decodes one token
-    if e.n < n:
-        e.tokens = int(e.sched[: e.n].sum())
-    return e.n > 0
+    if e.num_running < n:
+        e.step_tokens = int(e.num_scheduled_tokens[: e.num_running].sum())
+    return e.num_running > 0

@@ -91,10 +91,10 @@ class SGLang(PrefillFirst):
         e = engine
         skipped = e.steps() - self.steps_seen  # decode steps the engine took on its own since (event skipping)
         self.ratio = max(self.ratio - skipped * NEW_TOKEN_RATIO_DECAY, MIN_NEW_TOKEN_RATIO)
-        if e.n == 0:
+        if e.num_running == 0:
             self.ratio = INIT_NEW_TOKEN_RATIO  # idle: SGLang resets the ratio
-        n = e.n
-        if e.n == 0 or np.count_nonzero(prefilling_rows(e, n)):
+        n = e.num_running
+        if e.num_running == 0 or np.count_nonzero(prefilling_rows(e, n)):
             self.full_at = None  # an empty batch, or a prompt being chunked: SGLang clears batch_is_full
         ran = (self.full_at is None and self._prefill(e, t)) or self._decode(e)
         self.steps_seen = e.steps() + ran
@@ -104,60 +104,61 @@ class SGLang(PrefillFirst):
         """A prefill batch: the unfinished prompts' next chunks, then waiting requests that pass the admission
         check, within the budget. False (nothing scheduled) when there is none. Admission stopped by the check
         or by the running cap sets batch_is_full (`full_at`): no prefill is tried again until a request finished."""
-        n = e.n
-        need = e.known[:n] - e.comp[:n]
+        n = e.num_running
+        need = e.num_known_tokens[:n] - e.num_computed_tokens[:n]
         prefilling = prefilling_rows(e, n)
-        e.sched[:n] = 0
-        e.tokens = 0
+        e.num_scheduled_tokens[:n] = 0
+        e.step_tokens = 0
         if np.count_nonzero(prefilling):
             if e.allocate(e.fill(np.where(prefilling, need, 0))):
-                e.tokens = int(e.sched[: e.n].sum())
-        if e.waiting and e.tokens < e.budget:
-            n0, refused = e.n, []
+                e.step_tokens = int(e.num_scheduled_tokens[: e.num_running].sum())
+        if e.waiting and e.step_tokens < e.token_budget:
+            n0, refused = e.num_running, []
             decoding = ~prefilling_rows(e, n0)
-            running_left = (e.out[:n0] - e.gen[:n0])[decoding]
+            running_left = (e.max_tokens[:n0] - e.num_output_tokens[:n0])[decoding]
 
             def spent(n_now: int) -> bool:
                 """SGLang's budget_state after this step's admissions: NO_TOKEN (the budget is used up)."""
                 done = np.concatenate([~decoding, np.ones(n_now - n0, bool)])
-                done &= e.comp[:n_now] + e.sched[:n_now] >= e.known[:n_now]
-                out = int(np.minimum(e.out[:n_now], CLIP_MAX_NEW_TOKENS)[done].sum())
+                done &= e.num_computed_tokens[:n_now] + e.num_scheduled_tokens[:n_now] >= e.num_known_tokens[:n_now]
+                out = int(np.minimum(e.max_tokens[:n_now], CLIP_MAX_NEW_TOKENS)[done].sum())
                 free = e.free_tokens()
                 return free <= 0 or sglang_budget_left(free, self.ratio, running_left, out) <= 0
 
             def gate(r: int) -> bool:
-                n_now = e.n
+                n_now = e.num_running
                 if n_now == 0:  # alone in the engine: admitted (the pool was checked to hold every request)
                     return True
                 if n_now > n0 and spent(n_now):  # after the previous admission (the first is not checked)
                     refused.append(r)
                     return False
                 prompt, output, generated = e.request_tokens(r)
-                left = np.concatenate([[output - generated], e.out[:n_now] - e.gen[:n_now]])  # the candidate first
-                occupied = np.concatenate([[prompt + generated], e.known[:n_now]])
+                # the candidate first
+                left = np.concatenate([[output - generated], e.max_tokens[:n_now] - e.num_output_tokens[:n_now]])
+                occupied = np.concatenate([[prompt + generated], e.num_known_tokens[:n_now]])
                 if not sglang_admits(e.free_tokens(), prompt, left, occupied):
                     refused.append(r)
                     return False
                 return True
 
-            e.tokens += e.admit_waiting(e.budget - e.tokens, t, "prompt", gate=gate)
+            e.step_tokens += e.admit_waiting(e.token_budget - e.step_tokens, t, "prompt", gate=gate)
             # batch_is_full: admission refused, the running cap reached, or the last admission spent the budget
             # (SGLang's budget_state says NO_TOKEN right after it, whether or not anyone is still waiting)
-            if refused or e.n >= self.cfg.max_num_seqs or (e.n > n0 and spent(e.n)):
-                self.full_at = e.n
-        return e.tokens > 0
+            if refused or e.num_running >= self.cfg.max_num_seqs or (e.num_running > n0 and spent(e.num_running)):
+                self.full_at = e.num_running
+        return e.step_tokens > 0
 
     def _decode(self, e: EngineView) -> bool:
         """A decode batch of every running request (the newest preempted when blocks run short); SGLang's
         `update_running_batch` clears batch_is_full when the batch shrank (requests finished) and lowers the
         ratio."""
-        n = e.n
+        n = e.num_running
         if n == 0:
             return False
         if self.full_at is not None and n < self.full_at:
             self.full_at = None
-        e.allocate(e.fill(e.known[:n] - e.comp[:n]))
-        if e.n < n:
-            e.tokens = int(e.sched[: e.n].sum())
+        e.allocate(e.fill(e.num_known_tokens[:n] - e.num_computed_tokens[:n]))
+        if e.num_running < n:
+            e.step_tokens = int(e.num_scheduled_tokens[: e.num_running].sum())
         self.ratio = max(self.ratio - NEW_TOKEN_RATIO_DECAY, MIN_NEW_TOKEN_RATIO)
-        return e.n > 0
+        return e.num_running > 0

@@ -25,8 +25,8 @@ class Static:
         self.max_num_seqs, self.batch_timeout_s = int(cfg.max_num_seqs), float(cfg.batch_timeout_s)
 
     def schedule(self, engine: EngineView, t: float) -> bool:
-        if engine.n == 0:
-            engine.admit_waiting(engine.budget, t, "all")  # the whole batch departs; it is scheduled below
+        if engine.num_running == 0:
+            engine.admit_waiting(engine.token_budget, t, "all")  # the whole batch departs; it is scheduled below
         return prefill_or_decode(engine, t, admit=False)
 
     def hold_until(self, engine: EngineView, t: float) -> float | None:
