@@ -174,6 +174,20 @@ def accuracy_table(_: str = "") -> str:
     return _table(["rows", "count", "median \\|error\\|", "p90 \\|error\\|", "median signed"], rows)
 
 
+def cpu_spread(_: str = "") -> str:
+    """The CPU check's held-out error (context 4,096) on each recorded run, beside the machine's load
+    (`evidence.cpu.spread`)."""
+    from evidence.cpu.spread import runs
+
+    found = runs()
+    rows = [[r.name, f"{r.load_before:.1f}–{r.load_after:.1f}", f"{r.seconds:.0f} s", _pct(r.held_out_before),
+             _pct(r.held_out_after)] for r in found]
+    after = [r.held_out_after for r in found]
+    return (_table(["run", "load average (2 cores)", "took", "held out, textbook fractions", "held out, fitted"], rows)
+            + f"\nOver these {len(found)} runs the fitted model's held-out median |error| ranges from {_pct(min(after))} "
+            f"to {_pct(max(after))}: read one run's figure to within that spread.\n")
+
+
 def benchmark(name: str) -> str:
     """One recorded benchmark (benchmarks/results/NAME.json) as `speed` words it, or how to record it."""
     if not (ROOT / "benchmarks" / "results" / f"{name}.json").exists():
@@ -407,7 +421,7 @@ def mistral_4090(_: str = "") -> str:
 
 BLOCKS: dict[str, Callable[[str], str]] = {
     "run": run, "refused": refused, "commands": commands, "catalogs": catalogs, "speed": speed,
-    "accuracy-headline": accuracy_headline, "accuracy-table": accuracy_table,
+    "accuracy-headline": accuracy_headline, "accuracy-table": accuracy_table, "cpu-spread": cpu_spread,
     "benchmark": benchmark, "vocabulary": vocabulary, "price-rows": price_rows, "deepseek-bracket": deepseek_bracket,
     "crossover": crossover, "agent-runs": agent_runs, "agent-step-one": agent_step_one,
     "agent-retention": agent_retention, "engine-overheads": engine_overheads, "mistral-4090": mistral_4090,

@@ -41,7 +41,7 @@ EXAMPLES: dict[str, tuple[str, str]] = {
     "capacity": ("capacity llama-3.1-8b --gpu h100-sxm --requests 1000 --ttft-slo 0.5 --tpot-slo 0.05",
                  "docs/simulate.md"),
     "probe": ("probe --device cpu --seconds 4 --out-file probe.toml", "docs/calibration.md"),
-    "validate": ("validate --gpu-file validation/cpu/probe.toml --out-dir out", "docs/calibration.md"),
+    "validate": ("validate --gpu-file evidence/cpu/probe.toml --out-dir out", "docs/calibration.md"),
     "accuracy": ("accuracy --efficiency-file scalar --compute-eff 0.6 --memory-eff 0.8 --link-eff 0.75 "
                  "--step-overhead 0",
                  "docs/calibration.md"),
