@@ -39,13 +39,13 @@ def pages(root: Path = ROOT) -> list[Path]:
 
 
 # ---- the blocks ------------------------------------------------------------------------------------------------
-def run(args: str) -> str:
+def run(args: str, width: int = WIDTH) -> str:
     """`kokuban ARGS` run here at 100 columns: the command line, then stderr and stdout, in a code fence."""
     from kokuban.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     old = os.environ.get("COLUMNS")
-    os.environ["COLUMNS"] = str(WIDTH)
+    os.environ["COLUMNS"] = str(width)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = main(shlex.split(args))
@@ -60,6 +60,11 @@ def run(args: str) -> str:
     while printed and not printed[-1]:
         printed.pop()
     return "\n".join(["```console", f"$ kokuban {args}", *printed, "```"]) + "\n"
+
+
+def run_wide(args: str) -> str:
+    """`run` at 140 columns, for a table whose columns 100 would squeeze."""
+    return run(args, 140)
 
 
 def refused(args: str) -> str:
@@ -420,6 +425,7 @@ def mistral_4090(_: str = "") -> str:
 
 
 BLOCKS: dict[str, Callable[[str], str]] = {
+    "run-wide": run_wide,
     "run": run, "refused": refused, "commands": commands, "catalogs": catalogs, "speed": speed,
     "accuracy-headline": accuracy_headline, "accuracy-table": accuracy_table, "cpu-spread": cpu_spread,
     "benchmark": benchmark, "vocabulary": vocabulary, "price-rows": price_rows, "deepseek-bracket": deepseek_bracket,
