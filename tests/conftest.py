@@ -20,3 +20,19 @@ def _same_groups(saved: dict, fresh: dict, rel: float = 1e-9) -> None:
 def same_groups():
     """`_same_groups`: a frozen or committed report's groups against the same groups computed now."""
     return _same_groups
+
+
+@pytest.fixture
+def cli_json(capsys):
+    """Run `kokuban ARGS --json` in this process; its exit code must be 0; the result inside the envelope
+    (`kokuban.present.jsonout.read_result`, which checks the envelope)."""
+    from kokuban.cli import main
+    from kokuban.present.jsonout import read_result
+
+    def run(args: list[str], key: str | None = None):
+        code = main([*args, "--json"])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        return read_result(out, key)
+
+    return run

@@ -9,13 +9,12 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from json_envelope import result_of
 
 from kokuban.agents.compaction import build_calls, parse_policy
 from kokuban.agents.scenario import Scenario, sample_runs
 from kokuban.cli import main
 from kokuban.errors import KokubanError
-from kokuban.present.jsonout import to_json
+from kokuban.present.jsonout import read_result, to_json
 from kokuban.sim.kvcache import reload_seconds
 from kokuban.sim.scheduler import SchedulerConfig
 from kokuban.sim.sessions import (
@@ -164,7 +163,7 @@ SIM_ARGS = ["agent", "simulate", "llama-3.2-1b", "--gpu", "l4", "--steps", "4", 
 def test_cli_json_is_the_use_case(capsys):
     assert main([*SIM_ARGS, "--retention", "pin:30", "--run-latency-target", "30", "--max-sessions", "8",
                  "--json"]) == 0
-    got = result_of(capsys.readouterr().out)
+    got = read_result(capsys.readouterr().out)
     want = run_agent_simulate(AgentSimRequest(model="llama-3.2-1b", gpu="l4", steps="4", system_tokens=2000,
                                               output_tokens="100", tool_tokens="300", gap_s="exp:2", sessions=6,
                                               retention="pin:30", run_latency_target=30, max_sessions=8))

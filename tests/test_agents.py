@@ -10,12 +10,11 @@ import json
 
 import numpy as np
 import pytest
-from json_envelope import result_of
 
 from kokuban.agents.compaction import build_calls, parse_policy
 from kokuban.agents.scenario import Scenario, parse_dist, read_trace, sample_runs
 from kokuban.errors import KokubanError
-from kokuban.present.jsonout import to_json
+from kokuban.present.jsonout import read_result, to_json
 from kokuban.usecases.agent import AgentRequest, run_agent
 
 SONNET = "anthropic/claude-sonnet-4.5"
@@ -174,7 +173,7 @@ def test_cli_json_is_the_use_case_result(capsys):
     from kokuban.cli import main
 
     assert main(["agent", "api", SONNET, "--preset", "swe-bench", "--compaction", "auto", "--runs", "5", "--json"]) == 0
-    got = result_of(capsys.readouterr().out)
+    got = read_result(capsys.readouterr().out)
     want = json.loads(to_json(run_agent(AgentRequest(preset="swe-bench", price=SONNET, compaction=("auto",), runs=5))
                               .as_dict()))
     assert got == want
@@ -186,7 +185,7 @@ def test_self_hosted_cli_json_is_the_use_case_result(capsys):
     args = ["agent", "self-hosted", "llama-3.1-8b", "--gpu", "h100-sxm", "--steps", "4", "--system-tokens", "2000",
             "--output-tokens", "50", "--tool-tokens", "300", "--gap-s", "5", "--json"]
     assert main(args) == 0
-    got = result_of(capsys.readouterr().out)
+    got = read_result(capsys.readouterr().out)
     want = json.loads(
         to_json(
             run_agent(

@@ -8,10 +8,10 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from json_envelope import result_of
 
 from kokuban.cli import main
 from kokuban.errors import KokubanError
+from kokuban.present.jsonout import read_result
 from kokuban.specs.catalog import DATA, load_accelerator, load_model, read_accelerator_file
 from kokuban.specs.model import SUPPORTED_TYPES, parse_config
 from kokuban.specs.schemas import AcceleratorSchema, TextConfigSchema
@@ -122,7 +122,7 @@ def test_cli_bad_config_exit_2_one_line(tmp_path, capsys):
     assert err.count("\n") == 1
     assert err.startswith(f"error: MODEL: config '{path}': field 'num_attention_heads'")
     # asked for --json, the refusal is JSON on stdout too (the same message), so a script can read it
-    assert result_of(out)["error"]["message"] == err.removeprefix("error: ").rstrip("\n")
+    assert read_result(out)["error"]["message"] == err.removeprefix("error: ").rstrip("\n")
 
 
 # ---- accelerator files ------------------------------------------------------------------------------------

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from json_envelope import result_of
 
 from kokuban.cli import main
+from kokuban.present.jsonout import read_result
 from kokuban.specs.catalog import accelerator_catalog, load_accelerator
 
 
@@ -18,7 +18,7 @@ def run(capsys, *args):
 def test_estimate_json(capsys):
     code, out, _ = run(capsys, "estimate", "llama-3.1-70b", "--gpu", "h200", "--weights", "fp8", "--json")
     assert code == 0
-    d = result_of(out)
+    d = read_result(out)
     assert d["decode"]["bound"] == "weights"
     assert d["model"]["params_total"] == 70_553_706_496
 
@@ -33,7 +33,7 @@ def test_estimate_blackboard_text(capsys):
 
 def test_batch_max_cli(capsys):
     code, out, _ = run(capsys, "estimate", "llama-3.1-8b", "--gpu", "h100-sxm", "--batch", "max", "--json")
-    d = result_of(out)
+    d = read_result(out)
     assert code == 0 and d["decode"]["batch"] == d["memory"]["max_batch"]
 
 
@@ -75,10 +75,10 @@ def test_config_path_and_coarse(capsys, tmp_path):
     cfg = tmp_path / "config.json"
     cfg.write_text((DATA / "models" / "mistral-7b-v0.3.json").read_text())
     code, out, _ = run(capsys, "estimate", str(cfg), "--gpu", "l4", "--json")
-    assert code == 0 and result_of(out)["model"]["family"] == "mistral"
+    assert code == 0 and read_result(out)["model"]["family"] == "mistral"
     code, out, _ = run(capsys, "estimate", "coarse:total=70e9,active=70e9,kv=327680", "--gpu", "h200", "--gpus", "2",
                        "--memory-eff", "0.8", "--json")
-    d = result_of(out)
+    d = read_result(out)
     assert code == 0 and d["model"]["params_total"] == 70e9
     # 70e9 params × 2 B ÷ (2 GPUs × 4.8e12 B/s × 0.8)
     assert d["decode"]["breakdown"]["weights_s"] == pytest.approx(140e9 / (2 * 4.8e12 * 0.8))
@@ -87,7 +87,7 @@ def test_config_path_and_coarse(capsys, tmp_path):
 def test_custom_accelerator_flags_and_file(capsys, tmp_path):
     code, out, _ = run(capsys, "estimate", "llama-3.1-8b", "--gpu", "custom:bf16=500e12,bw=2e12,mem=48e9,price=1",
                        "--memory-eff", "0.8", "--json")
-    d = result_of(out)
+    d = read_result(out)
     assert code == 0
     # every parameter but the input embedding (128256 × 4096, a lookup) is read once, 2 B each, at 2e12 × 0.8 B/s
     assert d["decode"]["breakdown"]["weights_s"] == pytest.approx((8_030_261_248 - 128256 * 4096) * 2 / (2e12 * 0.8))
@@ -95,14 +95,14 @@ def test_custom_accelerator_flags_and_file(capsys, tmp_path):
     f.write_text('[[accelerator]]\nid = "lab-gpu"\nmemory_bytes = 96e9\nmemory_bandwidth_bytes_per_s = 4e12\n'
                  'flops_bf16 = 800e12\nsources = ["lab measurement"]\n')
     code, out, _ = run(capsys, "estimate", "llama-3.1-8b", "--gpu", "lab-gpu", "--gpu-file", str(f), "--json")
-    assert code == 0 and result_of(out)["hardware"]["id"] == "lab-gpu"
+    assert code == 0 and read_result(out)["hardware"]["id"] == "lab-gpu"
 
 
 def test_models_and_gpus_lists(capsys):
     code, out, _ = run(capsys, "models", "--json")
-    assert code == 0 and len(result_of(out, "models", command="models")) >= 20
+    assert code == 0 and len(read_result(out, "models", command="models")) >= 20
     code, out, _ = run(capsys, "gpus", "--json")
-    assert code == 0 and len(result_of(out, "gpus", command="gpus")) >= 20
+    assert code == 0 and len(read_result(out, "gpus", command="gpus")) >= 20
     code, out, _ = run(capsys, "gpus")
     assert code == 0 and "h100-sxm" in out
 

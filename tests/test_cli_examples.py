@@ -6,10 +6,10 @@ import shlex
 from pathlib import Path
 
 import click
-from json_envelope import result_of
 
 from kokuban.cli import cli, main
 from kokuban.cli.examples import EXAMPLES
+from kokuban.present.jsonout import read_result
 
 
 def _leaves(group: click.Group, prefix: str = "") -> dict[str, click.Command]:
@@ -66,7 +66,7 @@ def test_units_people_write_mean_the_same_run(capsys):
 
     def run(*args: str) -> dict:
         assert main([*args, "--json"]) == 0
-        return result_of(capsys.readouterr().out)
+        return read_result(capsys.readouterr().out)
 
     plain = run("lanes", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "5", "--prompt", "1000", "--output", "500",
                 "--tpot", "0.012", "--ttft", "2")

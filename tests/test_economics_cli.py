@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from json_envelope import result_of
 
 from kokuban.cli import main
 
@@ -12,15 +11,11 @@ ROW_KEYS = {"batch", "bound", "compute_s_per_token", "weights_s_per_token", "kv_
             "tokens_per_s_per_user", "usd_per_m_output"}
 
 
-def run_json(capsys, args):
-    assert main([*args, "--json"]) == 0
-    return result_of(capsys.readouterr().out)
 
 
-def test_batch_json_csv_plot(capsys, tmp_path):
+def test_batch_json_csv_plot(cli_json, capsys, tmp_path):
     csv, png = tmp_path / "b.csv", tmp_path / "b.png"
-    out = run_json(
-        capsys,
+    out = cli_json(
         ["batch", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "1024", "--csv", str(csv), "--plot", str(png)],
     )
     assert ROW_KEYS <= set(out["rows"][0])
@@ -45,11 +40,10 @@ def test_batch_readable(capsys):
     assert "compute-bound from batch 222" in text and "An output token costs" in text
 
 
-def test_io_lanes_frontier_context(capsys, tmp_path):
-    io = run_json(capsys, ["io", "llama-3.1-8b", "--gpu", "h100-sxm", "--batch", "8", "--context", "2048"])
+def test_io_lanes_frontier_context(cli_json, capsys, tmp_path):
+    io = cli_json(["io", "llama-3.1-8b", "--gpu", "h100-sxm", "--batch", "8", "--context", "2048"])
     assert io["prefill_bound"] == "compute" and io["output_to_input_ratio"] > 1
-    lanes = run_json(
-        capsys,
+    lanes = cli_json(
         [
             "lanes",
             "llama-3.1-8b",
@@ -67,12 +61,11 @@ def test_io_lanes_frontier_context(capsys, tmp_path):
     )
     assert ROW_KEYS <= set(lanes["rows"][0]) and lanes["summary"]["lanes"]["price_multiplier"] > 1
     assert (tmp_path / "l.svg").read_text().lstrip().startswith("<?xml")
-    fr = run_json(capsys, ["frontier", "llama-3.1-8b", "--gpu", "h100-sxm", "--counts", "1,2", "--slo-tps", "100",
+    fr = cli_json(["frontier", "llama-3.1-8b", "--gpu", "h100-sxm", "--counts", "1,2", "--slo-tps", "100",
                            "--plot", str(tmp_path / "f.png")])
     assert fr["summary"]["cheapest_meeting_slo"]["tokens_per_s_per_user"] >= 100
     assert ROW_KEYS <= set(fr["rows"][0]) and (tmp_path / "f.png").exists()
-    cx = run_json(
-        capsys,
+    cx = cli_json(
         ["context", "llama-3.1-8b", "--gpu", "h100-sxm", "--points", "8", "--plot", str(tmp_path / "c.png"), *TEXTBOOK],
     )
     assert cx["summary"]["bandwidth_wall_context"] == 517 and ROW_KEYS <= set(cx["rows"][0])

@@ -6,9 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from json_envelope import result_of
 
-from kokuban.cli import main
 from kokuban.core import memory
 from kokuban.errors import KokubanError
 from kokuban.present.jsonout import to_json
@@ -34,9 +32,6 @@ TEXTBOOK_FIELDS = {"efficiency_file": "scalar", "compute_eff": 0.6, "memory_eff"
                    "step_overhead": 0.0}
 
 
-def cli_json(capsys, args):
-    assert main([*args, "--json"]) == 0
-    return result_of(capsys.readouterr().out)
 
 
 def as_json(result):
@@ -44,15 +39,15 @@ def as_json(result):
 
 
 # ---- contract: kokuban X --json == run_X(XRequest(...)).as_dict() ------------------------------------
-def test_batch_contract(capsys):
+def test_batch_contract(cli_json, capsys):
     args = ["batch", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpus", "4", "--context", "1024", "--max-batch", "300",
             "--batch", "64", *TEXTBOOK]
     request = BatchRequest(model="llama-3.1-70b", gpu="h100-sxm", gpus=4, context=1024, max_batch=300, batch=64,
                            **TEXTBOOK_FIELDS)
-    assert cli_json(capsys, args) == as_json(run_batch(request))
+    assert cli_json(args) == as_json(run_batch(request))
 
 
-def test_io_contract(capsys):
+def test_io_contract(cli_json, capsys):
     args = [
         "io",
         "deepseek-v3",
@@ -70,38 +65,38 @@ def test_io_contract(capsys):
         "2000",
     ]
     request = IORequest(model="deepseek-v3", gpu="h200", gpus=8, layout="ep", batch=256, context=4096, prompt=2000)
-    assert cli_json(capsys, args) == as_json(run_io(request))
+    assert cli_json(args) == as_json(run_io(request))
 
 
-def test_lanes_contract(capsys):
+def test_lanes_contract(cli_json, capsys):
     args = ["lanes", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "5", "--prompt", "1000", "--output", "500",
             "--tpot", "0.012", "--ttft", "2"]
     request = LanesRequest(model="llama-3.1-8b", gpu="h100-sxm", rate=5, prompt=1000, output=500, tpot=0.012, ttft=2)
-    assert cli_json(capsys, args) == as_json(run_lanes(request))
+    assert cli_json(args) == as_json(run_lanes(request))
     # without a target: the timetable only, "lanes" null
-    out = cli_json(capsys, ["lanes", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "5"])
+    out = cli_json(["lanes", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "5"])
     assert out == as_json(run_lanes(LanesRequest(model="llama-3.1-8b", gpu="h100-sxm", rate=5)))
     assert out["summary"]["lanes"] is None
 
 
-def test_frontier_contract(capsys):
+def test_frontier_contract(cli_json, capsys):
     args = ["frontier", "llama-3.1-8b", "--gpu", "h100-sxm", "--gpu", "h200", "--weights", "bf16", "--weights", "fp8",
             "--counts", "1,2", "--context", "2048", "--slo-tps", "100"]
     request = FrontierRequest(model="llama-3.1-8b", gpu=("h100-sxm", "h200"), weights=("bf16", "fp8"), counts="1,2",
                               context=2048, slo_tps=100)
-    out = cli_json(capsys, args)
+    out = cli_json(args)
     assert out == as_json(run_frontier(request))
     assert out["summary"]["configurations"] == 2 * 2 * 2  # accelerators × dtypes × counts (TP only: dense model)
 
 
-def test_context_contract(capsys):
+def test_context_contract(cli_json, capsys):
     args = ["context", "deepseek-v3", "--gpu", "h200", "--gpus", "8", "--layout", "ep", "--to", "262144",
             "--threshold", "128000", "--points", "12"]
     request = ContextRequest(
         model="deepseek-v3", gpu="h200", gpus=8, layout="ep", end=262144, threshold=128000, points=12
     )
     result = run_context(request)
-    assert cli_json(capsys, args) == as_json(result)
+    assert cli_json(args) == as_json(result)
     # the warning travels with the result (not in the JSON, whose rows say beyond_max_context)
     assert result.warnings and "beyond deepseek-v3's maximum of 163840" in result.warnings[0]
     assert as_json(result)["rows"][-1]["beyond_max_context"] is True

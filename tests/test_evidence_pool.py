@@ -98,12 +98,11 @@ def test_issue_13s_bar_on_the_pool():
 def test_a_source_report_is_what_kokuban_accuracy_says(capsys):
     """A source's report (here LMDeploy's) is `kokuban accuracy --measurements-file` on its rows: the same error,
     row by row and overall."""
-    from json_envelope import result_of
-
     from kokuban.cli import main
+    from kokuban.present.jsonout import read_result
 
     assert main(["accuracy", "--measurements-file", str(HERE / "lmdeploy01/rows.toml"), "--json"]) == 0
-    out = result_of(capsys.readouterr().out)
+    out = read_result(capsys.readouterr().out)
     saved = json.loads((HERE / "lmdeploy01/report.json").read_text())
     assert out["summary"]["median_abs_error"] == pytest.approx(saved["groups"]["all"]["median_abs_error"], rel=1e-12)
     assert out["summary"]["median_abs_error_ci"] == pytest.approx(saved["groups"]["all"]["median_abs_error_ci"])

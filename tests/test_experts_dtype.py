@@ -5,12 +5,12 @@ Expected values derived by hand from the configs, not from the code."""
 from __future__ import annotations
 
 import pytest
-from json_envelope import result_of
 
 from kokuban.cli import main
 from kokuban.core import roofline
 from kokuban.core.bytes import weight_bytes_stored
 from kokuban.errors import KokubanError
+from kokuban.present.jsonout import read_result
 from kokuban.specs.catalog import load_accelerator, load_model
 from kokuban.specs.deployment import Deployment
 from kokuban.specs.hardware import Efficiency
@@ -107,7 +107,7 @@ def test_sixteen_bit_experts_multiply_at_the_sixteen_bit_peak():
 def test_cli_and_http_take_experts(capsys):
     args = ["estimate", "mixtral-8x7b", "--gpu", "h100-sxm", "--gpus", "2", "--weights", "fp8", "--experts", "fp16"]
     assert main([*args, "--json"]) == 0
-    prec = result_of(capsys.readouterr()[0])["precision"]
+    prec = read_result(capsys.readouterr()[0])["precision"]
     assert (prec["weights"], prec["experts"], prec["experts_compute"], prec["compute"]) == ("fp8", "fp16", "fp16",
                                                                                             "fp8")
     assert main(args) == 0 and "experts fp16 (compute fp16)" in capsys.readouterr()[0]
@@ -148,7 +148,7 @@ def test_a_measurement_file_names_the_experts_dtype(tmp_path, capsys):
 
 def test_the_model_catalog_names_the_experts_format(capsys):
     assert main(["models", "--json"]) == 0
-    rows = {r["id"]: r for r in result_of(capsys.readouterr()[0], "models")}
+    rows = {r["id"]: r for r in read_result(capsys.readouterr()[0], "models")}
     assert (rows["gpt-oss-120b"]["native_dtype"], rows["gpt-oss-120b"]["native_experts_dtype"]) == ("bf16", "fp4")
     assert rows["deepseek-v3"]["native_experts_dtype"] == rows["deepseek-v3"]["native_dtype"] == "fp8-block"
     assert main(["models"]) == 0

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from json_envelope import result_of
 
 from kokuban.cli import main
 from kokuban.core import roofline
+from kokuban.present.jsonout import read_result
 from kokuban.specs.catalog import load_accelerator, load_model
 from kokuban.specs.deployment import Deployment
 from kokuban.specs.hardware import Efficiency
@@ -107,7 +107,7 @@ def test_the_one_row_beyond_its_floor_and_what_it_bounds():
 
 def test_accuracy_prints_and_returns_the_floor_check(capsys):
     assert main(["accuracy", "--json"]) == 0
-    data = result_of(capsys.readouterr().out)
+    data = read_result(capsys.readouterr().out)
     assert data["beyond_floor"] == ["trtllm09-mixtral-8x7b-fp16-tp2-a100-b32-2048-2048"]
     by_id = {r["id"]: r for r in data["rows"]}
     assert by_id[data["beyond_floor"][0]]["beyond_floor"] and by_id[data["beyond_floor"][0]]["floor"] > 0

@@ -14,12 +14,11 @@ from pathlib import Path
 
 import click
 import pytest
-from json_envelope import envelope_of, result_of
 from test_validate_usecases import fixed_probe, fixed_timer, tiny, tiny_flags  # noqa: F401 (fixtures)
 
 from kokuban import __version__
 from kokuban.cli import cli, main
-from kokuban.present.jsonout import ENVELOPE_KEYS, SCHEMA_VERSION, envelope
+from kokuban.present.jsonout import ENVELOPE_KEYS, SCHEMA_VERSION, envelope, read_envelope, read_result
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -86,7 +85,7 @@ def _parse(text: str) -> dict:
     def refuse(name: str) -> None:
         raise AssertionError(f"{name} in the JSON")
     json.loads(text, parse_constant=refuse)  # NaN / Infinity are not JSON numbers
-    return envelope_of(text)
+    return read_envelope(text)
 
 
 def _keys(data, path=()):
@@ -149,19 +148,19 @@ def test_validate_and_calibrate_json(capsys, fixed_timer, tiny):  # noqa: F811
 
 def test_the_hourly_price_has_one_name(capsys, in_repo):
     """gpus, estimate, prices and capacity all say usd_per_gpu_hour; a deployment's hour is usd_per_hour."""
-    h100 = next(g for g in result_of(_json_text(capsys, "gpus"), "gpus") if g["id"] == "h100-sxm")
+    h100 = next(g for g in read_result(_json_text(capsys, "gpus"), "gpus") if g["id"] == "h100-sxm")
     price = h100["usd_per_gpu_hour"]
     assert price > 0
-    est = result_of(_json_text(capsys, "estimate llama-3.1-8b --gpu h100-sxm --gpus 2"))
+    est = read_result(_json_text(capsys, "estimate llama-3.1-8b --gpu h100-sxm --gpus 2"))
     assert (est["hardware"]["gpus"], est["hardware"]["usd_per_gpu_hour"]) == (2, price)
     assert est["cost"]["usd_per_hour"] == pytest.approx(2 * price)  # 2 GPUs × the catalog's hourly price
-    agent = result_of(_json_text(capsys, "agent self-hosted llama-3.1-8b --gpu h100-sxm --gpus 2 --preset swe-bench "
+    agent = read_result(_json_text(capsys, "agent self-hosted llama-3.1-8b --gpu h100-sxm --gpus 2 --preset swe-bench "
                                          "--runs 1"))
     assert (agent["terms"]["gpus"], agent["terms"]["usd_per_gpu_hour"]) == (2, price)
     assert agent["terms"]["usd_per_hour"] == pytest.approx(2 * price)
-    explain = result_of(_json_text(capsys, "prices explain anthropic/claude-sonnet-4 --gpu h100-sxm --gpus 16"))
+    explain = read_result(_json_text(capsys, "prices explain anthropic/claude-sonnet-4 --gpu h100-sxm --gpus 16"))
     assert (explain["gpus"], explain["usd_per_gpu_hour"]) == (16, price)
-    cheapest = result_of(_json_text(capsys, MORE_RUNS["capacity"]))["candidates"][0]
+    cheapest = read_result(_json_text(capsys, MORE_RUNS["capacity"]))["candidates"][0]
     assert (cheapest["gpu"], cheapest["gpus"], cheapest["usd_per_gpu_hour"]) == ("h100-sxm", 1, price)
     assert cheapest["usd_per_hour"] == pytest.approx(cheapest["replicas"] * price)
 
@@ -212,7 +211,7 @@ def test_probe_json_is_an_accelerator_file(capsys, fixed_probe, tmp_path):  # no
     """`probe --json > f.json` is a `--gpu-file`: the entry under "accelerator", as `probe --out` writes it."""
     saved = tmp_path / "probe.json"
     saved.write_text(_json_text(capsys, "probe --device cpu --seconds 0.5 --id here"))
-    gpus = result_of(_json_text(capsys, f"gpus --gpu-file {saved}"), "gpus")
+    gpus = read_result(_json_text(capsys, f"gpus --gpu-file {saved}"), "gpus")
     here = next(g for g in gpus if g["id"] == "here")
     # the fixed probe: 2e10 B/s read, 1e11 FLOP/s (fp32, bf16), no price
     assert (here["memory_bandwidth_bytes_per_s"], here["peak_flops"]["bf16"], here["usd_per_gpu_hour"]) == (

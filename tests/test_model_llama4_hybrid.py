@@ -11,10 +11,10 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from json_envelope import result_of
 
 from kokuban.core import memory, roofline
 from kokuban.errors import KokubanError
+from kokuban.present.jsonout import read_result
 from kokuban.sim import kvcache
 from kokuban.specs.catalog import DATA, load_accelerator, load_model, model_catalog
 from kokuban.specs.deployment import Deployment
@@ -250,14 +250,14 @@ def test_estimate_and_models_list_the_new_families(capsys):
     from kokuban.cli import main
 
     main(["estimate", SCOUT, "--gpu", "h100-sxm", "--gpus", "8", "--batch", "16", "--context", "65536", "--json"])
-    out = result_of(capsys.readouterr().out)
+    out = read_result(capsys.readouterr().out)
     assert out["model"]["family"] == "llama4_text"
     assert out["memory"]["kv_bytes_per_request"] == 4_429_185_024
     assert out["model"]["state_bytes_per_request"] == 0
     main(["estimate", NEXT, "--gpu", "h200", "--gpus", "2", "--json"])
-    assert result_of(capsys.readouterr().out)["model"]["state_bytes_per_request"] == 39_518_208
+    assert read_result(capsys.readouterr().out)["model"]["state_bytes_per_request"] == 39_518_208
     main(["models", "--json"])
-    ids = {row["id"] for row in result_of(capsys.readouterr().out, "models")}
+    ids = {row["id"] for row in read_result(capsys.readouterr().out, "models")}
     assert {SCOUT, MAVERICK, NEXT} <= ids
 
 

@@ -8,11 +8,11 @@ import socket
 import warnings
 
 import pytest
-from json_envelope import result_of
 
 from kokuban.cli import main
 from kokuban.errors import KokubanError
 from kokuban.notes import KokubanNote
+from kokuban.present.jsonout import read_result
 from kokuban.specs.catalog import (
     _accelerator_data,
     accelerator_catalog,
@@ -106,7 +106,7 @@ def test_cli_note_goes_to_stderr_and_json_is_unchanged(capsys):
     aliased, err = capsys.readouterr()
     assert main(["estimate", "llama-3.1-8b", "--gpu", "h100-sxm", "--json"]) == 0
     exact, err_exact = capsys.readouterr()
-    assert result_of(aliased) == result_of(exact)
+    assert read_result(aliased) == read_result(exact)
     assert err.startswith("note: gpu 'h100' taken as h100-sxm (NVIDIA H100 SXM5 80GB)") and err.count("\n") == 1
     assert err_exact == ""
 
@@ -202,12 +202,12 @@ def test_cli_takes_an_hf_id_and_a_folder(tmp_path, capsys, no_network, empty_hf_
     assert main(["estimate", "meta-llama/Llama-3.1-8B", "--gpu", "h100-sxm", "--json"]) == 0
     by_hf, err = capsys.readouterr()
     assert main(["estimate", "llama-3.1-8b", "--gpu", "h100-sxm", "--json"]) == 0
-    assert result_of(by_hf) == result_of(capsys.readouterr()[0]) and err == ""
+    assert read_result(by_hf) == read_result(capsys.readouterr()[0]) and err == ""
     folder = tmp_path / "tiny"
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps(TINY))
     assert main(["estimate", str(folder), "--gpu", "h100-sxm", "--json"]) == 0
-    assert result_of(capsys.readouterr()[0])["model"]["name"] == "tiny"
+    assert read_result(capsys.readouterr()[0])["model"]["name"] == "tiny"
 
 
 def test_a_path_that_does_not_exist_says_so(tmp_path):

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from json_envelope import result_of
 
 from kokuban.cli import main
 from kokuban.errors import KokubanError
@@ -130,13 +129,10 @@ def test_explain_has_five_features_each_with_a_sentence(llama_dep):
 
 
 # ---- CLI --------------------------------------------------------------------------------------------------
-def run_json(capsys, args):
-    assert main(args + ["--json"]) == 0
-    return result_of(capsys.readouterr().out)
 
 
-def test_cli_list_filters_by_provider(capsys):
-    rows = run_json(capsys, ["prices", "list", "--provider", "deepseek"])["prices"]
+def test_cli_list_filters_by_provider(cli_json, capsys):
+    rows = cli_json(["prices", "list", "--provider", "deepseek"])["prices"]
     assert rows and {r["provider"] for r in rows} == {"deepseek"}
 
 
@@ -147,38 +143,38 @@ def test_cli_bad_names_exit_2_with_a_suggestion(capsys):
     assert "deepseek/deepseek-chat" in capsys.readouterr().err
 
 
-def test_cli_explain_closed_model_states_the_stand_in(capsys):
-    out = run_json(capsys, ["prices", "explain", "anthropic/claude-haiku-3.5"])
+def test_cli_explain_closed_model_states_the_stand_in(cli_json, capsys):
+    out = cli_json(["prices", "explain", "anthropic/claude-haiku-3.5"])
     assert out["model"] == "gpt-oss-120b" and out["stand_in"].startswith("ASSUMPTION")
     assert len(out["features"]) == 5
 
 
-def test_cli_infer_open_and_compare(capsys):
-    out = run_json(capsys, ["prices", "infer", "deepinfra/llama-3.3-70b-instruct-turbo", "--weights", "fp8",
+def test_cli_infer_open_and_compare(cli_json, capsys):
+    out = cli_json(["prices", "infer", "deepinfra/llama-3.3-70b-instruct-turbo", "--weights", "fp8",
                             "--context", "4096", "--speed", "30"])
     assert set(out["range"]) == {"pessimistic", "central", "optimistic"}
-    cmp = run_json(capsys, ["prices", "compare", "llama-3.1-8b", "--prompt", "1000", "--output", "200",
+    cmp = cli_json(["prices", "compare", "llama-3.1-8b", "--prompt", "1000", "--output", "200",
                             "--requests", "100", "--all-apis"])
     assert any(a["usd"] for a in cmp["apis"]) and any(h["usd"] for h in cmp["self_host"])
 
 
-def test_cli_fleet_with_published_throughputs(capsys):
-    out = run_json(capsys, ["prices", "fleet", "deepseek/deepseek-reasoner", "--gpu", "h800", "--gpu-file", H800,
+def test_cli_fleet_with_published_throughputs(cli_json, capsys):
+    out = cli_json(["prices", "fleet", "deepseek/deepseek-reasoner", "--gpu", "h800", "--gpu-file", H800,
                             "--input-tokens", "608e9", "--cached-tokens", "342e9", "--output-tokens", "168e9",
                             "--context", "4989", "--speed", "21", "--prefill-tps", "73.7e3", "--decode-tps", "14.8e3"])
     assert round(out["day"]["profit_over_cost"] * 100) == 545  # published: 545 %
     assert out["day"]["cost_usd_per_day"] == pytest.approx(87_072, rel=0.002)
 
 
-def test_cli_fleet_roofline_brackets_the_published_throughput(capsys):
+def test_cli_fleet_roofline_brackets_the_published_throughput(cli_json, capsys):
     base = ["prices", "fleet", "deepseek/deepseek-reasoner", "--gpu-file", H800, "--input-tokens", "608e9",
             "--cached-tokens", "342e9", "--output-tokens", "168e9", "--context", "4989", "--speed", "21",
             # DeepEP's large all-to-alls reach most of the IB bandwidth; the calibrated 0.26 is for small all-reduces:
             # the textbook fractions on the scalar set, as docs/prices.md derives the bracket
             "--efficiency-file", "scalar", "--compute-eff", "0.6", "--memory-eff", "0.8", "--link-eff", "0.75",
             "--step-overhead", "0"]
-    slow = run_json(capsys, base + ["--gpu", "h800"])["throughput_model"]
-    fast = run_json(capsys, base + ["--gpu", "h800-nodelimited"])["throughput_model"]
+    slow = cli_json(base + ["--gpu", "h800"])["throughput_model"]
+    fast = cli_json(base + ["--gpu", "h800-nodelimited"])["throughput_model"]
     # published decode 14.8k output tokens/s per node lies between the two link assumptions (docs/prices.md's table:
     # 13.1k and 20.3k; prefill 43.0k and 72.2k against ~73.7k)
     assert slow["decode_tokens_per_s_per_node"] < 14.8e3 < fast["decode_tokens_per_s_per_node"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from json_envelope import result_of
 
 from kokuban.cli import main
 from kokuban.errors import KokubanError
@@ -30,9 +29,6 @@ DAY6_FLAGS = ["--input-tokens", "608e9", "--cached-tokens", "342e9", "--output-t
               "--speed", "21"]
 
 
-def cli_json(capsys, args):
-    assert main(args + ["--json"]) == 0
-    return result_of(capsys.readouterr().out)
 
 
 def as_json(result):
@@ -40,50 +36,50 @@ def as_json(result):
 
 
 # ---- contract: the CLI's JSON is the use case's as_dict() ------------------------------------------------
-def test_list_contract(capsys):
-    out = cli_json(capsys, ["prices", "list", "--provider", "deepseek"])["prices"]
+def test_list_contract(cli_json, capsys):
+    out = cli_json(["prices", "list", "--provider", "deepseek"])["prices"]
     assert out == as_json(run_list(ListRequest(provider="deepseek")))
 
 
-def test_explain_contract(capsys):
-    out = cli_json(capsys, ["prices", "explain", "anthropic/claude-haiku-3.5", "--context", "4096"])
+def test_explain_contract(cli_json, capsys):
+    out = cli_json(["prices", "explain", "anthropic/claude-haiku-3.5", "--context", "4096"])
     assert out == as_json(run_explain(ExplainRequest(name="anthropic/claude-haiku-3.5", context=4096)))
 
 
-def test_explain_with_a_stand_in_contract(capsys):
+def test_explain_with_a_stand_in_contract(cli_json, capsys):
     args = ["prices", "explain", "anthropic/claude-sonnet-4", "--stand-in", "gpt-oss-120b", "--gpus", "2"]
-    out = cli_json(capsys, args)
+    out = cli_json(args)
     assert out == as_json(run_explain(ExplainRequest(name="anthropic/claude-sonnet-4", model="gpt-oss-120b", gpus=2)))
     assert out["model"] == "gpt-oss-120b" and out["gpus"] == 2
 
 
-def test_infer_open_contract(capsys):
+def test_infer_open_contract(cli_json, capsys):
     args = ["prices", "infer", "deepinfra/llama-3.3-70b-instruct-turbo", "--weights", "fp8", "--context", "4096",
             "--speed", "30", "--batch", "16"]
     req = InferRequest(name="deepinfra/llama-3.3-70b-instruct-turbo", weights="fp8", context=4096, speed=30, batch=16)
-    out = cli_json(capsys, args)
+    out = cli_json(args)
     assert out == as_json(run_infer(req))
     assert out["range"]["central"]["given_batch"]["batch"] == 16
 
 
-def test_infer_closed_contract(capsys, tmp_path):
+def test_infer_closed_contract(cli_json, capsys, tmp_path):
     png = str(tmp_path / "region.png")
-    out = cli_json(capsys, ["prices", "infer", "openai/gpt-5.4-mini", "--speed", "100", "--plot", png])
+    out = cli_json(["prices", "infer", "openai/gpt-5.4-mini", "--speed", "100", "--plot", png])
     assert out == as_json(run_infer(InferRequest(name="openai/gpt-5.4-mini", speed=100, plot=png)))
     assert out["plot"] == png and (tmp_path / "region.png").stat().st_size > 1000 and "grid" not in out
 
 
-def test_compare_contract(capsys):
+def test_compare_contract(cli_json, capsys):
     args = ["prices", "compare", "llama-3.1-8b", "--prompt", "1000", "--output", "200", "--requests", "100",
             "--all-apis"]
-    out = cli_json(capsys, args)
+    out = cli_json(args)
     assert out == as_json(run_compare(CompareRequest(model="llama-3.1-8b", prompt=1000, output=200, requests=100,
                                                      all_apis=True)))
 
 
-def test_fleet_contract(capsys):
+def test_fleet_contract(cli_json, capsys):
     args = ["prices", "fleet", "deepseek/deepseek-reasoner", "--gpu", "h800", "--gpu-file", H800, *DAY6_FLAGS]
-    out = cli_json(capsys, args)
+    out = cli_json(args)
     assert out == as_json(run_fleet(FleetRequest(name="deepseek/deepseek-reasoner", gpu="h800", gpu_file=H800, **DAY6)))
     assert out["efficiency"]["kv_memory"] == out["efficiency"]["memory"]  # the KV-read fraction in use, not null
 

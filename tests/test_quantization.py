@@ -8,11 +8,11 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from json_envelope import result_of
 
 from kokuban.cli import main
 from kokuban.errors import KokubanError
 from kokuban.notes import KokubanNote, KokubanWarning
+from kokuban.present.jsonout import read_result
 from kokuban.specs.catalog import load_accelerator, load_model
 from kokuban.specs.deployment import Deployment
 from kokuban.specs.dtypes import bytes_per_element, bytes_per_weight, check_dtype, dequantises, quant_format
@@ -253,13 +253,13 @@ def test_cli_warns_and_refuses_unknown_format(tmp_path, capsys):
     # refused: one error line that carries the warning (notes are printed only when a command succeeds)
     assert code == 2 and err.count("\n") == 1 and err.startswith("error: --weights: model ")
     assert "the checkpoint's quantisation (quant_method 'hqq') is not one kokuban knows" in err
-    assert result_of(out)["error"]["field"] == "weights"
+    assert read_result(out)["error"]["field"] == "weights"
     code = main(["estimate", str(path), "--gpu", "h100-sxm", "--weights", "int4-g64", "--batch", "1",
                  "--context", "128", "--json"])
     out, err = capsys.readouterr()
-    assert code == 0 and result_of(out)["precision"]["weights"] == "int4-g64"
+    assert code == 0 and read_result(out)["precision"]["weights"] == "int4-g64"
     assert "warning: the checkpoint's quantisation (quant_method 'hqq') is not one kokuban knows" in err
-    assert result_of(out)["model"]["notes"][-1].startswith("the checkpoint's quantisation (quant_method 'hqq')")
+    assert read_result(out)["model"]["notes"][-1].startswith("the checkpoint's quantisation (quant_method 'hqq')")
 
 
 def test_explicit_weights_override_a_quantized_checkpoint_with_a_note():

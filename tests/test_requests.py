@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 
 import pytest
-from json_envelope import result_of
 from pydantic import ValidationError
 
 from kokuban.cli import main
 from kokuban.errors import KokubanError, require_positive
+from kokuban.present.jsonout import read_result
 from kokuban.usecases.estimate import run_estimate
 from kokuban.usecases.request import DeploymentRequest, EstimateRequest
 
@@ -110,7 +110,7 @@ def test_a_refusal_asked_for_as_json_is_json(capsys):
 
     assert main(["estimate", "llama-3.1-70b", "--gpu", "h200", "--json"]) == 2
     out, err = capsys.readouterr()
-    data = result_of(out, command="estimate")  # the envelope too: version, schema version, command
+    data = read_result(out, command="estimate")  # the envelope too: version, schema version, command
     # 70.6e9 params × 2 B = 141 GB of bf16 weights > 0.9 × 150.7 GB usable on one H200: the refusal says what fits
     assert data["error"]["field"] == "batch" and data["error"]["flag"] == "--batch"
     assert "2× h200 would fit batch 1" in data["error"]["reason"]

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from json_envelope import result_of
 
 from kokuban.cli import main
 from kokuban.errors import KokubanError
+from kokuban.present.jsonout import read_result
 from kokuban.sim.profiles import load_profile
 from kokuban.specs.catalog import load_accelerator, load_model
 from kokuban.specs.hardware import Efficiency
@@ -360,7 +360,7 @@ def test_vllm_bench_file_is_read_with_its_setup():
 
 def test_cli_file_json_shape(capsys):
     assert main(["serving-accuracy", "--measurements-file", str(FIXTURE), "--json"]) == 0
-    data = result_of(capsys.readouterr().out, command="serving-accuracy")
+    data = read_result(capsys.readouterr().out, command="serving-accuracy")
     assert set(data) == {"split", "held_out", "train", "all", "fit", "knees", "rows"}
     # one file is no load sweep: no knee, and a summary that says so
     assert data["knees"] == {"factor": 2.0, "families": [],

@@ -6,11 +6,10 @@ import json
 
 import numpy as np
 import pytest
-from json_envelope import result_of
 
 from kokuban.cli import main
 from kokuban.errors import KokubanError
-from kokuban.present.jsonout import to_json
+from kokuban.present.jsonout import read_result, to_json
 from kokuban.sim import SLO, SchedulerConfig, simulate, synthetic
 from kokuban.sim.capacity import WorkloadShape, max_rate, parallel_map
 from kokuban.sim.scheduler import vllm_defaults
@@ -42,7 +41,7 @@ def test_simulate_cli_json_records_and_plots(tmp_path, capsys):
     code = main(["simulate", "llama-3.1-8b", "--gpu", "h100-sxm", "--rate", "4", "--requests", "60", "--json",
                  "--ttft-slo", "0.5", "--tpot-slo", "0.05", "--records", str(records), "--plots", str(plots)])
     assert code == 0
-    out = result_of(capsys.readouterr().out)
+    out = read_result(capsys.readouterr().out)
     assert out["requests"] == 60 and out["scheduler"]["max_num_seqs"] == 1024
     assert {"ttft", "tpot", "itl", "e2e", "queue"} <= set(out["latency_s"])
     assert 0 < out["slo"]["fraction_good"] <= 1
@@ -126,7 +125,7 @@ def test_capacity_cli_cheapest(capsys):
                  "--requests", "150", "--prompt", "400", "--output", "40", "--ttft-p99", "1.0", "--tpot-p99", "0.1",
                  "--target-rate", "30", "--workers", "2", "--json"])
     assert code == 0
-    rows = result_of(capsys.readouterr().out)["candidates"]
+    rows = read_result(capsys.readouterr().out)["candidates"]
     assert {r["gpu"] for r in rows} == {"h100-sxm", "l4"}
     best = rows[0]
     # cheapest first: replicas × GPUs × price per GPU-hour
@@ -162,7 +161,7 @@ def test_sweep_runs_on_local_processes():
 # ---- contract tests: `kokuban X --json` is exactly the use case's as_dict() ----------------------------------
 def _json(capsys, args):
     assert main(args) == 0
-    return result_of(capsys.readouterr().out)
+    return read_result(capsys.readouterr().out)
 
 
 def test_simulate_json_is_the_use_case(capsys):

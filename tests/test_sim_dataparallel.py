@@ -6,11 +6,10 @@ import json
 
 import numpy as np
 import pytest
-from json_envelope import result_of
 
 from kokuban.cli import main
 from kokuban.errors import KokubanError
-from kokuban.present.jsonout import to_json
+from kokuban.present.jsonout import read_result, to_json
 from kokuban.sim import SchedulerConfig, StepModel, simulate, synthetic
 from kokuban.sim.dataparallel import RankStepModel, route, simulate_data_parallel, subset
 from kokuban.sim.kvcache import capacity_blocks
@@ -103,7 +102,7 @@ def test_cli_router_matches_the_use_case(capsys):
     args = ["simulate", "qwen3-30b-a3b", "--gpu", "h100-sxm", "--gpus", "2", "--layout", "ep", "--rate", "4",
             "--requests", "40", "--prompt", "300", "--output", "30", "--router", "round_robin", "--json"]
     assert main(args) == 0
-    got = result_of(capsys.readouterr().out)
+    got = read_result(capsys.readouterr().out)
     want = run_simulate(SimulateRequest(model="qwen3-30b-a3b", gpu="h100-sxm", gpus=2, layout="ep", rate=4,
                                         requests=40, prompt="300", output="30", router="round_robin"))
     assert got == json.loads(to_json(want.as_dict()))

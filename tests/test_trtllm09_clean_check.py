@@ -80,11 +80,10 @@ def test_the_withdrawn_rows():
 
 def test_the_figures_without_the_withdrawn_rows(capsys):
     """`kokuban accuracy --json`'s `without_withdrawn`, beside the headline: every published row but those 18."""
-    from json_envelope import result_of
-
     from kokuban.cli import main
+    from kokuban.present.jsonout import read_result
 
     assert main(["accuracy", "--json"]) == 0
-    s = result_of(capsys.readouterr().out)["summary"]
+    s = read_result(capsys.readouterr().out)["summary"]
     w = s["without_withdrawn"]
     assert (s["count"], w["count"]) == (len(load_published()), len(load_published()) - 18)

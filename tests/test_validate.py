@@ -6,10 +6,10 @@ import json
 
 import numpy as np
 import pytest
-from json_envelope import result_of
 
 from kokuban.cli import main
 from kokuban.errors import KokubanError
+from kokuban.present.jsonout import read_result
 from kokuban.specs.hardware import Efficiency
 from kokuban.specs.model import ModelSpec
 from kokuban.validation.calibrate import fit_efficiency, holdout_mask
@@ -188,7 +188,7 @@ def test_run_validation_cli_json_and_calibrate(tmp_path, capsys):
             "--prompts", "4,16", "--warmup", "0", "--repeats", "2", "--gpu-file", str(gpu), "--out-dir", str(out),
             "--max-kv-gb", "0.000005", "--json"]
     assert main(args) == 0
-    data = result_of(capsys.readouterr().out)
+    data = read_result(capsys.readouterr().out)
     # KV limit 5000 B: 2 layers·2·32 elements·4 B = 512 B per token-request → b·ctx ≤ 9.77: only (1, 8) fits;
     # prefill prompts 4 and 16 at batch 1 → 2048 and 8192 B: only prompt 4 fits
     kept = {(r["phase"], r["batch"], r["context"] or r["prompt_tokens"]) for r in data["rows"]}
@@ -227,7 +227,7 @@ def test_run_validation_cli_json_and_calibrate(tmp_path, capsys):
     png = tmp_path / "cal.png"
     assert main(["calibrate", "--source", "validate-csv", "--csv", str(out / "validate.csv"), "--params", "memory",
                  "--holdout", "0.5", "--seed", str(seed), "--plot", str(png), "--json"]) == 0
-    assert result_of(capsys.readouterr().out)["rows"][0]["id"] == "decode-b1-t8"
+    assert read_result(capsys.readouterr().out)["rows"][0]["id"] == "decode-b1-t8"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

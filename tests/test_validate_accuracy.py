@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from json_envelope import result_of
 
 from kokuban.cli import main
+from kokuban.present.jsonout import read_result
 from kokuban.specs.hardware import Efficiency
 from kokuban.validation.accuracy import (
     UNKNOWN_INPUT_TOKENS,
@@ -165,7 +165,7 @@ def test_sglang_decode_row_is_the_blogs_ep72_at_256_per_gpu_with_two_batch_overl
 
 def test_accuracy_cli_json(capsys):
     assert main(["accuracy", "--json"]) == 0
-    data = result_of(capsys.readouterr().out)
+    data = read_result(capsys.readouterr().out)
     assert len(data["rows"]) == 196
     errs = np.array([r["error"] for r in data["rows"]])
     assert data["summary"]["median_abs_error"] == pytest.approx(np.median(errs))

@@ -14,11 +14,10 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from json_envelope import result_of
 
 from kokuban.cli import main
 from kokuban.errors import KokubanError
-from kokuban.present.jsonout import to_json
+from kokuban.present.jsonout import read_result, to_json
 from kokuban.specs.hardware import Efficiency
 from kokuban.usecases.validation import (
     AccuracyRequest,
@@ -46,9 +45,6 @@ def as_json(result) -> object:
     return json.loads(to_json(result.as_dict()))
 
 
-def cli_json(capsys, args: list[str]) -> object:
-    assert main([*args, "--json"]) == 0, capsys.readouterr().err
-    return result_of(capsys.readouterr().out)
 
 
 def cli_error(capsys, args: list[str]) -> str:
@@ -120,9 +116,9 @@ def tiny_flags(t) -> list[str]:
 
 
 # ---- contract: --json == the use case's as_dict() -----------------------------------------------------
-def test_probe_json_is_the_use_case(capsys, fixed_probe, tmp_path):
+def test_probe_json_is_the_use_case(cli_json, capsys, fixed_probe, tmp_path):
     out = tmp_path / "p.json"
-    doc = cli_json(capsys, ["probe", "--device", "cpu", "--seconds", "0.5", "--id", "here", "--out", str(out)])
+    doc = cli_json(["probe", "--device", "cpu", "--seconds", "0.5", "--id", "here", "--out", str(out)])
     data = doc["accelerator"][0]  # the entry, in the accelerator file's shape: {"accelerator": [entry]}
     assert data == as_json(run_probe(ProbeRequest(device="cpu", seconds=0.5, entry_id="here")))
     # the fixed figures, and the file written through the one serialiser: {"accelerator": [entry]}
@@ -130,32 +126,32 @@ def test_probe_json_is_the_use_case(capsys, fixed_probe, tmp_path):
     assert out.read_text() == to_json({"accelerator": [data]})
 
 
-def test_validate_json_is_the_use_case(capsys, fixed_timer, tiny):
+def test_validate_json_is_the_use_case(cli_json, capsys, fixed_timer, tiny):
     out_dir = tiny.dir / "report"
-    data = cli_json(capsys, [*tiny_flags(tiny), "--out-dir", str(out_dir)])
+    data = cli_json([*tiny_flags(tiny), "--out-dir", str(out_dir)])
     result = run_validate(ValidateRequest(model=tiny.cfg, gpu_file=tiny.gpu, **TINY_GRID))
     assert data == as_json(result)
     # 2 batches × 2 contexts of decode + 1 prefill, each timed twice at 1 ms
     assert len(data["rows"]) == 5 and all(
         r["measured_s"] == 1e-3 and r["repeats_s"] == [1e-3, 1e-3] for r in data["rows"]
     )
-    assert result_of((out_dir / "validate.json").read_text(), command="validate") == data  # the same JSON
+    assert read_result((out_dir / "validate.json").read_text(), command="validate") == data  # the same JSON
 
 
-def test_accuracy_json_is_the_use_case(capsys):
-    assert cli_json(capsys, ["accuracy"]) == as_json(run_accuracy(AccuracyRequest()))
+def test_accuracy_json_is_the_use_case(cli_json, capsys):
+    assert cli_json(["accuracy"]) == as_json(run_accuracy(AccuracyRequest()))
     flags = ["accuracy", "--compute-eff", "0.5", "--step-overhead", "0.001"]
-    data = cli_json(capsys, flags)
+    data = cli_json(flags)
     assert data == as_json(run_accuracy(AccuracyRequest(compute_eff=0.5, step_overhead=0.001)))
     assert (data["efficiency"]["compute"], data["efficiency"]["step_overhead_s"]) == (0.5, 0.001)
 
 
-def test_calibrate_json_is_the_use_case(capsys, fixed_timer, tiny):
+def test_calibrate_json_is_the_use_case(cli_json, capsys, fixed_timer, tiny):
     out_dir = tiny.dir / "report"
     assert main([*tiny_flags(tiny), "--out-dir", str(out_dir), "--json"]) == 0
     capsys.readouterr()
     csv = str(out_dir / "validate.csv")
-    data = cli_json(capsys, ["calibrate", "--source", "validate-csv", "--csv", csv, "--params", "memory",
+    data = cli_json(["calibrate", "--source", "validate-csv", "--csv", csv, "--params", "memory",
                              "--hold-out", "context=32"])
     result = run_calibrate(CalibrateRequest(source="validate-csv", csv_path=csv, params=("memory",),
                                             hold_out=("context", (32,))))
@@ -165,14 +161,14 @@ def test_calibrate_json_is_the_use_case(capsys, fixed_timer, tiny):
 
 
 # ---- one efficiency default per command, from Python and the CLI alike ---------------------------------
-def test_validate_and_calibrate_start_from_textbook_from_python_too(capsys, fixed_timer, tiny):
+def test_validate_and_calibrate_start_from_textbook_from_python_too(cli_json, capsys, fixed_timer, tiny):
     """The old Python API (`run_validation()`, `calibrate_published()`/`calibrate_validation()`) predicted with
     the calibrated Efficiency() while `kokuban validate`/`calibrate` used Efficiency.textbook(); the docs
     (docs/validation.md) document textbook for both commands."""
     textbook = Efficiency.textbook().as_dict()
     report = run_validate(ValidateRequest(model=tiny.cfg, gpu_file=tiny.gpu, **TINY_GRID))
     assert report.setup["efficiency"] == textbook
-    assert cli_json(capsys, tiny_flags(tiny))["setup"]["efficiency"] == textbook
+    assert cli_json(tiny_flags(tiny))["setup"]["efficiency"] == textbook
     out_dir = tiny.dir / "r"
     assert main([*tiny_flags(tiny), "--out-dir", str(out_dir)]) == 0
     capsys.readouterr()

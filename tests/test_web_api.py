@@ -9,7 +9,8 @@ import warnings
 from importlib import resources
 
 import pytest
-from json_envelope import result_of
+
+from kokuban.present.jsonout import read_result
 
 pytest.importorskip("fastapi")
 pytest.importorskip("httpx")
@@ -36,7 +37,7 @@ def cli_json(capsys, *args, key=None):
     """The result of a `--json` command without its envelope (the API's body is the result itself)."""
     assert main(list(args)) == 0
     out, _ = capsys.readouterr()
-    return result_of(out, key)
+    return read_result(out, key)
 
 
 # ---- the same numbers as the CLI -------------------------------------------------------------------
@@ -267,7 +268,7 @@ def test_agent_matches_cli_json(client, capsys, body, args):
     r = client.post("/api/agent", json=body)
     assert r.status_code == 200, r.text
     assert main(["agent", *args, "--json"]) == 0
-    assert r.json() == result_of(capsys.readouterr().out)
+    assert r.json() == read_result(capsys.readouterr().out)
 
 
 @pytest.mark.parametrize(("extra", "field"), [
@@ -287,7 +288,7 @@ def test_agent_is_bounded(client, extra, field):
 
 def test_agent_presets_are_the_cli_rows(client, capsys):
     assert main(["agent", "presets", "--json"]) == 0
-    assert client.get("/api/agent/presets").json() == result_of(capsys.readouterr().out, "presets")
+    assert client.get("/api/agent/presets").json() == read_result(capsys.readouterr().out, "presets")
 
 
 # ---- the price sheets: the CLI's numbers, no files ----------------------------------------------------
@@ -304,7 +305,7 @@ def test_prices_match_cli_json(client, capsys, path, body, args):
     r = client.post(path, json=body)
     assert r.status_code == 200, r.text
     assert main(["prices", *args, "--json"]) == 0
-    assert r.json() == result_of(capsys.readouterr().out, "prices" if args[0] == "list" else None)
+    assert r.json() == read_result(capsys.readouterr().out, "prices" if args[0] == "list" else None)
 
 
 @pytest.mark.parametrize(("path", "extra", "field"), [

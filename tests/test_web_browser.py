@@ -18,7 +18,8 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
-from json_envelope import result_of
+
+from kokuban.present.jsonout import read_result
 
 CHROMIUM = "/usr/bin/chromium"
 # CI (.ci/run) installs Chromium and sets KOKUBAN_REQUIRE_BROWSER=1: there a missing browser fails, never skips.
@@ -101,7 +102,7 @@ def shown(pg) -> dict[str, float]:
 
 def estimate_json(capsys, *args) -> dict:
     assert main(["estimate", *args, "--json"]) == 0
-    return result_of(capsys.readouterr().out)
+    return read_result(capsys.readouterr().out)
 
 
 def expected(d: dict) -> dict[str, float]:

@@ -53,3 +53,27 @@ def result_of(document: dict[str, Any], key: str | None = None) -> Any:
     if key is not None:
         return document[key]
     return {k: v for k, v in document.items() if k not in ENVELOPE_KEYS}
+
+
+def read_envelope(text: str, command: str | None = None) -> dict[str, Any]:
+    """A `--json` document read back and its envelope checked, for a script that consumes kokuban's output: one
+    object, this package's `kokuban_version`, this `SCHEMA_VERSION` (a script written for another reads a key that
+    may have moved), a `command` (and the one given, if any). Anything else is a ValueError naming what differs."""
+    from kokuban import __version__
+
+    doc = json.loads(text)
+    if not isinstance(doc, dict):
+        raise ValueError(f"a --json document is one object, got a {type(doc).__name__}")
+    expected = {"kokuban_version": __version__, "schema_version": SCHEMA_VERSION}
+    for name, value in expected.items():
+        if doc.get(name) != value:
+            raise ValueError(f"{name} is {doc.get(name)!r}, expected {value!r}")
+    if not isinstance(doc.get("command"), str) or (command is not None and doc["command"] != command):
+        raise ValueError(f"command is {doc.get('command')!r}, expected {command or 'a command path'!r}")
+    return doc
+
+
+def read_result(text: str, key: str | None = None, command: str | None = None) -> Any:
+    """The result inside a `--json` document (`read_envelope`, then `result_of`): its own keys, or the list under
+    `key`."""
+    return result_of(read_envelope(text, command), key)
