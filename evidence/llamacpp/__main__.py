@@ -95,7 +95,7 @@ def report_text(record: dict[str, Any], result: dict[str, Any], median: dict[str
         lines.append("      " + ", ".join(cells))
     lines += ["", f"held out: every row of the cases marked so (batched-bench rows included) and depth(s) "
               f"{plan['held_out_depths']} of the fitted cases; the fitted cases' other rows train, their batched-bench "
-              "rows included (until 2026-12-03 every batched-bench row was held out)",
+              "rows included",
               "matmul path of a row (M = rows of activations per matmul): gemv for M = 1 (tg, batched-tg at batch 1: "
               "ggml's vec_dot), gemm for M ≥ 2 (pp, batched-pp, batched-tg at batch 2–8); within it each weight "
               "tensor runs the kernel of its own type (KERNEL_SOURCE): "
