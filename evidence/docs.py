@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import json
 import os
@@ -189,8 +190,32 @@ def cpu_spread(_: str = "") -> str:
              _pct(r.held_out_after)] for r in found]
     after = [r.held_out_after for r in found]
     return (_table(["run", "load average (2 cores)", "took", "held out, textbook fractions", "held out, fitted"], rows)
-            + f"\nOver these {len(found)} runs the fitted model's held-out median |error| ranges from {_pct(min(after))} "
-            f"to {_pct(max(after))}: read one run's figure to within that spread.\n")
+            + f"\nOver these {len(found)} runs the fitted model's held-out median |error| ranges from "
+            f"{_pct(min(after))} to {_pct(max(after))}: read one run's figure to within that spread.\n")
+
+
+@functools.cache
+def _serving():
+    """`kokuban serving-accuracy` on the bundled rows (every row replayed once), shared by the blocks below."""
+    from kokuban.validation.serving import serving_accuracy
+
+    return serving_accuracy()
+
+
+def serving_held_out(_: str = "") -> str:
+    """The held-out table of `kokuban serving-accuracy`: median, interval and p90 |error| by engine and metric."""
+    from kokuban.present.serving import markdown_table
+
+    return markdown_table(_serving().summary("held_out")) + "\n"
+
+
+def serving_knees(_: str = "") -> str:
+    """The TTFT knee of each load sweep, measured and predicted, and the summary line (`kokuban serving-accuracy`)."""
+    from kokuban.present.serving import knee_markdown_table, knee_summary_line
+    from kokuban.validation.serving import knee_summary
+
+    knees = _serving().knees()
+    return knee_markdown_table(knees) + "\n\n" + knee_summary_line(knee_summary(knees)) + "\n"
 
 
 def benchmark(name: str) -> str:
@@ -427,7 +452,8 @@ def mistral_4090(_: str = "") -> str:
 BLOCKS: dict[str, Callable[[str], str]] = {
     "run-wide": run_wide,
     "run": run, "refused": refused, "commands": commands, "catalogs": catalogs, "speed": speed,
-    "accuracy-headline": accuracy_headline, "accuracy-table": accuracy_table, "cpu-spread": cpu_spread,
+    "accuracy-headline": accuracy_headline, "accuracy-table": accuracy_table, "serving-held-out": serving_held_out,
+    "serving-knees": serving_knees, "cpu-spread": cpu_spread,
     "benchmark": benchmark, "vocabulary": vocabulary, "price-rows": price_rows, "deepseek-bracket": deepseek_bracket,
     "crossover": crossover, "agent-runs": agent_runs, "agent-step-one": agent_step_one,
     "agent-retention": agent_retention, "engine-overheads": engine_overheads, "mistral-4090": mistral_4090,
