@@ -10,12 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from json_envelope import result_of
+from step_versions import V3_CURVES, V3_FRACTIONS, V3_LOOP_FRACTIONS, V4_NON_TORCH_BYTES, step_v3
 
 from kokuban.cli import main
 from kokuban.errors import KokubanError
 from kokuban.present.jsonout import to_json
-from kokuban.specs.hardware import KERNEL_FRACTIONS_2026_12_04, NON_TORCH_BYTES_UNTIL_SESSION_32, PROFILES, Efficiency
-from kokuban.specs.kernels import CURVES_2026_12_04
+from kokuban.specs.hardware import Efficiency
+from kokuban.specs.kernels import KernelCurves
 from kokuban.usecases.validation import AccuracyRequest, read_measurements, run_accuracy
 from kokuban.validation.accuracy import (
     BOOTSTRAP_LEVEL,
@@ -33,10 +34,11 @@ HEADER = "model,gpu,gpus,layout,weights,batch,prompt,output,metric,value,unit,en
 ROOT = Path(__file__).resolve().parents[1]
 #: the commit of TensorRT-LLM's v0.6.1 performance document, in the source of each of the 29 rows added 2026-12-04
 TRTLLM_061_DOC = "77d24b5fa178f11ed7fafdd9833b7245e075f721"
-#: the kernel profile as shipped when those 29 rows were added (`--efficiency-file kernel-2026-12-04`): what
-#: docs/validation.md's "The set grows" section and the GQA diagnosis were measured with
-DAY_OF_THE_29 = Efficiency.kernel_calibrated(KERNEL_FRACTIONS_2026_12_04, CURVES_2026_12_04)
-SESSION30 = PROFILES["kernel-2026-12-04c"]()  # the step model shipped in session 30 (the worst-rows paragraph)
+#: step-v3 at its first fractions, the step model shipped when those 29 rows were added: what docs/validation.md's
+#: "The set grows" section and the GQA diagnosis were measured with (TensorRT-LLM's pool by the engine profile)
+DAY_OF_THE_29 = Efficiency.kernel_calibrated(V3_FRACTIONS, V3_CURVES)
+#: step-v3 at the fractions fitted on 71 of 100 rows: the step model docs/validation.md's "The worst rows" describes
+SESSION30 = step_v3(V3_LOOP_FRACTIONS)
 
 
 def _new_rows():
@@ -147,10 +149,10 @@ def test_documented_intervals_hold():
     assert "all 196 rows 8.9 % median (95 % interval 7.7–10.7 %); the scalar set gives 24.9 % (20.7–28.4 %)" in text
 
 
-def test_docs_worst_rows_paragraph():
+def test_docs_worst_rows_paragraph(monkeypatch):
     """docs/validation.md, "The worst rows": the places and signed errors of the rows it names, the terms of the worst
     step, the rule's reads per byte of cache and the L40S all-reduce, each rebuilt from the report of the step model it
-    describes (session 30's, the profile "kernel-2026-12-04c") and looked up in the text."""
+    describes (`SESSION30`) and looked up in the text."""
     acc = accuracy(SESSION30)
     text = " ".join(_docs().split())
     worst = {p.id: (i + 1, p) for i, p in enumerate(acc.worst)}
@@ -183,10 +185,11 @@ def test_docs_worst_rows_paragraph():
             f"{signed('trtllm09-ttft-llama2-70b-fp8-tp4-l40s-2048')}") in text
     from kokuban.validation.accuracy import load_published, predict_row
 
-    flat = SESSION30.with_kernels(pcie_curve=False)  # before the PCIe curve
     rows = {r.id: r for r in load_published()}
-    mix_l40, l40 = (predict_row(rows[k], flat) for k in ("trtllm09-ttft-mixtral-8x7b-fp8-tp4-l40s-128",
-                                                          "trtllm09-ttft-llama2-70b-fp8-tp4-l40s-2048"))
+    monkeypatch.setattr(KernelCurves, "covers_pcie", lambda self, accelerator: False)  # the flat scalars on PCIe
+    mix_l40, l40 = (predict_row(rows[k], SESSION30) for k in ("trtllm09-ttft-mixtral-8x7b-fp8-tp4-l40s-128",
+                                                               "trtllm09-ttft-llama2-70b-fp8-tp4-l40s-2048"))
+    monkeypatch.undo()
     before = [f"{100 * p.signed_error:+.1f} %".replace("-", "−") for p in (mix_l40, l40)]
     assert (f"(Mixtral at 128 tokens {before[0]}, Llama-2-70B at 2,048 tokens {before[1]}, then "
             f"{1e3 * l40.terms['comm_s']:.0f} ms of all-reduce in a predicted {1e3 * l40.predicted:,.0f} ms)") in text
@@ -214,7 +217,7 @@ def test_documented_held_out_intervals_hold():
     from kokuban.validation.calibrate import holdout_mask
 
     def held(eff, old_rows=False):  # the rows of session 29's fit: the TensorRT-LLM 0.9 rows came after it
-        eff = replace(eff, engine_non_torch_bytes=NON_TORCH_BYTES_UNTIL_SESSION_32)  # the memory rule of their date
+        eff = replace(eff, engine_non_torch_bytes=V4_NON_TORCH_BYTES)  # TensorRT-LLM's pool as those figures had it
         preds = [p for p in accuracy(eff).predictions if not p.id.startswith("trtllm09-")]
         keep = np.array([not (old_rows and p.id.startswith("perfbench-")) for p in preds])
         err = np.array([p.error for p in preds])[holdout_mask([p.id for p in preds]) & keep]
