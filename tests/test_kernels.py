@@ -449,3 +449,16 @@ def test_calibrating_the_kernel_profile_fits_compute_memory_and_step(monkeypatch
     assert seen[1][1] == Efficiency.textbook()
     cal.profile_procedures()["default"](0, 1 / 3)
     assert seen[2][0] == cal.KERNEL_PARAMS and seen[2][1] == Efficiency.shipped()
+
+
+def test_the_shipped_step_models_held_out_figures():
+    """`KERNEL_PROFILE_FRACTIONS`' comment: step-v8 on seed 0's 59 held-out published rows (those its fractions were
+    not fitted on) reads median |error| 11.2 %, p90 33.4 %, as `kokuban calibrate --source published
+    --efficiency-file kernel` prints before it fits."""
+    from kokuban.validation.calibrate import holdout_mask
+
+    preds = accuracy(Efficiency.shipped()).predictions
+    held = holdout_mask([p.id for p in preds])
+    err = np.array([p.error for p in preds])[held]
+    assert (len(preds), int(held.sum())) == (196, 59)
+    assert (round(100 * float(np.median(err)), 1), round(100 * float(np.percentile(err, 90)), 1)) == (11.2, 33.4)
