@@ -111,7 +111,7 @@ def _docs() -> str:
 #: predate.
 PERFBENCH = "perfbench-"
 #: The step model these figures describe: step-v3 with the KV re-read rule (`step_versions`).
-STOP_28 = step_v3(V3_KV_REREAD_FRACTIONS)
+STEP_V3_KV = step_v3(V3_KV_REREAD_FRACTIONS)
 
 
 def _rows_of_stop_28():
@@ -130,7 +130,7 @@ def test_docs_clean_check_of_the_h200_rows():
     assert len(rows) == 11 and sum("without XQA" in r.engine for r in rows) == 1
     no_rule = Efficiency.kernel_calibrated({k: v for k, v in V3_KV_REREAD_FRACTIONS.items() if k != "kv_reread"},
                                            V3_CURVES)
-    profiles = ((STOP_28, "shipped default (0.69 / 0.84 / 2.6 ms, r 0.49)"),
+    profiles = ((STEP_V3_KV, "shipped default (0.69 / 0.84 / 2.6 ms, r 0.49)"),
                 (no_rule, "the same fractions, r = 0 (no rule)"),
                 (Efficiency.kernel_calibrated(V3_FRACTIONS, V3_CURVES),
                  "the kernel profile before (0.70 / 0.63 / 0.36 ms)"),
@@ -163,7 +163,7 @@ def test_docs_rows_the_shipped_fit_never_saw():
     def figures(err):
         return f"{_pct(np.median(err))} median, p90 {_pct(np.percentile(err, 90))}"
 
-    shipped = errors(STOP_28)
+    shipped = errors(STEP_V3_KV)
     before = figures(errors(Efficiency.kernel_calibrated(V3_FRACTIONS, V3_CURVES))[unseen])
     assert f"it reads {figures(shipped[unseen])}; the profile before, {before.replace(' median, p90', ' /')}" in _docs()
 
@@ -219,4 +219,4 @@ def test_kv_reread_fit_held_out_figures():
         return f"{100 * np.median(err):.1f} % / {100 * np.percentile(err, 90):.1f} %"
 
     assert (len(rows), int(held.sum())) == (77, 22)
-    assert (figures(STOP_28), figures(step_v3(V3_FRACTIONS))) == ("9.5 % / 18.1 %", "10.5 % / 22.6 %")
+    assert (figures(STEP_V3_KV), figures(step_v3(V3_FRACTIONS))) == ("9.5 % / 18.1 %", "10.5 % / 22.6 %")

@@ -437,10 +437,10 @@ def test_readme_accuracy_figures():
     def whole(x):
         return f"{100 * x:.0f} %"
 
-    session30 = step_v3(V3_LOOP_FRACTIONS)  # the README's labels name the step models by when they shipped
+    step_v3_loop = step_v3(V3_LOOP_FRACTIONS)  # the README's labels name the step models by when they shipped
     for eff, label in ((Efficiency.textbook(), "textbook fractions (0.6 / 0.8 / 0.75 / 0 s)"),
                        (SCALAR, "scalar set (0.74 / 0.84 / 0.27 / 2.7 ms)"),
-                       (session30,
+                       (step_v3_loop,
                         "session 30's default: kernel profile (0.72 / 0.89 / 4.6 ms / 0.76 / 1.0 / 1.2 ms + curves)"),
                        (step_v7(), "session 34's default (session 31: refitted on 137 of 196 "
                                                           "rows, those 29 held out)"),
@@ -450,7 +450,7 @@ def test_readme_accuracy_figures():
         assert held.sum() == 29
         says(README, f"| {label} | {pct(np.median(err[held]))} | {whole(np.percentile(err[held], 90))} | "
                      f"{pct(np.median(err))} | {whole(np.percentile(err, 90))} |")
-    _, _, regimes = errors(session30)
+    _, _, regimes = errors(step_v3_loop)
     r = {k: (pct(v["median_abs_error"]), v["count"]) for k, v in regimes.items()}
     says(README, f"weight-bound {r['weights'][0]} median ({r['weights'][1]} rows), communication-bound "
                  f"{r['comm'][0]} ({r['comm'][1]}), compute-bound {r['compute'][0]} ({r['compute'][1]}), KV-bound "
