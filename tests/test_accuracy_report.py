@@ -10,12 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from json_envelope import result_of
+from step_versions import V3_CURVES, V3_FRACTIONS, V3_LOOP_FRACTIONS, V4_NON_TORCH_BYTES, step_v3
 
 from kokuban.cli import main
 from kokuban.errors import KokubanError
 from kokuban.present.jsonout import to_json
-from kokuban.specs.hardware import KERNEL_FRACTIONS_2026_12_04, NON_TORCH_BYTES_UNTIL_SESSION_32, PROFILES, Efficiency
-from kokuban.specs.kernels import CURVES_2026_12_04
+from kokuban.specs.hardware import Efficiency
+from kokuban.specs.kernels import KernelCurves
 from kokuban.usecases.validation import AccuracyRequest, read_measurements, run_accuracy
 from kokuban.validation.accuracy import (
     BOOTSTRAP_LEVEL,
@@ -33,10 +34,11 @@ HEADER = "model,gpu,gpus,layout,weights,batch,prompt,output,metric,value,unit,en
 ROOT = Path(__file__).resolve().parents[1]
 #: the commit of TensorRT-LLM's v0.6.1 performance document, in the source of each of the 29 rows added 2026-12-04
 TRTLLM_061_DOC = "77d24b5fa178f11ed7fafdd9833b7245e075f721"
-#: the kernel profile as shipped when those 29 rows were added (`--efficiency-file kernel-2026-12-04`): what
-#: docs/validation.md's "The set grows" section and the GQA diagnosis were measured with
-DAY_OF_THE_29 = Efficiency.kernel_calibrated(KERNEL_FRACTIONS_2026_12_04, CURVES_2026_12_04)
-SESSION30 = PROFILES["kernel-2026-12-04c"]()  # the step model shipped in session 30 (the worst-rows paragraph)
+#: step-v3 at its first fractions, the step model shipped when those 29 rows were added: what docs/validation.md's
+#: "The set grows" section and the GQA diagnosis were measured with (TensorRT-LLM's pool by the engine profile)
+STEP_V3_FIRST = Efficiency.kernel_calibrated(V3_FRACTIONS, V3_CURVES)
+#: step-v3 at the fractions fitted on 71 of 100 rows: the step model docs/validation.md's "The worst rows" describes
+STEP_V3_LOOP = step_v3(V3_LOOP_FRACTIONS)
 
 
 def _new_rows():
@@ -147,11 +149,11 @@ def test_documented_intervals_hold():
     assert "all 196 rows 8.9 % median (95 % interval 7.7–10.7 %); the scalar set gives 24.9 % (20.7–28.4 %)" in text
 
 
-def test_docs_worst_rows_paragraph():
+def test_docs_worst_rows_paragraph(monkeypatch):
     """docs/validation.md, "The worst rows": the places and signed errors of the rows it names, the terms of the worst
     step, the rule's reads per byte of cache and the L40S all-reduce, each rebuilt from the report of the step model it
-    describes (session 30's, the profile "kernel-2026-12-04c") and looked up in the text."""
-    acc = accuracy(SESSION30)
+    describes (`STEP_V3_LOOP`) and looked up in the text."""
+    acc = accuracy(STEP_V3_LOOP)
     text = " ".join(_docs().split())
     worst = {p.id: (i + 1, p) for i, p in enumerate(acc.worst)}
     preds = {p.id: p for p in acc.predictions}
@@ -183,16 +185,17 @@ def test_docs_worst_rows_paragraph():
             f"{signed('trtllm09-ttft-llama2-70b-fp8-tp4-l40s-2048')}") in text
     from kokuban.validation.accuracy import load_published, predict_row
 
-    flat = SESSION30.with_kernels(pcie_curve=False)  # before the PCIe curve
     rows = {r.id: r for r in load_published()}
-    mix_l40, l40 = (predict_row(rows[k], flat) for k in ("trtllm09-ttft-mixtral-8x7b-fp8-tp4-l40s-128",
-                                                          "trtllm09-ttft-llama2-70b-fp8-tp4-l40s-2048"))
+    monkeypatch.setattr(KernelCurves, "covers_pcie", lambda self, accelerator: False)  # the flat scalars on PCIe
+    mix_l40, l40 = (predict_row(rows[k], STEP_V3_LOOP) for k in ("trtllm09-ttft-mixtral-8x7b-fp8-tp4-l40s-128",
+                                                               "trtllm09-ttft-llama2-70b-fp8-tp4-l40s-2048"))
+    monkeypatch.undo()
     before = [f"{100 * p.signed_error:+.1f} %".replace("-", "−") for p in (mix_l40, l40)]
     assert (f"(Mixtral at 128 tokens {before[0]}, Llama-2-70B at 2,048 tokens {before[1]}, then "
             f"{1e3 * l40.terms['comm_s']:.0f} ms of all-reduce in a predicted {1e3 * l40.predicted:,.0f} ms)") in text
     noxqa = "trtllm-noxqa-h200-llama2-70b-fp8-tp1-b192-128-2048"
     assert f"without XQA (batch 192 at 128/2,048, {signed(noxqa)})" in text
-    r = SESSION30.kv_reread
+    r = STEP_V3_LOOP.kv_reread
     assert f"({r:.2f}, so 1 + 7 × {r:.2f} = {1 + 7 * r:.1f} reads per byte of cache)" in text
     h100 = [signed(f"trtllm061-llama2-70b-fp8-{k}-h100-sxm-{b}-2048")
             for k, b in (("tp4", "b480-128"), ("tp2", "b64-2048"))]
@@ -214,7 +217,7 @@ def test_documented_held_out_intervals_hold():
     from kokuban.validation.calibrate import holdout_mask
 
     def held(eff, old_rows=False):  # the rows of session 29's fit: the TensorRT-LLM 0.9 rows came after it
-        eff = replace(eff, engine_non_torch_bytes=NON_TORCH_BYTES_UNTIL_SESSION_32)  # the memory rule of their date
+        eff = replace(eff, engine_non_torch_bytes=V4_NON_TORCH_BYTES)  # TensorRT-LLM's pool as those figures had it
         preds = [p for p in accuracy(eff).predictions if not p.id.startswith("trtllm09-")]
         keep = np.array([not (old_rows and p.id.startswith("perfbench-")) for p in preds])
         err = np.array([p.error for p in preds])[holdout_mask([p.id for p in preds]) & keep]
@@ -281,7 +284,7 @@ def test_worst_rows_are_the_largest_errors_in_order():
     assert f"at 128 tokens third ({100 * worst[2].signed_error:.1f} %".replace("-", "−") in text
     assert f"at 32 × 2,048/2,048 seventh ({100 * worst[6].signed_error:.1f} %)".replace("-", "−") in text
     # session 30's: the Mixtral row first, then Qwen3-235B fp8 on eight H100s in TensorRT-LLM 1.0
-    before = accuracy(SESSION30).worst
+    before = accuracy(STEP_V3_LOOP).worst
     assert before[0].id == "trtllm09-mixtral-8x7b-fp8-tp2-h200-b1024-128-128"
     assert before[1].id == "trtllm10-qwen3-235b-h100-fp8-tp8-128-2048" and before[1].terms["phase"] == "inflight"
 
@@ -456,7 +459,7 @@ def test_docs_quote_the_report():
     assert f"all {s['count']} rows {pct(s['median_abs_error'])} % median (95 % interval {pct(lo)}–{pct(hi)} %)" in docs
     held = "held-out median |error| 27.4 % (95 % interval 13.7–42.3 %) before → 28.0 % (13.1–38.1 %) with the shipped"
     assert held + " fit" in docs
-    w = accuracy(SESSION30).worst[0]  # the worst row as "The worst rows" describes it (session 30's step model)
+    w = accuracy(STEP_V3_LOOP).worst[0]  # the worst row as "The worst rows" describes it (session 30's step model)
     t = {k: f"{1e3 * w.terms[k]:.1f} ms" for k in ("step_time_s", "compute_s", "weights_s", "kv_s", "comm_s")}
     t["overhead_s"] = f"{1e3 * w.terms['overhead_s']:.1f} ms"
     quoted = (f"predicted +{100 * w.signed_error:.1f} % too fast: a compute-bound decode step of {t['step_time_s']} "
@@ -538,7 +541,7 @@ def test_docs_the_set_grows():
     def pct(x):
         return f"{100 * x:.1f} %"
 
-    for eff, label in ((DAY_OF_THE_29, "that day's default (kernel)"), (Efficiency.scalar(), "scalar set"),
+    for eff, label in ((STEP_V3_FIRST, "that day's default (kernel)"), (Efficiency.scalar(), "scalar set"),
                        (Efficiency.textbook(), "textbook fractions")):
         preds = accuracy(eff, rows=rows).predictions
         err, signed = np.array([p.error for p in preds]), np.array([p.signed_error for p in preds])
@@ -563,7 +566,7 @@ def test_docs_gqa_kv_diagnosis():
     """docs/validation.md, "The set grows": the seven Llama-2-70B throughput rows of TensorRT-LLM 0.5/0.6.1 with the
     KV read k times slower (kv_memory = memory ÷ k, that day's kernel profile otherwise): the range of signed errors."""
     rows = [r for r in _new_rows() if r.model == "llama-2-70b" and r.metric == "output_tokens_per_s"]
-    base = DAY_OF_THE_29
+    base = STEP_V3_FIRST
 
     def signed(x):
         return f"{100 * x:+.0f}".replace("-", "−")
@@ -583,7 +586,7 @@ def test_docs_signed_errors_of_the_new_rows():
     too fast in 8 of 10; with the scalar set 21 of the 25 compute-bound rows of the whole set are too fast."""
     text = " ".join(_docs().split())
     rows = _new_rows()
-    by_metric = accuracy(DAY_OF_THE_29, rows=rows).summary["by_metric"]
+    by_metric = accuracy(STEP_V3_FIRST, rows=rows).summary["by_metric"]
     thr, ttft = (by_metric[m]["median_signed_error"] for m in ("output_tokens_per_s", "time_to_first_token_s"))
     assert thr < 0 < ttft
     assert f"(median signed {100 * thr:.1f} % and {100 * ttft:+.1f} %, which cancel".replace("-", "−") in text

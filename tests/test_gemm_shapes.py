@@ -10,7 +10,7 @@ from kokuban.core.roofline import linear_compute_fractions
 from kokuban.errors import KokubanError
 from kokuban.specs.catalog import load_accelerator, load_model
 from kokuban.specs.deployment import Deployment
-from kokuban.specs.hardware import PROFILES, Accelerator, Efficiency
+from kokuban.specs.hardware import Accelerator, Efficiency
 from kokuban.specs.kernels import KernelCurves, gemm_shape_factor, layer_shape_factor
 
 
@@ -119,11 +119,13 @@ def test_a_catalog_kernel_constant_is_checked_at_the_boundary():
     assert Accelerator.from_dict(base | {"kernel_m_half_tokens": 90}).kernel_constants == {"m_half_tokens": 90.0}
 
 
-def test_dated_profiles_keep_the_curves_they_were_fitted_at():
-    """"kernel-2026-12-04c" (shipped until session 31): no shape term, M_half 70, no accelerator's own constants: one
-    H100 at 70 bf16 tokens reaches 0.72 · 70/140 = 0.36 of peak, an A100 too."""
-    dated = PROFILES["kernel-2026-12-04c"]()
+def test_curves_without_the_shape_term_or_own_constants_are_the_m_curve_alone():
+    """The kernel curves with the shape term switched off (N_half = K_half = 0) and no accelerator's own constants
+    (`per_accelerator=False`), M_half 70, compute 0.72: one H100 at 70 bf16 tokens reaches 0.72 · 70/140 = 0.36 of
+    peak, an A100 too (its own M_half 113 and ceiling 1.099 not applied)."""
+    plain = Efficiency.kernel_calibrated({"compute": 0.72}, {"m_half_tokens": 70.0, "n_half_bf16": 0.0,
+                                                              "k_half_bf16": 0.0, "per_accelerator": False})
     model = load_model("llama-3.1-8b")
     for gpu in ("h100-sxm", "a100-80gb"):
-        dep = Deployment.make(model, load_accelerator(gpu), 1, efficiency=dated)
+        dep = Deployment.make(model, load_accelerator(gpu), 1, efficiency=plain)
         assert float(linear_compute_fractions(dep, 70.0)[0]) == pytest.approx(0.36)

@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from step_versions import V3_CURVES, V3_FRACTIONS, V3_KV_REREAD_FRACTIONS, step_v3
 
 from kokuban.core import roofline
 from kokuban.core.bytes import decode_kv_read_factor
 from kokuban.errors import KokubanError
 from kokuban.specs.catalog import load_accelerator, load_model
 from kokuban.specs.deployment import Deployment
-from kokuban.specs.hardware import KERNEL_FRACTIONS_2026_12_04, KERNEL_FRACTIONS_2026_12_04B, PROFILES, Efficiency
-from kokuban.specs.kernels import CURVES_2026_12_04
+from kokuban.specs.hardware import Efficiency
 from kokuban.validation.accuracy import (
     engine_version,
     load_published,
@@ -110,8 +110,8 @@ def _docs() -> str:
 #: The rows of session 29 (llm-perf-bench, then TensorRT-LLM 0.9), which the figures of this file's day (stop 28)
 #: predate.
 PERFBENCH = "perfbench-"
-#: The profile shipped on stop 28's day, which these figures describe (session 29 shipped a refit).
-STOP_28 = PROFILES["kernel-2026-12-04b"]()  # its fractions at the curves and memory rule of its date
+#: The step model these figures describe: step-v3 with the KV re-read rule (`step_versions`).
+STEP_V3_KV = step_v3(V3_KV_REREAD_FRACTIONS)
 
 
 def _rows_of_stop_28():
@@ -128,11 +128,11 @@ def test_docs_clean_check_of_the_h200_rows():
     error, the median |error| of the seven TensorRT-LLM 0.5 rows and of the three 0.7a rows."""
     rows = [r for r in load_published() if r.source.endswith(H200_BLOGS)]
     assert len(rows) == 11 and sum("without XQA" in r.engine for r in rows) == 1
-    no_rule = Efficiency.kernel_calibrated({k: v for k, v in KERNEL_FRACTIONS_2026_12_04B.items() if k != "kv_reread"},
-                                      CURVES_2026_12_04)
-    profiles = ((STOP_28, "shipped default (0.69 / 0.84 / 2.6 ms, r 0.49)"),
+    no_rule = Efficiency.kernel_calibrated({k: v for k, v in V3_KV_REREAD_FRACTIONS.items() if k != "kv_reread"},
+                                           V3_CURVES)
+    profiles = ((STEP_V3_KV, "shipped default (0.69 / 0.84 / 2.6 ms, r 0.49)"),
                 (no_rule, "the same fractions, r = 0 (no rule)"),
-                (Efficiency.kernel_calibrated(KERNEL_FRACTIONS_2026_12_04, CURVES_2026_12_04),
+                (Efficiency.kernel_calibrated(V3_FRACTIONS, V3_CURVES),
                  "the kernel profile before (0.70 / 0.63 / 0.36 ms)"),
                 (Efficiency.scalar(), "scalar set"))
     for eff, label in profiles:
@@ -163,8 +163,8 @@ def test_docs_rows_the_shipped_fit_never_saw():
     def figures(err):
         return f"{_pct(np.median(err))} median, p90 {_pct(np.percentile(err, 90))}"
 
-    shipped = errors(STOP_28)
-    before = figures(errors(Efficiency.kernel_calibrated(KERNEL_FRACTIONS_2026_12_04, CURVES_2026_12_04))[unseen])
+    shipped = errors(STEP_V3_KV)
+    before = figures(errors(Efficiency.kernel_calibrated(V3_FRACTIONS, V3_CURVES))[unseen])
     assert f"it reads {figures(shipped[unseen])}; the profile before, {before.replace(' median, p90', ' /')}" in _docs()
 
 
@@ -203,18 +203,14 @@ def test_docs_choice_of_the_rule_and_loss_is_the_reports():
     assert (f"compute {shipped['compute']:.4f}, memory {shipped['memory']:.4f}, step overhead "
             f"{1e3 * shipped['step_overhead_s']:.3f} ms, r {shipped['kv_reread']:.4f}") in text
     assert {k: round(v, 2) for k, v in shipped.items() if k != "step_overhead_s"} == {
-        k: v for k, v in KERNEL_FRACTIONS_2026_12_04B.items() if k != "step_overhead_s"}
-    assert round(shipped["step_overhead_s"], 4) == KERNEL_FRACTIONS_2026_12_04B["step_overhead_s"]
+        k: v for k, v in V3_KV_REREAD_FRACTIONS.items() if k != "step_overhead_s"}
+    assert round(shipped["step_overhead_s"], 4) == V3_KV_REREAD_FRACTIONS["step_overhead_s"]
 
 
-def test_shipped_fractions_comment_figures():
-    """`KERNEL_FRACTIONS_2026_12_04B`'s comment: on seed 0's held-out third of the 77 rows it was fitted beside (the
-    H200 blog rows left out, so 22 rows) the shipped set reads 9.5 % / 18.1 % (median / p90), the set before
-    10.5 % / 22.6 %."""
-    import inspect
-
-    import kokuban.specs.hardware as hardware
-
+def test_kv_reread_fit_held_out_figures():
+    """The KV re-read rule's fit (`V3_KV_REREAD_FRACTIONS`) on seed 0's held-out third of the 77 rows it was fitted
+    beside (the H200 blog rows left out, so 22 rows): 9.5 % / 18.1 % (median / p90 |error|), the fractions before it
+    (`V3_FRACTIONS`) 10.5 % / 22.6 %."""
     rows = [r for r in _rows_of_stop_28() if not r.source.endswith(H200_BLOGS)]
     held = holdout_mask([r.id for r in rows])
 
@@ -223,7 +219,4 @@ def test_shipped_fractions_comment_figures():
         return f"{100 * np.median(err):.1f} % / {100 * np.percentile(err, 90):.1f} %"
 
     assert (len(rows), int(held.sum())) == (77, 22)
-    source = " ".join(line.lstrip("#: ") for line in inspect.getsource(hardware).splitlines())
-    quoted = (f"seed 0's 22 held-out rows {figures(STOP_28)} (median / p90 |error|; the set above "
-              f"{figures(PROFILES['kernel-2026-12-04']())})")
-    assert quoted in " ".join(source.split()), quoted
+    assert (figures(STEP_V3_KV), figures(step_v3(V3_FRACTIONS))) == ("9.5 % / 18.1 %", "10.5 % / 22.6 %")

@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from step_versions import V3_CURVES, V3_FRACTIONS
 
 from kokuban.cli import main
 from kokuban.core.roofline import comm_time_s, decode_step, linear_compute_fractions
 from kokuban.errors import KokubanError
 from kokuban.specs.catalog import load_accelerator, load_model
 from kokuban.specs.deployment import Deployment
-from kokuban.specs.hardware import KERNEL_FRACTIONS_2026_12_04, Efficiency
+from kokuban.specs.hardware import PROFILES, STEP_MODEL, Efficiency
 from kokuban.specs.kernels import (
-    CURVES_2026_12_04,
     KernelCurves,
     allreduce_time_s,
     alltoall_time_s,
@@ -30,12 +30,11 @@ from kokuban.specs.kernels import (
 from kokuban.validation.accuracy import WORST_ROWS, accuracy
 
 SETTINGS = settings(max_examples=60, deadline=None)
-#: The kernel profile at the dated fractions the worked numbers below were derived at (0.70 / 0.63 / 0.36 ms); the
-#: shipped fractions are checked in test_the_shipped_step_model_is_the_kernel_profile_at_its_refitted_fractions.
-# the kernel profile at the dated fractions and the curves they were fitted with (no GEMM shape term, M_half 70, fp8
-# 0.71 of bf16, the first MoE medians): the hand-derived numbers below are of those constants; today's curves
-# (the shape term, session 31) are checked in tests/test_gemm_shapes.py
-KERNEL = Efficiency.kernel_calibrated(KERNEL_FRACTIONS_2026_12_04, CURVES_2026_12_04)
+#: The constants the hand-derived numbers below are worked at: step-v3's curves (no GEMM shape term, M_half 70, fp8 at
+#: 0.71 of bf16, the MoE layer at 39 µs + 15.3 ns a pair, no accelerator's own constants) at 0.70 / 0.63 / 0.36 ms. The
+#: shipped constants are checked in test_the_shipped_step_model_is_the_kernel_profile_at_its_fitted_fractions and
+#: tests/test_gemm_shapes.py.
+KERNEL = Efficiency.kernel_calibrated(V3_FRACTIONS, V3_CURVES)
 SCALAR = Efficiency.scalar()
 
 
@@ -128,18 +127,18 @@ def test_gemm_fraction_in_the_step_by_dtype():
 
 
 def test_mi300x_gemm_ceiling_is_scaled_by_amds_measured_best_case():
-    """AMD's MAF table (accelerators.toml maf_note): MI300X fp8 1273 TFLOP/s of a 2614.9 peak = 0.48682, against the
-    NVIDIA tables' shape-free fp8 0.548 (the curves until session 31): a = 0.48682 ÷ 0.548 = 0.88837; bf16 708 ÷
+    """AMD's MAF table (accelerators.toml maf_note): MI300X fp8 1273 TFLOP/s of a 2614.9 peak = 0.48682; curves without
+    the shape term compare it with the NVIDIA tables' shape-free fp8 0.548: a = 0.48682 ÷ 0.548 = 0.88837; bf16 708 ÷
     1307.4 = 0.54153, ÷ 0.797 = 0.67946. In the
     step, fp8 Llama 3.1 70B on 8 MI300X (TP: every GPU sees all M = 560 tokens): 0.70·0.71 = 0.497, ·0.88837 =
     0.441520, ·560/(560 + 70) = 0.392462. An H100 (no measurement in the catalog) keeps a = 1; a missing figure is 1."""
-    mi, old = load_accelerator("mi300x"), KernelCurves(**CURVES_2026_12_04)
+    mi, old = load_accelerator("mi300x"), KernelCurves(**V3_CURVES)
     assert old.attainable_factor(mi, "fp8") == pytest.approx(0.88837, abs=1e-5)
     assert old.attainable_factor(mi, "bf16") == pytest.approx(0.67946, abs=1e-5)
     assert old.attainable_factor(load_accelerator("h100-sxm"), "fp8") == 1.0
     # int8 (W8A8) follows fp8 in the curves, so it takes fp8's factor, not 1 (which would price it 12 % above fp8)
     assert old.attainable_factor(mi, "int8") == pytest.approx(0.88837, abs=1e-5)
-    # today's curves compare with the tables' shape-aware fraction AT the measurement's shape (N 3648, K 32896 for
+    # the shipped curves compare with the tables' shape-aware fraction AT the measurement's shape (N 3648, K 32896 for
     # fp8): 3648/(3648 + 1581) · 32896/(32896 + 215) = 0.697648 · 0.993507 = 0.693118; 0.767 · 0.693118 = 0.531621;
     # a = 0.486825 ÷ 0.531621 = 0.915737. bf16 (N 4864): 4864/4909 · 32896/32988 = 0.988070; 0.829 · 0.988070 =
     # 0.819110; a = 0.541533 ÷ 0.819110 = 0.661122
@@ -230,13 +229,12 @@ def test_scalar_profile_is_the_field_defaults_and_carries_no_curves():
     assert (e.compute, e.memory, e.interconnect, e.step_overhead_s) == (0.74, 0.84, 0.27, 2.7e-3)
 
 
-def test_the_shipped_step_model_is_the_kernel_profile_at_its_refitted_fractions():
-    """What a bare request, a bare Deployment and `--efficiency-file default` get: today's curves (the GEMM shape term,
-    session 31), at the fractions evidence.fractions's procedure fitted on seed 0's two thirds of the 196 rows on
-    2026-12-04, session 31 (0.6864 / 0.8959 / 3.806 ms / kv_reread 0.3868 / dequant_memory 0.9495 / loop 0.9806 ms,
+def test_the_shipped_step_model_is_the_kernel_profile_at_its_fitted_fractions():
+    """What a bare request, a bare Deployment and `--efficiency-file default` get: step-v8, the kernel curves at the
+    fractions evidence.fractions's procedure fitted on seed 0's two thirds of the 196 published rows (0.6864 /
+    0.8959 / 3.806 ms / kv_reread 0.3868 / dequant_memory 0.9495 / loop 0.9806 ms,
     evidence/fractions/choice-196/step-v4-seed0/report.json), shipped as 0.69 / 0.90 / 3.8 ms / 0.39 / 0.95 /
-    0.98 ms; interconnect and collective latency stay the scalar set's (used on links the curves do not cover). The
-    set shipped until then, "kernel-2026-12-04c", keeps the curves it was fitted at."""
+    0.98 ms; interconnect and collective latency stay the scalar set's (used on links the curves do not cover)."""
     import json
     from pathlib import Path
 
@@ -253,33 +251,37 @@ def test_the_shipped_step_model_is_the_kernel_profile_at_its_refitted_fractions(
             round(fit["kv_reread"], 2), round(fit["dequant_memory"], 2), round(fit["loop_overhead_s"], 5)) == (
         0.69, 0.90, 3.8e-3, 0.39, 0.95, 0.00098)
     assert (e.interconnect, e.collective_latency_s, e.overlap, e.kv_memory) == (0.27, 8e-6, 1.0, None)
+    # TensorRT-LLM's bytes outside its KV pool are the engine profile's (data/engines.toml), not the step model's
+    assert e.engine_non_torch_bytes is None
+    # its terms beside the fractions: llama.cpp's per-SM bounds and a TP group's barrier wait are on
+    assert (e.kernels.ggml_mmq_ops_per_cycle, e.kernels.ggml_sm_stream_bytes_per_cycle, e.kernels.tp_sync_loss) == (
+        520.0, 5.5, 0.14)
+    assert STEP_MODEL == "step-v8" and set(PROFILES) == {"default", "kernel", STEP_MODEL, "scalar"}
     assert e == Efficiency.kernel_calibrated() == Efficiency.from_file("default") == Efficiency.from_file("kernel")
-    # the dated profiles are their fractions and curves with TensorRT-LLM's memory rule of their date (session 32)
-    session31 = Efficiency.from_file("kernel-2026-12-04d")
-    assert session31.engine_non_torch_bytes == 0.6e9 and e.engine_non_torch_bytes is None
-    assert session31.kernels.own_pcie is False and e.kernels.own_pcie is True  # the per-card PCIe fractions: session 32
-    assert session31.kernels.own_weight_memory is False and e.kernels.own_weight_memory is True  # session 33's MI300X
-    ggml = {"ggml_mmq_ops_per_cycle": 520.0, "ggml_sm_stream_bytes_per_cycle": 5.5,  # session 34's llama.cpp bounds
-            "tp_sync_loss": 0.14}  # and session 35's barrier wait of a TP group on NVLink
-    assert session31.kernels.ggml_mmq_ops_per_cycle == 0.0 and e.kernels.ggml_mmq_ops_per_cycle == 520.0
-    assert replace(session31, engine_non_torch_bytes=None, kernels=replace(
-        session31.kernels, own_pcie=True, own_weight_memory=True, **ggml)) == e
-    session32 = Efficiency.from_file("kernel-2026-12-05a")  # session 32's final: today less session 33's and 34's
-    assert replace(session32, kernels=replace(session32.kernels, own_weight_memory=True, **ggml)) == e
-    session33 = Efficiency.from_file("kernel-2026-12-05b")  # session 33's final: today less llama.cpp's bounds
-    assert replace(session33, kernels=replace(session33.kernels, **ggml)) == e
-    session34 = Efficiency.from_file("kernel-2026-12-05c")  # session 34's final: today less the barrier wait
-    assert session34.kernels.tp_sync_loss == 0.0 and replace(session34, kernels=replace(
-        session34.kernels, tp_sync_loss=0.14)) == e
-    assert replace(Efficiency.from_file("kernel-2026-12-04"), engine_non_torch_bytes=None) == KERNEL
-    old = Efficiency.from_file("kernel-2026-12-04c")
-    assert (old.compute, old.kernels.m_half_tokens, old.kernels.n_half_fp8) == (0.72, 70.0, 0.0)
+    assert e == Efficiency.from_file("step-v8")
     assert Deployment.make(load_model("llama-3.1-8b"), load_accelerator("h100-sxm")).efficiency == e
     assert EfficiencyRequest().efficiency_spec() == e
     # a weight-bound step prices its weight read at 0.90 of HBM: Llama-3.1-8B bf16 body + LM head on an H100,
     # (6,979,588,096 + 525,336,576)·2 B = 15,009,849,344 B ÷ (3.35e12 · 0.90 = 3.015e12 B/s) = 4.9784 ms
     dep = Deployment.make(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"))
     assert float(decode_step(dep, 1, 1024).weights_s) == pytest.approx(15_009_849_344 / 3.015e12, rel=1e-9)
+
+
+def test_a_retired_profile_name_or_curve_field_is_a_one_line_error_listing_what_is_allowed(tmp_path, capsys):
+    """A step model no longer shipped (`--efficiency-file kernel-2026-12-05c`, no such file) names the profiles
+    there are; a saved efficiency whose `kernels` table has a field the curves no longer have (`own_pcie`) names the
+    fields there are. Both are one line on the command line, exit code 2."""
+    with pytest.raises(KokubanError, match="a named profile is one of: default, kernel, step-v8, scalar") as err:
+        Efficiency.from_file("kernel-2026-12-05c")
+    assert err.value.field == "efficiency_file"
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({"compute": 0.7, "kernels": {"own_pcie": False, "m_half_tokens": 70}}))
+    with pytest.raises(KokubanError, match=r"unknown kernels field\(s\) \['own_pcie'\]; allowed: .*tp_sync_loss"):
+        Efficiency.from_file(str(path))
+    for bad in ("kernel-2026-12-05c", str(path)):
+        assert main(["estimate", "llama-3.1-8b", "--gpu", "h100-sxm", "--efficiency-file", bad]) == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and ("allowed" in lines[0] or "one of" in lines[0])
 
 
 # ---- the profile as a file / name ---------------------------------------------------------------------
@@ -428,10 +430,11 @@ def test_plain_nccl_engine_pays_nccls_allreduce_latency():
 
 
 def test_calibrating_the_kernel_profile_fits_compute_memory_and_step(monkeypatch):
-    """`kokuban calibrate --source published --efficiency-file kernel` fits compute too (KERNEL_PARAMS since
-    2026-12-03), the pre-XQA KV re-read share (since 2026-12-04), the fused dequantising rate and the decode loop's
-    step (since session 29); without it the scalar set's four fields are
-    fitted. The fit itself is stubbed: only the choice is tested."""
+    """`kokuban calibrate --source published --efficiency-file kernel` fits `KERNEL_PARAMS` (compute, memory, the
+    step, the pre-XQA KV re-read share, the fused dequantising rate and the decode loop's step) from the shipped
+    fractions; without it the scalar set's four fields are fitted from the textbook ones. validation/profiles.py's
+    procedure for the shipped profile starts from the shipped fractions too. The fit itself is stubbed: only the
+    choice is tested."""
     import kokuban.validation.calibrate as cal
     from kokuban.usecases.validation import CalibrateRequest, run_calibrate
 
@@ -441,4 +444,21 @@ def test_calibrating_the_kernel_profile_fits_compute_memory_and_step(monkeypatch
     run_calibrate(CalibrateRequest(source="published"))
     assert seen[0][0] == ("compute", "memory", "step_overhead_s", "kv_reread", "dequant_memory", "loop_overhead_s")
     assert seen[0][1].kernels is not None
+    assert seen[0][1] == Efficiency.shipped()
     assert seen[1][0] == ("compute", "memory", "interconnect", "step_overhead_s") and seen[1][1].kernels is None
+    assert seen[1][1] == Efficiency.textbook()
+    cal.profile_procedures()["default"](0, 1 / 3)
+    assert seen[2][0] == cal.KERNEL_PARAMS and seen[2][1] == Efficiency.shipped()
+
+
+def test_the_shipped_step_models_held_out_figures():
+    """`KERNEL_PROFILE_FRACTIONS`' comment: step-v8 on seed 0's 59 held-out published rows (those its fractions were
+    not fitted on) reads median |error| 11.2 %, p90 33.4 %, as `kokuban calibrate --source published
+    --efficiency-file kernel` prints before it fits."""
+    from kokuban.validation.calibrate import holdout_mask
+
+    preds = accuracy(Efficiency.shipped()).predictions
+    held = holdout_mask([p.id for p in preds])
+    err = np.array([p.error for p in preds])[held]
+    assert (len(preds), int(held.sum())) == (196, 59)
+    assert (round(100 * float(np.median(err)), 1), round(100 * float(np.percentile(err, 90)), 1)) == (11.2, 33.4)

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from step_versions import V3_KV_REREAD_FRACTIONS, step_v3
 
 from kokuban.core import roofline
 from kokuban.errors import KokubanError
 from kokuban.specs.catalog import load_accelerator
-from kokuban.specs.hardware import NON_TORCH_BYTES_UNTIL_SESSION_32, Efficiency
-from kokuban.specs.kernels import CURVES_2026_12_04
+from kokuban.specs.hardware import Efficiency
 from kokuban.validation import accuracy
 from kokuban.validation.accuracy import (
     GENERIC_DEQUANT_MEMORY,
@@ -159,8 +159,7 @@ def _training_regimes(seeds: list[dict], loop_engines: tuple[str, ...], monkeypa
     rows = [r for r in load_published() if not r.id.startswith("trtllm09-")]  # the 100 rows the reports were run on
     groups: dict[str, list[float]] = {}
     for s in seeds:
-        eff = replace(Efficiency.kernel_calibrated(s["fitted"], CURVES_2026_12_04),  # the curves the reports ran at
-                      engine_non_torch_bytes=NON_TORCH_BYTES_UNTIL_SESSION_32)  # and their date's memory rule
+        eff = step_v3(s["fitted"])  # the curves and memory rule the reports ran at
         for row, held in zip(rows, holdout_mask([r.id for r in rows], 1 / 3, s["seed"]), strict=True):
             if held:
                 continue
@@ -197,7 +196,8 @@ def test_docs_choice_of_the_decode_loop_rules_is_the_reports(monkeypatch):
 
 
 def test_docs_clean_check_of_the_perfbench_rows():
-    """The 12 llm-perf-bench rows against the profile shipped before them (`kernel-2026-12-04b`) and the scalar set:
+    """The 12 llm-perf-bench rows against the step model shipped before them (step-v3 with the KV re-read rule,
+    `step_versions`; docs/validation.md names it `kernel-2026-12-04b`) and the scalar set:
     median and p90 |error| as docs/validation.md and the README quote them, and each engine's signed range."""
     rows = [r for r in load_published() if r.id.startswith("perfbench-")]
     text = " ".join((ROOT / "docs/validation.md").read_text().split())
@@ -206,13 +206,14 @@ def test_docs_clean_check_of_the_perfbench_rows():
         err = np.array([predict_row(r, eff).error for r in rows])
         return f"{100 * np.median(err):.1f} %", f"{100 * np.percentile(err, 90):.1f} %"
 
-    before, scalar = figures(Efficiency.from_file("kernel-2026-12-04b")), figures(Efficiency.scalar())
+    shipped_before = step_v3(V3_KV_REREAD_FRACTIONS)
+    before, scalar = figures(shipped_before), figures(Efficiency.scalar())
     assert (f"`kernel-2026-12-04b`): {before[0]} median, p90 {before[1]} (the scalar set {scalar[0]} / "
             f"{scalar[1]})") in text
     signed = {}
     for r in rows:
         signed.setdefault(r.id.split("-")[1], []).append(
-            100 * predict_row(r, Efficiency.from_file("kernel-2026-12-04b")).signed_error)
+            100 * predict_row(r, shipped_before).signed_error)
     r = {k: (f"{max(v):+.0f}", f"{min(v):+.0f}") for k, v in signed.items()}  # nearest to zero, then farthest
 
     def span(k, lo, hi):  # "−46 … −52 %" as the docs write a signed range

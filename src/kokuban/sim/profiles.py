@@ -113,10 +113,9 @@ class EngineProfile:
 
     def base_efficiency(self) -> Efficiency:
         """The step model this engine is simulated with when no efficiency is asked for: its `efficiency`
-        profile (None: the shipped step model, `Efficiency.shipped()`; a dated name such as "kernel-2026-12-02"
-        where the profile's overheads were fitted before a refit of the named profile) with its `step_overhead_s`
-        (None: the profile's own). The fitted overheads of the data file were fitted with
-        exactly this (`kokuban serving-accuracy --refit`), so a profile with fitted overheads names its step model."""
+        profile (a name of `specs.hardware.PROFILES`; None: the shipped step model, `Efficiency.shipped()`) with its
+        `step_overhead_s` (None: the profile's own). The fitted overheads of the data file were fitted with exactly
+        this (`kokuban serving-accuracy --refit`)."""
         from kokuban.specs.hardware import PROFILES
 
         if self.efficiency not in (None, *PROFILES):

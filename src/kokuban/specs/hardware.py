@@ -9,8 +9,8 @@ overridable, never hidden in a formula.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field, fields, replace
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kokuban.errors import KokubanError, require_positive
@@ -166,62 +166,64 @@ class Accelerator:
 
 @dataclass(frozen=True)
 class Efficiency:
-    """Achievable fractions of peak and fixed latencies.
+    """Achievable fractions of peak and fixed latencies: what a step of the roofline model reaches.
 
-    Two calibrated sets ship. The SHIPPED step model, what every command uses when no efficiency is asked for, is
-    the kernel profile (`Efficiency.shipped()` = `kernel_calibrated()`: the fractions of `KERNEL_PROFILE_FRACTIONS`
-    with the kernel curves set). The field defaults below are the SCALAR set (`Efficiency()` =
-    `Efficiency.scalar()`, the profile named "scalar"): one fraction per resource, for arithmetic done by hand on a
-    blackboard; `textbook()` holds the round uncalibrated fractions.
+    Two calibrated sets ship (`PROFILES`). The step model every command uses when no efficiency is asked for is
+    `STEP_MODEL` (`Efficiency.shipped()` = `kernel_calibrated()`, also named "default" and "kernel"): the fractions
+    of `KERNEL_PROFILE_FRACTIONS` with the kernel curves set (`specs.kernels.KernelCurves`). The field defaults below
+    are the SCALAR set (`Efficiency()` = `Efficiency.scalar()`, the profile "scalar"): one fraction per resource,
+    for arithmetic done by hand on a blackboard. `textbook()` holds round uncalibrated fractions, `ideal()` the
+    hardware's own limits.
 
-    The scalar defaults were fitted (`kokuban calibrate --source published`, log-error least squares) on two thirds
-    of the 43 published serving measurements then in `data/published_results.toml` and judged on the held-out third;
-    on the 88 rows before session 29 and their held-out third (seed 0, 26 rows) the scalar defaults give median
-    |error| 27.8 %, p90 91 %, against the textbook fractions' 27.4 %, p90 116 % (the unrounded fit, 0.742 / 0.835 /
-    0.271 / 2.74 ms, gives 28.0 %, p90 90 %; four of those rows are H200 runs of a decode kernel the scalar set has no
-    rule for; all rows: see the README); the refit of 2026-12-03 (33 of the 48 rows then), compute 0.465, gives 17.6 %
-    (docs/validation.md says why it is not shipped).
-    Before calibration they were the textbook fractions (compute 0.6, memory 0.8, interconnect 0.75, overhead 0).
+    The scalar set was fitted by `kokuban calibrate --source published` (log-error least squares of compute, memory,
+    interconnect and step overhead from the textbook fractions) on seed 0's training two thirds of the 43 rows an
+    earlier data/published_results.toml held. On seed 0's held-out third of the 88 rows a later version held (26
+    rows) it gives median |error| 27.8 %, p90 91 %, against the textbook fractions' 27.4 %, p90 116 %
+    (docs/validation.md, "Calibration on published results").
 
-    - compute 0.74: fraction of dense peak FLOP/s reached (cuBLAS GEMMs reach ~70-80 % of H100 peak;
-      whole-model prefill shows 40-60 % MFU).
-    - memory 0.84: fraction of HBM bandwidth a streaming weight read reaches (H100 SXM: ~2.6-3.0 of 3.35 TB/s).
-    - kv_memory None (= memory): fraction of bandwidth the attention kernels reach reading the KV cache;
-      the published rows do not pin it down (fitting it made the held-out error worse), so it follows
-      `memory`; CPU attention in eager PyTorch reaches far less (see validation/).
-    - interconnect 0.27: fraction of per-direction link bandwidth the decode-size all-reduces reach. Small
-      messages never reach bus bandwidth (nccl-tests reach ~80 % only for messages of hundreds of MB);
-      few published rows span several GPUs, so this value is the least certain.
-    - collective_latency_s 8e-6: fixed time per collective (NCCL LL protocol on NVLink: ~5-10 µs); not fitted.
-    - step_overhead_s 2.7e-3: fixed time per step outside the roofline (scheduling, sampling, launches,
-      detokenisation) as the published engine measurements imply.
-    - dequant_memory 0.6: fraction of the `memory` rate at which a dequantising kernel streams quantized weights
-      (weight-only int4/int8/nf4 on any GPU; fp8 or fp4 where the accelerator has no such unit: `dtypes.dequantises`).
-      In the scalar set an ASSUMPTION, the middle of the 0.5–0.7 of the bf16 rate that such kernels reach (issue 13:
-      they unpack, scale and convert each weight before the multiply). The kernel profile fits it (from 2026-12-04,
-      session 29, when 8 rows of fused 4-bit GEMV kernels, MLC LLM's and ExLlamaV2's, joined 5 others): fused kernels
-      hide the unpacking under the weight stream at batch 1. PyTorch's generic weight-only matmuls (gpt-fast) keep
-      the assumed 0.6 (`validation.accuracy.GENERIC_DEQUANT_ENGINES`).
+    - compute: fraction of dense peak FLOP/s a GEMM reaches. Scalar set 0.74 (cuBLAS GEMMs reach ~70-80 % of H100
+      peak; whole-model prefill shows 40-60 % MFU). With the kernel curves it is the bf16 large-M ceiling that the
+      curves scale by dtype, token count and shape (`specs.kernels.gemm_fraction`); step-v8 0.69.
+    - memory: fraction of HBM bandwidth a streaming weight read reaches (H100 SXM: ~2.6-3.0 of 3.35 TB/s). Scalar set
+      0.84, step-v8 0.90; an accelerator's own weight stream ratio scales it (`weight_memory_fraction`).
+    - kv_memory None (= memory): fraction of bandwidth the attention kernels reach reading the KV cache; the
+      published rows do not pin it down (fitting it made the held-out error worse), so it follows `memory`; CPU
+      attention in eager PyTorch reaches far less (a `validate` report fits it).
+    - interconnect 0.27: fraction of per-direction link bandwidth the decode-size all-reduces reach. Small messages
+      never reach bus bandwidth (nccl-tests reach ~80 % only for messages of hundreds of MB); few published rows span
+      several GPUs, so this value is the least certain. With the kernel curves it prices only links the curves do
+      not cover (`KernelCurves.covers`).
+    - collective_latency_s 8e-6: fixed time per collective (NCCL LL protocol on NVLink: ~5-10 µs); not fitted. With
+      the kernel curves, as `interconnect`.
+    - step_overhead_s: fixed time per step outside the roofline (scheduling, sampling, launches, detokenisation) as
+      the published engine measurements imply. Scalar set 2.7 ms, step-v8 3.8 ms; an engine profile of
+      data/engines.toml replaces it in the simulator.
+    - dequant_memory: fraction of the `memory` rate at which a dequantising kernel streams quantized weights
+      (weight-only int4/int8/nf4 on any GPU; fp8 or fp4 where the accelerator has no such unit:
+      `dtypes.dequantises`). Scalar set 0.6, an ASSUMPTION: the middle of the 0.5–0.7 of the bf16 rate such kernels
+      reach (issue 13: they unpack, scale and convert each weight before the multiply). Step-v8 fits it (0.95): fused
+      4-bit GEMV kernels (MLC LLM's, ExLlamaV2's) hide the unpacking under the weight stream at batch 1. PyTorch's
+      generic weight-only matmuls (gpt-fast) keep the assumed 0.6 (`validation.accuracy.GENERIC_DEQUANT_ENGINES`).
     - loop_overhead_s None (= step_overhead_s): the fixed time per step of an engine that runs one request's decode
-      loop with no serving scheduler, batcher or HTTP front (gpt-fast, MLC LLM, ExLlamaV2: the published
-      rows apply it to those, `validation.accuracy.LOOP_ENGINES`). The kernel profile fits it
-      (`KERNEL_PROFILE_FRACTIONS`); to price such an engine, pass it as the step overhead.
+      loop with no serving scheduler, batcher or HTTP front (gpt-fast, MLC LLM, ExLlamaV2: the published rows apply
+      it to those, `validation.accuracy.LOOP_ENGINES`). Step-v8 fits it (0.98 ms); to price such an engine, pass it
+      as the step overhead.
     - kv_reread 0: the fraction of a decode-attention kernel's repeated loads of a KV head that reach HBM, when the
       engine's kernel loads each KV head once per query head instead of once per step (`KernelCurves.kv_per_query_head`:
       TensorRT-LLM before XQA, `core.bytes.decode_kv_read_factor`); the rest hit the L2 cache. 0 in the scalar set
-      (its fit predates the rule); the kernel profile fits it (`KERNEL_PROFILE_FRACTIONS`).
+      (fitted without the rule); step-v8 fits it (0.39).
     - engine_non_torch_bytes None: the memory per GPU an engine of the "free_fraction" rule (TensorRT-LLM) holds
-      outside its KV pool when a published row is priced (`validation.accuracy.row_memory`): None is the engine
-      profile's (data/engines.toml: 3.0e9, fitted in session 32); the dated profiles of `PROFILES` set the 0.6e9
-      assumed until then (`NON_TORCH_BYTES_UNTIL_SESSION_32`), so that each reproduces the figures of its date. The
-      simulator sizes pools by the engine profile alone.
-    - kernels None: the scalars above price every GEMM and collective. Set (`kernel_calibrated()`, the shipped
-      "default" profile, `specs.kernels.KernelCurves`), the GEMM fraction depends on the dtype and the token count
-      and collectives on message size and link, fitted on measured kernel tables (docs/validation.md).
-    - overlap 1: the roofline — inside a kernel the shorter of compute and memory time hides entirely.
-      Not fitted on the GPU rows: letting it float lands at ~0 (times that add), which contradicts the
-      GPU kernel measurements the roofline rests on, on 31 rows that cannot separate it from compute and
-      memory; the CPU validation fits it (0.0–0.4 across splits: small-batch CPU GEMMs hide little).
+      outside its KV pool when a published row is priced (`validation.accuracy.row_memory`). None: the engine
+      profile's `non_torch_bytes` (data/engines.toml, with its source); a number replaces it there (how that value
+      is fitted: a grid of reserves, each scoring the rows). The simulator sizes pools by the engine profile alone.
+    - kernels None: the scalars above price every GEMM and collective. Set (`kernel_calibrated()`,
+      `specs.kernels.KernelCurves`), the GEMM fraction depends on the dtype, the token count and the shape, and
+      collectives on message size and link, fitted on measured kernel tables (the module docstring of
+      `specs.kernels`).
+    - overlap 1: the roofline — inside a kernel the shorter of compute and memory time hides entirely. Not fitted on
+      the GPU rows: letting it float lands at ~0 (times that add), which contradicts the GPU kernel measurements the
+      roofline rests on, on rows that cannot separate it from compute and memory; the CPU validation fits it
+      (0.0–0.4 across splits: small-batch CPU GEMMs hide little).
     """
 
     compute: float = 0.74
@@ -240,8 +242,8 @@ class Efficiency:
     @property
     def weight_memory_fraction(self) -> float:
         """Fraction of the memory bandwidth a weight read reaches: `memory` × the accelerator's own weight stream ratio
-        (its kernel curves' `weight_memory_ratio`, the catalog's `kernel_weight_memory_ratio`: the MI300X's, fitted in
-        session 33; 1 elsewhere and without curves)."""
+        (its kernel curves' `weight_memory_ratio`, the catalog's `kernel_weight_memory_ratio`: the MI300X's, fitted on
+        AMD's vLLM tables, its source in data/accelerators.toml; 1 elsewhere and without curves)."""
         return self.memory * (1.0 if self.kernels is None else self.kernels.weight_memory_ratio)
 
     @property
@@ -253,7 +255,7 @@ class Efficiency:
 
     def with_kernels(self, **changes: Any) -> Efficiency:
         """This efficiency with fields of its kernel curves changed (`KernelCurves`: `plain_nccl=True`,
-        `pcie_curve=False`, …); the scalar set, which has none, unchanged."""
+        `tp_sync_loss=0`, …); the scalar set, which has none, unchanged."""
         return self if self.kernels is None or not changes else replace(self, kernels=replace(self.kernels, **changes))
 
     @property
@@ -296,12 +298,11 @@ class Efficiency:
                           curves: dict[str, Any] | None = None) -> Efficiency:
         """The kernel profile: `kernels` set (`specs.kernels`: GEMM fraction by dtype, token count and shape,
         collectives by message size and link, groups that cross a node on the scale-out network), at the global
-        fractions of `KERNEL_PROFILE_FRACTIONS` (compute, memory, step overhead: their fit and source are there), or
-        the `fractions` given (`KERNEL_FRACTIONS_2026_12_02`: the profile "kernel-2026-12-02").
-        It is the shipped step model (`shipped()`, the profile named "default"; also named "kernel"). On NVLink
-        accelerators the curves replace `interconnect` and `collective_latency_s`; other links keep them
-        (`KernelCurves.covers`). `curves`: `KernelCurves` fields other than its defaults (`CURVES_2026_12_04`: the
-        curves a dated profile was fitted at)."""
+        fractions of `KERNEL_PROFILE_FRACTIONS` (their fit and source are there), or the `fractions` given.
+        With neither argument it is the shipped step model `STEP_MODEL` (`shipped()`, the profiles "default",
+        "kernel" and "step-v8"). On NVLink accelerators the curves replace `interconnect` and `collective_latency_s`;
+        other links keep them (`KernelCurves.covers`). `curves`: `KernelCurves` fields other than its defaults (a
+        term switched off, e.g. `{"tp_sync_loss": 0.0}`, to measure what it adds)."""
         from kokuban.specs.kernels import KernelCurves
 
         return cls(**(KERNEL_PROFILE_FRACTIONS if fractions is None else fractions),
@@ -309,10 +310,11 @@ class Efficiency:
 
     @classmethod
     def shipped(cls, curves: bool = True) -> Efficiency:
-        """THE shipped step model: what every estimate, simulation and accuracy report uses when no efficiency is
-        asked for. It is the kernel profile (`kernel_calibrated()`): on seed 0's held-out third of the published
-        rows and over five splits it beats the scalar set (docs/validation.md, validation/profiles/report.md).
-        `curves=False`: its fractions without the curves (what `--help` quotes: the curves' module loads numpy)."""
+        """THE shipped step model, `STEP_MODEL`: what every estimate, simulation (every engine profile of
+        data/engines.toml that names no other) and accuracy report uses when no efficiency is asked for. It is the
+        kernel profile (`kernel_calibrated()`): on seed 0's held-out third of the published rows and over five splits
+        it beats the scalar set (docs/validation.md, validation/profiles/report.md). `curves=False`: its fractions
+        without the curves (what `--help` quotes: the curves' module loads numpy)."""
         return cls.kernel_calibrated() if curves else cls(**KERNEL_PROFILE_FRACTIONS)
 
     def __post_init__(self) -> None:
@@ -355,11 +357,12 @@ class Efficiency:
     def from_file(cls, path: str) -> Efficiency:
         """An efficiency set saved as JSON or TOML: its fields at the top level, or under `after` (what
         `kokuban calibrate --json` prints: the fitted set) or `efficiency` (what estimate's JSON carries).
-        A name of `PROFILES` (no file) is that profile: `default` (= `kernel`, the shipped kernel profile) or
-        `scalar`. A file is a set of scalars unless it has a `kernels` table (the curves' parameters,
-        `specs.kernels.KernelCurves`, which switches the curves on with those values): its unset fields keep the
-        scalar defaults (`scalar()`), so a file saved before the kernel profile was shipped means what it meant;
-        an unknown field is a one-line error."""
+        A name of `PROFILES` (no file) is that profile: `default` (= `kernel` = `step-v8`, the shipped step model)
+        or `scalar`; a name that is neither a profile nor a file is a one-line error listing the profiles. A file is
+        a set of scalars unless it has a `kernels` table (the curves' parameters, `specs.kernels.KernelCurves`, which
+        switches the curves on with those values): its unset fields keep the scalar defaults (`scalar()`), so a file
+        without curves means the scalar set with its changes; an unknown field (of the set or of its `kernels`) is a
+        one-line error listing the allowed ones."""
         from kokuban.specs.files import read_json, read_toml
 
         if str(path) in PROFILES:
@@ -368,7 +371,8 @@ class Efficiency:
             read = read_toml if str(path).endswith(".toml") else read_json
             data = read(path, "efficiency file")
         except KokubanError as exc:
-            raise KokubanError(exc.reason, field="efficiency_file", value=str(path)) from None
+            named = "" if os.path.exists(path) else f"; a named profile is one of: {', '.join(PROFILES)}"
+            raise KokubanError(exc.reason + named, field="efficiency_file", value=str(path)) from None
         if isinstance(data, dict):
             data = data.get("after", data.get("efficiency", data))
         if not isinstance(data, dict):
@@ -403,110 +407,29 @@ def _kernel_curves_type() -> type:
     return KernelCurves
 
 
-#: The global fractions of the kernel profile (`Efficiency.kernel_calibrated`) from 2026-12-04 until its second refit
-#: that day (`KERNEL_FRACTIONS_2026_12_04B`), fitted with
-#: the curves set by `kokuban calibrate --source published --efficiency-file kernel` (log-error least squares of
-#: `calibrate.KERNEL_PARAMS`, seed 0's training two thirds, 33 of the 48 rows of data/published_results.toml; run
-#: 2026-12-04): compute 0.6984, memory 0.6333, step_overhead_s 0.363 ms, shipped rounded. Seed 0's 15 held-out rows:
-#: median |error| 10.8 %, p90 25.7 % (11.0 % / 26.0 % rounded; the scalar set 19.8 % / 56 %); refitted after the
-#: same day's MI300X GEMM ceiling and llama.cpp prompt fix: 0.7010 / 0.6338 / 0.366 ms, the rounded set kept (held
-#: out 10.9 % / 22.1 %). The fractions of
-#: 2026-12-02 below, fitted on the 43 rows then, read 5.5 % / 24.1 % there; they are not kept, since choosing by
-#: that held-out score would spend it. The memory fraction is lower than vLLM's own H100 runs reach: the published
-#: rows mix engines that stream weights more slowly. The 29 TensorRT-LLM 0.5/0.6.1 rows added later the same day were
-#: never fitted: on them these fractions read 15.5 % / 49.9 %; the 19 static-batch throughput rows too slow on the
-#: median row (−14 %: they read KV at ~0.78 of HBM bandwidth), the 10 first-token rows too fast (+13 %). Not
-#: refitted, so that those rows stay a test (docs/validation.md, "The set grows").
-KERNEL_FRACTIONS_2026_12_04: dict[str, float] = {"compute": 0.70, "memory": 0.63, "step_overhead_s": 0.36e-3}
-#: The second refit of 2026-12-04, with the rule for decode kernels that load a KV head once per query head
-#: (`kv_reread`, `core.bytes.decode_kv_read_factor`) and the Huber loss (`calibrate.PUBLISHED_LOSS`): the procedure
-#: of validation/profiles.py on seed 0's training two thirds, 55 of the 77 rows then in the set: compute 0.6862, memory
-#: 0.8408, step_overhead_s 2.592 ms, kv_reread 0.4945, shipped rounded (seed 0 of validation/profiles/choice-77/
-#: log_huber-rule: `python validation/profiles.py --profile default --exclude-source blogs/`). On the rows it never
-#: saw: seed 0's 22 held-out rows 9.5 % / 18.1 % (median / p90 |error|; the set above 10.5 % / 22.6 %), and the 11 rows
-#: of NVIDIA's H200 blogs added afterwards by a rule fixed before any prediction 13.1 % / 48.9 % (the set above 7.7 % /
-#: 141.7 %): the rule halves the error of the rows without XQA (+141.7 → +48.9 %, +209.6 → +92.8 %) but too little, and
-#: the rows with XQA at 2,048 and 4,096 output tokens are +30 and +41 % too fast (docs/validation.md, "The set grows
-#: again"). The memory fraction rises from 0.63 to 0.84 once the pre-XQA rows no longer pull it down.
-KERNEL_FRACTIONS_2026_12_04B: dict[str, float] = {"compute": 0.69, "memory": 0.84, "step_overhead_s": 2.6e-3,
-                                                  "kv_reread": 0.49}
-#: The third refit of 2026-12-04 (session 29), once 12 single-GPU 4-bit rows (llm-perf-bench: MLC LLM, ExLlamaV2,
-#: llama.cpp on RTX 4090 / 3090 Ti) had joined: the same procedure with two more fitted fields, the rate of fused
-#: dequantising kernels (`dequant_memory`) and the fixed step of single-request decode loops (`loop_overhead_s`,
-#: `validation.accuracy.LOOP_ENGINES`), on seed 0's training two thirds of the 100 rows: compute 0.7208, memory
-#: 0.8936, step_overhead_s 4.637 ms, kv_reread 0.7618, dequant_memory 1.0, loop_overhead_s 1.207 ms, shipped rounded
-#: (`python validation/profiles.py` on those rows, seed 0: validation/profiles/choice-100/B-chosen). Freed from the
-#: batch-1 loops, the serving engines' fixed step rises from 2.6 to 4.6 ms, which TensorRT-LLM 0.5's short first tokens
-#: (7 ms for Llama-2-7B's 128 tokens on an H100) bear out.
-#: On seed 0's 29 held-out rows: 9.9 % / 26.4 % (median / p90 |error|) at the fit, 10.0 % / 26 % rounded; five splits in
-#: docs/validation.md. On the 96 rows of TensorRT-LLM 0.9's tables added afterwards (never fitted): 11.6 % / 48.9 %,
-#: Mixtral 8x7B at 34.3 % (docs/validation.md, "A clean check on 96 rows no fit has seen").
-KERNEL_FRACTIONS_2026_12_04C: dict[str, float] = {"compute": 0.72, "memory": 0.89, "step_overhead_s": 4.6e-3,
-                                                  "kv_reread": 0.76, "dequant_memory": 1.0, "loop_overhead_s": 1.2e-3}
-#: The fourth refit of 2026-12-04 (session 31), with today's curves (the GEMM shape factor, the medians refitted in its
-#: form, the A100's own constants: `specs.kernels`): the same procedure on seed 0's training two thirds of the 196 rows
-#: then in the set (`python validation/profiles.py --profile default --seeds 0`, validation/profiles/choice-196/
-#: session31-seed0): compute 0.6864, memory 0.8959, step_overhead_s 3.806 ms, kv_reread 0.3868, dequant_memory 0.9495,
-#: loop_overhead_s 0.9806 ms, shipped rounded. On seed 0's 59 held-out rows: 9.2 % / 34.0 % (median / p90 |error|),
-#: where the curves before session 31 refitted by the same procedure on the same split gave 11.0 % / 32.7 %
-#: (validation/profiles/report.md). The checks no fit saw: docs/validation.md, "Session 31".
-KERNEL_FRACTIONS_2026_12_04D: dict[str, float] = {"compute": 0.69, "memory": 0.90, "step_overhead_s": 3.8e-3,
-                                                  "kv_reread": 0.39, "dequant_memory": 0.95, "loop_overhead_s": 0.98e-3}
-#: The shipped ones are the latest dated set: a refit adds a new dated set and points this name at it, so that what
-#: was fitted at an old one (TensorRT-LLM's serving overheads: the profile "kernel-2026-12-04") keeps its step model.
-KERNEL_PROFILE_FRACTIONS: dict[str, float] = KERNEL_FRACTIONS_2026_12_04D
+#: The version of the shipped step model (`Efficiency.shipped()`): the roofline step with the kernel curves of
+#: `specs.kernels` (GEMM fraction by dtype, token count and shape; collectives by message size and link; an
+#: accelerator's own measured constants; llama.cpp's per-SM bounds; a tensor-parallel group's barrier wait) at the
+#: fractions of `KERNEL_PROFILE_FRACTIONS`. A change of a formula or of a fitted constant that moves a priced step
+#: makes a new version.
+STEP_MODEL = "step-v8"
 
-#: The kernel profile's fractions until 2026-12-04: memory and step_overhead_s refitted with the curves, compute held
-#: at the scalar set's 0.74, on seed 0's two thirds of the 43 rows of 2026-12-02. Kept because what was fitted at
-#: them is only valid at them: vLLM V1's serving overheads (data/engines.toml, the profile "kernel-2026-12-02") and
-#: the MoE layer constants of `specs.kernels` (validation/kernel_tables.py).
-KERNEL_FRACTIONS_2026_12_02: dict[str, float] = {"compute": 0.74, "memory": 0.89, "step_overhead_s": 2.15e-3}
+#: The global fractions of the shipped step model (`Efficiency.kernel_calibrated`), FITTED by validation/profiles.py's
+#: procedure (`validation.calibrate.profile_procedures`, "default": `calibrate.KERNEL_PARAMS` by Huber's loss on the
+#: log error, `calibrate.PUBLISHED_LOSS`) on seed 0's training two thirds of the 196 rows of
+#: data/published_results.toml (137 rows): compute 0.6864, memory 0.8959, step_overhead_s 3.806 ms, kv_reread 0.3868,
+#: dequant_memory 0.9495, loop_overhead_s 0.9806 ms (validation/profiles/choice-196/session31-seed0/report.json),
+#: shipped rounded. On seed 0's 59 held-out rows: median |error| 9.2 %, p90 34.0 % at the fit. They were fitted with
+#: the curves' GEMM shape term and per-accelerator constants; the terms the curves have beside those (PCIe
+#: all-reduce fractions of the PCIe servers, the MI300X's weight stream ratio, llama.cpp's per-SM bounds, the barrier
+#: wait) were each fitted on their own rows with these fractions held (`specs.kernels.KernelCurves`, the catalog's
+#: `kernel_note`s, data/engines.toml). With all of them (step-v8) the same 59 rows read 11.2 %, p90 33.4 % (the
+#: "before" of `kokuban calibrate --source published --efficiency-file kernel`).
+KERNEL_PROFILE_FRACTIONS: dict[str, float] = {"compute": 0.69, "memory": 0.90, "step_overhead_s": 3.8e-3,
+                                              "kv_reread": 0.39, "dequant_memory": 0.95, "loop_overhead_s": 0.98e-3}
 
-#: TensorRT-LLM's memory outside its KV pool as assumed until session 32 (data/engines.toml has the fitted value since)
-NON_TORCH_BYTES_UNTIL_SESSION_32 = 0.6e9
-
-
-#: a tensor-parallel group's barrier wait (`KernelCurves.tp_sync_loss`, session 35) switched off: what every dated
-#: profile goes without
-NO_SYNC = {"tp_sync_loss": 0.0}
-#: llama.cpp's per-SM bounds (`KernelCurves.ggml_*`, session 34) switched off, and the barrier wait: what every dated
-#: profile before session 34's goes without
-NO_GGML = {"ggml_mmq_ops_per_cycle": 0.0, "ggml_sm_stream_bytes_per_cycle": 0.0} | NO_SYNC
-
-
-def _dated(fractions: dict[str, float], curves: bool = True,
-           non_torch_bytes: float = NON_TORCH_BYTES_UNTIL_SESSION_32) -> Efficiency:
-    """A dated profile: its fractions at the curves they were fitted with (`specs.kernels.CURVES_2026_12_04`; with
-    `curves` False today's, less the PCIe all-reduce fractions the catalog gained in session 32) and TensorRT-LLM's
-    memory rule of its date (`engine_non_torch_bytes`)."""
-    from kokuban.specs.kernels import CURVES_2026_12_04
-
-    eff = Efficiency.kernel_calibrated(fractions, CURVES_2026_12_04 if curves else {
-        "own_pcie": False, "own_weight_memory": False} | NO_GGML)
-    return replace(eff, engine_non_torch_bytes=non_torch_bytes)
-
-
-#: Named efficiency profiles `--efficiency-file` accepts instead of a path: "default" is the shipped step model;
-#: "kernel-2026-12-02" the kernel profile at its fractions until that refit (what vLLM V1's serving overheads need),
-#: "kernel-2026-12-04" at the fractions of that refit (what TensorRT-LLM's need), "kernel-2026-12-04b" the set shipped
-#: before session 29's refit, "kernel-2026-12-04c" the set shipped until session 31, each at the curves it was fitted
-#: with (`specs.kernels.CURVES_2026_12_04`: no GEMM shape term, no accelerator's own constants); "kernel-2026-12-04d"
-#: the shipped fractions at today's curves: session 31's step model; "kernel-2026-12-04e" the same with TensorRT-LLM's
-#: 3.0e9 outside its KV pool (session 32's first change, what its clean checks of 0.15 and v0.20 adopted). Each keeps
-#: TensorRT-LLM's memory rule of its date (`NON_TORCH_BYTES_UNTIL_SESSION_32` until then), and none has the PCIe
-#: all-reduce fractions the catalog gained after (`KernelCurves.own_pcie`); "kernel-2026-12-05a" is session 32's final
-#: step model, the one session 33's clean checks predicted: today's without the accelerators' own weight stream ratios
-#: (`KernelCurves.own_weight_memory`), which no dated profile has; "kernel-2026-12-05b" session 33's final step model,
-#: today's without llama.cpp's per-SM bounds (`NO_GGML`: MMQ's rate and MMVQ's stream, session 34), which no dated
-#: profile has; "kernel-2026-12-05c" session 34's final step model, today's without a tensor-parallel group's barrier
-#: wait (`NO_SYNC`, session 35); "default" has all of them.
-PROFILES = {"default": Efficiency.shipped, "kernel": Efficiency.kernel_calibrated, "scalar": Efficiency.scalar,
-            "kernel-2026-12-02": partial(_dated, KERNEL_FRACTIONS_2026_12_02),
-            "kernel-2026-12-04": partial(_dated, KERNEL_FRACTIONS_2026_12_04),
-            "kernel-2026-12-04b": partial(_dated, KERNEL_FRACTIONS_2026_12_04B),
-            "kernel-2026-12-04c": partial(_dated, KERNEL_FRACTIONS_2026_12_04C),
-            "kernel-2026-12-04d": partial(_dated, KERNEL_FRACTIONS_2026_12_04D, curves=False),
-            "kernel-2026-12-04e": partial(_dated, KERNEL_FRACTIONS_2026_12_04D, curves=False, non_torch_bytes=3.0e9),
-            "kernel-2026-12-05a": partial(Efficiency.kernel_calibrated, None, {"own_weight_memory": False} | NO_GGML),
-            "kernel-2026-12-05b": partial(Efficiency.kernel_calibrated, None, NO_GGML),
-            "kernel-2026-12-05c": partial(Efficiency.kernel_calibrated, None, NO_SYNC)}
+#: Named efficiency profiles `--efficiency-file` (and an engine profile's `efficiency`) accept instead of a path:
+#: "default", "kernel" and `STEP_MODEL` are the shipped step model; "scalar" the one-fraction-per-resource set for
+#: blackboard arithmetic (`Efficiency.scalar()`).
+PROFILES = {"default": Efficiency.shipped, "kernel": Efficiency.kernel_calibrated,
+            STEP_MODEL: Efficiency.kernel_calibrated, "scalar": Efficiency.scalar}

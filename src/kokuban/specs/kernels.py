@@ -1,17 +1,20 @@
 """Kernel curves: achievable GEMM throughput by dtype and token count, collectives by message size and link.
 
-The "kernel" efficiency profile (`Efficiency.kernel_calibrated()`, the shipped step model) replaces three
-scalars of the scalar profile (`Efficiency.scalar()`) by curves with few parameters and a stated form, each a
-small pure function below:
+The kernel curves are what the shipped step model (`specs.hardware.STEP_MODEL`, `Efficiency.kernel_calibrated()`)
+puts in place of three scalars of the scalar profile (`Efficiency.scalar()`): curves with few parameters and a
+stated form, each a small pure function below:
 
     GEMM fraction     e(dtype, M) = compute · r_dtype · a · s · M ÷ (M + M_half), or compute · r_dtype · a · s at
                       M ≤ M_gemv (`gemm_fraction`);  s = the shape factor of the GEMMs one GPU runs, their N and K
                       after the layout's split: N/(N + N_half)·K/(K + K_half) each, FLOP-weighted
-                      (`gemm_shape_factor`, `layer_shape_factor`, `Deployment.gemm_shapes`; session 31)
+                      (`gemm_shape_factor`, `layer_shape_factor`, `Deployment.gemm_shapes`)
     all-reduce        t = min(α₁ + (N−1)·S ÷ (f·B),  α₂ + 2(N−1)/N·S ÷ (f·B))  one-shot | two-shot (`allreduce_time_s`)
     all-to-all        t = α + [on-node bytes ÷ (f·B)] + [off-node bytes ÷ (f_net·B_net)]          (`alltoall_time_s`)
     NCCL all-reduce   t = α₀ + α₁·(N−1) + 2(N−1)/N·S ÷ (f·B)   for an engine without a custom kernel (`plain_nccl`)
     MoE layer extra   t = L_moe·(α_moe + β_moe·P)   beside the expert GEMMs, added to the step (`moe_dispatch_time_s`)
+    PCIe all-reduce   t = α_p·(N−1) + 2(N−1)/N·S ÷ (f_p·B) + c_p·√S          (below; `pcie_allreduce_time_s`)
+    TP barrier wait   step = body·(1 + ℓ) + overhead, a tensor-parallel group on NVLink   (`core.roofline.tp_sync_loss`)
+    llama.cpp (GGUF)  MMVQ stream ≤ n_SM·(b_SM + c_SM·f_boost), MMQ FLOP/s = n_SM·f_boost·r  (`roofline.ggml_per_sm`)
 
 a is the accelerator's attainable factor (`gemm_attainable_factor`: 1 unless its vendor measured its GEMMs),
 M is the token count of the GEMM (a decode batch, a prefill chunk, or the tokens one routed expert receives),
@@ -30,15 +33,15 @@ h200_sxm and b200_sxm (downloaded and read 2026-12-03). `validation/kernel_table
 from those files; what it printed:
 
     GEMM t = t₀ + max(2MNK ÷ (peak·e·M/(M+M_half)·N/(N+N_half)·K/(K+K_half)), bytes ÷ (HBM·μ)), N, K ≥ 256,
-    log-least-squares (session 31: the shape-aware form; rms log error bf16 0.12–0.17, fp8 0.07, against 0.12–0.17
-    and 0.21–0.22 without the N, K terms, which fp8 needs: its fraction halves at N ≈ 1,600)
+    log-least-squares (rms log error bf16 0.12–0.17, fp8 0.07, against 0.12–0.17 and 0.21–0.22 for the same form
+    without the N, K terms, which fp8 needs: its fraction halves at N ≈ 1,600)
       h100-sxm bf16 e 0.832 M_half 111 N_half 44 K_half 128 | fp8 e 0.767 (0.92× bf16) M_half 95 N_half 1581 K_half 192
       h200     bf16 e 0.829 M_half 82 N_half 45 K_half 92   | fp8 e 0.779 (0.94× bf16) M_half 77 N_half 1416 K_half 215
       b200     bf16 e 0.800 M_half 241 N_half 227 K_half 57 | fp8 e 0.731 (0.91× bf16) M_half 173 N_half 1899 K_half 224
       b200 nvfp4: the shape form does not fit it (μ 0.44, rms 0.22); shape-free, N, K ≥ 1024: e 0.380 (0.47× bf16's
       shape-aware e) M_half 21: fp4 keeps no shape term (`shape_halves`)
-    Until session 31 the form had no N, K terms (N, K ≥ 1024): bf16 e 0.797 / 0.802 / 0.708, M_half 97 / 71 / 147;
-    fp8 0.548 / 0.569 / 0.518 (0.71× bf16), M_half 23 / 19 / 102 (`CURVES_2026_12_04`, what the dated profiles keep).
+      the form without the N, K terms (N, K ≥ 1024): bf16 e 0.797 / 0.802 / 0.708, M_half 97 / 71 / 147; fp8 e 0.548 /
+      0.569 / 0.518 (0.71× bf16), M_half 23 / 19 / 102 (h100-sxm / h200 / b200; `TABLE_GEMM_FRACTION_SHAPE_FREE`)
     custom all-reduce (TensorRT-LLM), N = 2, 4, 8
       h100-sxm one-shot 3.0 µs, two-shot 25.7 µs, f 0.72 | h200 3.0, 20.7, 0.73 | b200 5.0, 29.0, 0.63
     NCCL all-to-all, N = 2, 4, 8: h100-sxm 9.8 µs, f 0.57 | h200 9.3 µs, 0.58 | b200 12.7 µs, 0.44
@@ -49,8 +52,8 @@ from those files; what it printed:
     layer, β per routed pair
       h100-sxm fp8 34.9 µs, 3.0 ns | bf16 37.6, 16.3 | h200 fp8 33.6, 0.0 | bf16 39.6, 11.3
       | b200 fp8 34.0, 6.8 | bf16 34.3, 11.6   | b200 nvfp4 49.7 µs, 19.9 ns (the only fp4 table: not in the medians,
-      used as it is for an fp4 compute dtype, `KernelCurves.moe_constants`). (Fitted at the shape-free form until
-      session 31: 39 µs and 15.3 ns; without them kokuban's MoE layer was 2.3–5.3× too fast at the median row.)
+      used as it is for an fp4 compute dtype, `KernelCurves.moe_constants`). Without such terms kokuban's MoE layer
+      was 2.3–5.3× faster than the tables' median row (measured with the GEMM form without its N, K terms).
 
 The constants are the medians across the three GPUs (rounded; M_half the median of the six bf16 and fp8 fits, 103);
 int8 (SmoothQuant W8A8) has no Hopper table and is ASSUMED to follow fp8. The GEMM's absolute bf16 fraction is not
@@ -65,7 +68,7 @@ as bf16) at the measurement's own shape (`MAF_SHAPE`: the shape factor of N 4864
 0.542 ÷ (0.829 · 0.988) = 0.66, fp8 0.487 ÷ (0.767 · 0.693) = 0.92. Both are best-case shapes
 measured by the vendors' own tools, so a compares like with like; the serving derate (`Efficiency.compute`) is
 kept for both vendors (an ASSUMPTION: no table measures hipBLASLt at serving shapes).
-PCIe all-reduce (NCCL's ring; no engine runs a custom all-reduce over PCIe, session 30):
+PCIe all-reduce (NCCL's ring; no engine runs a custom all-reduce over PCIe):
     t = α_p·(N−1) + 2(N−1)/N·S ÷ (f_p·B) + c_p·√S                                      (`pcie_allreduce_time_s`)
 B the card's per-direction PCIe bandwidth; the √S term is a chunked ring's pipeline fill (the optimal pipelined time
 (√(α·k) + √(S·β))² has a cross term 2√(α·k·β·S)). No table of the package measures PCIe. CALIBRATION DATA: a
@@ -108,8 +111,9 @@ GEMV_MAX_TOKENS = 4.0
 #: The large-M GEMM fraction of peak the NVIDIA tables reached, per dtype (module docstring: the median of
 #: h100-sxm, h200 and b200; fp4 is b200's alone): what a vendor's measured best case is compared with.
 TABLE_GEMM_FRACTION = {"bf16": 0.829, "fp16": 0.829, "fp8": 0.767, "fp4": 0.380}
-#: The same tables' large-M fractions in the shape-free form (no N, K term), what curves without a shape term compare
-#: a vendor's measurement with (`CURVES_2026_12_04`).
+#: The same tables' large-M fractions fitted in the form without the N, K terms (N, K ≥ 1024; module docstring: bf16
+#: 0.797 / 0.802 / 0.708, fp8 0.548 / 0.569 / 0.518, medians): what curves whose shape term is switched off (halves
+#: 0, `shape_halves`) compare a vendor's measurement with, so that both fractions come from the same form.
 TABLE_GEMM_FRACTION_SHAPE_FREE = {"bf16": 0.797, "fp16": 0.797, "fp8": 0.548, "fp4": 0.380}
 
 #: The shape (N, K) of the vendor GEMM measurements of the catalog (`maf_flops_*`): AMD's "max-achievable FLOPs"
@@ -120,16 +124,6 @@ MAF_SHAPE = {"bf16": (4864.0, 32896.0), "fp16": (4864.0, 32896.0), "fp8": (3648.
 #: Default scale-out latency and fraction of the NIC line rate (ASSUMED: see the module docstring).
 SCALEOUT_LATENCY_S = 10e-6
 SCALEOUT_FRACTION = 0.8
-
-
-#: The curves as they were until session 31 (the GEMM fraction without its shape term, the first medians: M_half 70, fp8
-#: and int8 0.71 of bf16, fp4 0.54; the MoE constants fitted at that form; no accelerator's own constants): what the
-#: dated profiles fitted at them keep (`Efficiency.kernel_calibrated(fractions, curves)`, `specs.hardware.PROFILES`).
-CURVES_2026_12_04: dict[str, Any] = {
-    "m_half_tokens": 70.0, "fp8_ratio": 0.71, "fp4_ratio": 0.54, "int8_ratio": 0.71, "n_half_bf16": 0.0,
-    "k_half_bf16": 0.0, "n_half_fp8": 0.0, "k_half_fp8": 0.0, "moe_layer_s": 39e-6, "moe_pair_s": 15.3e-9,
-    "moe_layer_fp4_s": 49.9e-6, "moe_pair_fp4_s": 21.4e-9, "per_accelerator": False, "ggml_mmq_ops_per_cycle": 0.0,
-    "ggml_sm_stream_bytes_per_cycle": 0.0, "tp_sync_loss": 0.0}
 
 
 @dataclass(frozen=True)
@@ -164,32 +158,32 @@ class KernelCurves:
     moe_layer_fp4_s: float = 49.7e-6
     moe_pair_fp4_s: float = 19.9e-9
     gemm_ceiling_factor: float = 1.0  # an accelerator's own large-M GEMM fraction ÷ the medians' (`attainable_factor`)
-    weight_memory_ratio: float = 1.0  # an accelerator's own weight stream ÷ the fitted memory fraction's (session 33)
+    weight_memory_ratio: float = 1.0  # an accelerator's own weight stream ÷ the fitted memory fraction's
     plain_nccl: bool = False  # the engine all-reduces with NCCL (torch.distributed), not a custom kernel
     kv_per_query_head: bool = False  # the engine's decode attention loads a KV head per query head (no GQA sharing)
-    pcie_curve: bool = True  # PCIe all-reduces on `pcie_allreduce_time_s` (False: the flat scalars, before session 30)
     per_accelerator: bool = True  # an accelerator's own measured constants replace these (`for_accelerator`)
-    own_pcie: bool = True  # with them, its own PCIe all-reduce fraction (session 32; False: before it)
-    own_weight_memory: bool = True  # with them, its own weight stream ratio (session 33; False: before it)
-    #: llama.cpp's quantized CUDA kernels (ggml's MMVQ and MMQ) bound per SM (`core.roofline.ggml_per_sm`; session 34,
-    #: validation/clean-checks/llamacpp-sm/); 0 = no such bound. MMQ's operations per SM per cycle: FITTED (520) on six
-    #: pp512 rows of the scoreboard (RTX 5090, 3090 Ti, A100; fit_session34.py), judged on 30 rows of fifteen GPUs no
-    #: fit had seen: 37.3 % → 12.4 % median |error|, SHIPPED. MMVQ's bytes/s per SM: fitted (9.0e9) the same way on six
-    #: tg128 rows, judged on 30: 5.2 % → 6.4 % (the A30, an HBM part, 42.1 % → 7.9 %, but the Blackwell cards draw more
-    #: per SM: RTX 5070 Ti 1.9 % → 20.2 %), NOT shipped: 0 (the per-cycle form below took its place)
+    #: llama.cpp's quantized CUDA kernels (ggml's MMVQ and MMQ) bound per SM (`core.roofline.ggml_per_sm`,
+    #: validation/clean-checks/llamacpp-sm/); 0 = no such bound. MMVQ's bytes/s per SM, a constant one: fitted (9.0e9)
+    #: on six tg128 rows of the llama.cpp CUDA scoreboard and judged on 30 (5.2 % → 6.4 % median |error|: the A30, an
+    #: HBM part, 42.1 % → 7.9 %, the Blackwell cards worse, RTX 5070 Ti 1.9 % → 20.2 %), NOT used: 0 (the per-cycle
+    #: form below)
     ggml_sm_stream_bytes_per_s: float = 0.0
-    #: MMVQ's bytes per SM per clock cycle (the third candidate, A2; validation/clean-checks/llamacpp-xd/): the bytes/s
-    #: one SM draws are ggml_sm_stream_bytes_per_s + this × the boost clock. FITTED (5.5) on the 36 scoreboard decode
-    #: rows of 18 GPUs read by then (fit_session34.py), judged on XiongjieDai's llama-bench notebooks (64 decode rows of
-    #: Llama 3 8B/70B Q4_K_M on nine GPUs): 30.4 % → 19.8 % median |error|, HBM parts 92.5 → 14.0 %, GDDR unchanged;
-    #: SHIPPED
+    #: MMVQ's bytes per SM per clock cycle (validation/clean-checks/llamacpp-xd/): the bytes/s one SM draws are
+    #: ggml_sm_stream_bytes_per_s + this × the boost clock. FITTED (5.5) on 36 scoreboard decode rows of 18 GPUs
+    #: (validation/clean-checks/fit_session34.py), judged on XiongjieDai's llama-bench notebooks (64 decode rows of
+    #: Llama 3 8B/70B Q4_K_M on nine GPUs, no fit saw them): 30.4 % → 19.8 % median |error| against no bound, HBM parts
+    #: 92.5 → 14.0 %, GDDR unchanged
     ggml_sm_stream_bytes_per_cycle: float = 5.5
+    #: MMQ's operations per SM per cycle: FITTED (520) on six pp512 rows of the scoreboard (RTX 5090, 3090 Ti, A100;
+    #: validation/clean-checks/fit_session34.py), judged on 30 rows of fifteen GPUs no fit had seen: 37.3 % → 12.4 %
+    #: median |error| against no bound
     ggml_mmq_ops_per_cycle: float = 520.0
-    #: the share of a step's body a tensor-parallel group on NVLink adds at its per-layer barriers
-    #: (`core.roofline.tp_sync_loss`; session 35, validation/clean-checks/trtllm010/). FITTED (0.14) on the 1,329 rows
-    #: of TP groups on NVLink in the development TensorRT-LLM tables (0.13, 0.14, 0.15, 0.17, v0.20;
-    #: fit_session35.py), judged on TensorRT-LLM 0.10's and 0.11's tables no fit had seen: on the 166 rows it changes
-    #: 23.6 % → 14.0 % median |error|, on all 318 15.0 % → 11.4 %; SHIPPED. 0 = none
+    #: ℓ, the share of a step's body a tensor-parallel group on NVLink adds at its per-layer barriers (the step is
+    #: body·(1 + ℓ) + overhead, `core.roofline.tp_sync_loss`; validation/clean-checks/trtllm010/). FITTED (0.14) on the
+    #: 1,329 rows of TP groups on NVLink in the development TensorRT-LLM tables (0.13, 0.14, 0.15, 0.17, v0.20;
+    #: validation/clean-checks/fit_session35.py), judged on TensorRT-LLM 0.10's and 0.11's tables no fit had seen: on
+    #: their 166 rows of such groups 23.6 % → 14.0 % median |error| against no wait, on all 318 rows 15.0 % → 11.4 %.
+    #: 0 = none
     tp_sync_loss: float = 0.14
 
     def __post_init__(self) -> None:
@@ -206,16 +200,14 @@ class KernelCurves:
         """These curves as `accelerator` runs them: its own constants (`Accelerator.kernel_constants`, fitted on its
         measured kernel tables by validation/kernel_tables.py: the A100's GEMM ceiling and half-point, collectives
         and MoE layer; or on serving rows: the PCIe servers' all-reduce fractions, the MI300X's weight stream ratio)
-        in place of the medians, when `per_accelerator` is set (the last two also `own_pcie`, `own_weight_memory`);
-        otherwise, or where the catalog lists none, unchanged. Only a field still at its median gives way: one set
+        in place of the medians, when `per_accelerator` is set; otherwise, or where the catalog lists none,
+        unchanged. Only a field still at its median gives way: one set
         otherwise (a calibrated efficiency file, `Efficiency.with_kernels`) stays as set."""
         if not self.per_accelerator or not accelerator.kernel_constants:
             return self
         medians = {f.name: f.default for f in fields(self)}
         # a value someone set (an efficiency file, `with_kernels`) is theirs: only the medians give way
-        own = {k: v for k, v in accelerator.kernel_constants.items() if getattr(self, k) == medians[k] != v
-               and (self.own_pcie or k != "pcie_allreduce_fraction")
-               and (self.own_weight_memory or k != "weight_memory_ratio")}
+        own = {k: v for k, v in accelerator.kernel_constants.items() if getattr(self, k) == medians[k] != v}
         return replace(self, **own) if own else self
 
     def covers(self, accelerator: Any) -> bool:
@@ -227,9 +219,9 @@ class KernelCurves:
         return accelerator.interconnect.lower().startswith("nvlink")
 
     def covers_pcie(self, accelerator: Any) -> bool:
-        """Whether `accelerator`'s GPUs talk over PCIe only and `pcie_curve` is set, so that an all-reduce within its
-        node runs on the PCIe curve (`pcie_allreduce_time_s`)."""
-        return self.pcie_curve and accelerator.interconnect.lower().startswith("pcie")
+        """Whether `accelerator`'s GPUs talk over PCIe only, so that an all-reduce within its node runs on the PCIe
+        curve (`pcie_allreduce_time_s`)."""
+        return accelerator.interconnect.lower().startswith("pcie")
 
     def pcie_allreduce_time_s(self, message_bytes: Any, n: int, link_bytes_per_s: float) -> np.ndarray:
         """NCCL's ring all-reduce over PCIe: α_p·(N−1) + 2(N−1)/N·S ÷ (f_p·B) + c_p·√S, 0 on one GPU (module
@@ -263,11 +255,12 @@ class KernelCurves:
         against the tables' fraction of that dtype; 1 where the catalog lists no measurement. int8 (W8A8) takes
         fp8's factor, as it takes fp8's ratio (`int8_ratio`: no int8 table; AMD's MAF table has no int8 column).
         The tables' fraction is taken at the measurement's shape (`MAF_SHAPE`, `gemm_shape_factor`): MI300X fp8
-        1273 ÷ 2614.9 ÷ (0.767 · 3648/(3648 + 1581) · 32896/(32896 + 215)) = 0.918.
+        1273 ÷ 2614.9 ÷ (0.767 · 3648/(3648 + 1581) · 32896/(32896 + 215)) = 0.916; curves without the shape term
+        (halves 0) compare with the shape-free fit's fraction (`TABLE_GEMM_FRACTION_SHAPE_FREE`).
         The factor may exceed 1 (MI325X fp8: 1519 ÷ 2614.9 ÷ 0.5316 = 1.09): a vendor whose best case reaches a
         larger share of its peak than the NVIDIA tables did is priced so; the fraction stays ≤ 1 (`compute` < 1).
         Times `gemm_ceiling_factor`, an NVIDIA GPU's own table against the medians (1 unless its catalog entry sets
-        it: the A100's bf16 table reaches e = 0.852 where the medians' reach 0.797, 1.069; `for_accelerator`)."""
+        it: the A100's bf16 table reaches e = 0.911 where the medians reach 0.829, 1.099; `for_accelerator`)."""
         key = "fp8" if dtype == "int8" else dtype
         halves = self.shape_halves(key)
         table = TABLE_GEMM_FRACTION if any(halves) else TABLE_GEMM_FRACTION_SHAPE_FREE
@@ -339,7 +332,8 @@ def gemm_attainable_factor(max_achievable_flops: float, peak_flops: float, table
     MAF is the FLOP/s its vendor measured on a best-case GEMM of the dtype, peak the catalog's dense peak of it,
     f_table the large-M fraction the NVIDIA tables reached in that dtype (`TABLE_GEMM_FRACTION`). Assumes the two
     best cases are comparable (both are the vendor's own library at a large, tile-friendly shape) and that the
-    small-M shape of the curve (M_half) carries over. MI300X fp8: (1273 ÷ 2614.9) ÷ 0.548 = 0.888. No measured
+    small-M shape of the curve (M_half) carries over. MI300X fp8: (1273 ÷ 2614.9) ÷ (0.767 · 0.6931, the tables' fp8
+    fraction at the measurement's shape, `KernelCurves.attainable_factor`) = 0.916. No measured
     figure (0) or no table fraction: 1 (the NVIDIA curves as they are)."""
     if max_achievable_flops <= 0 or peak_flops <= 0 or table_fraction <= 0:
         return 1.0

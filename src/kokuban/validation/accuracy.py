@@ -384,8 +384,9 @@ def row_memory(row: PublishedResult, memory_bytes: float, gpus: int,
     """How the row's engine sizes its KV pool, as `Deployment.make` keywords: for an engine family of
     `ENGINE_PROFILES` its profile's memory rule and default fraction (`sim.profiles.EngineProfile`: TensorRT-LLM
     0.9 of the memory free after weights, activations and 3.0e9 bytes, vLLM 0.9 of HBM less the profiled peak and
-    non-torch bytes); for another engine none (kokuban's default, 0.9 of HBM less weights and activations). A dated
-    `efficiency` sets TensorRT-LLM's bytes outside the pool as of its date (`Efficiency.engine_non_torch_bytes`)."""
+    non-torch bytes); for another engine none (kokuban's default, 0.9 of HBM less weights and activations). An
+    `efficiency` that sets `engine_non_torch_bytes` replaces TensorRT-LLM's bytes outside the pool (how that value is
+    fitted)."""
     name = ENGINE_PROFILES.get(engine_family(row.engine))
     if name is None:
         return {}

@@ -31,7 +31,7 @@ import numpy as np
 
 from kokuban.errors import KokubanError
 from kokuban.progress import Progress, tick
-from kokuban.specs.hardware import KERNEL_FRACTIONS_2026_12_04, Efficiency
+from kokuban.specs.hardware import Efficiency
 from kokuban.validation.accuracy import add_intervals, error_summary
 
 FRACTIONS = ("compute", "memory", "interconnect", "kv_memory", "overlap", "kv_reread", "dequant_memory")
@@ -42,17 +42,13 @@ MIN_SECONDS, MAX_SECONDS = 1e-7, 1.0
 PUBLISHED_PARAMS = ("compute", "memory", "interconnect", "step_overhead_s")
 #: Fitted with the kernel profile (`Efficiency.kernel_calibrated`): its curves set the collectives and the GEMM
 #: shape by dtype and token count, so the rows fit the bf16 GEMM fraction the dtype ratios scale, the weight-read
-#: fraction and the fixed step cost. (Until 2026-12-03 compute was held: at kernel_calibrated()'s 0.74 in the CLI, at
-#: the split's scalar-set fit in `profile_procedures`; that fraction blends every dtype, mostly fp8, so the fp8 ratio
-#: was applied twice once the MLPerf rows carried their sourced prompt length: training median 17.2 % against 10.3 %
-#: with compute fitted here, mean of five splits.)
-#: From 2026-12-04 (session 28) also `kv_reread`, the share of a pre-XQA TensorRT-LLM decode kernel's repeated KV-head
-#: loads that reach HBM (`core.bytes.decode_kv_read_factor`): with it the five splits' training median fell from
-#: 9.48 % to 8.51 % and the training p90 from 38.9 % to 25.4 % (log_huber, mean of five splits, the 77 rows of that
-#: day); it fitted 0.47–0.51 on every split.
-#: From 2026-12-04 (session 29) also `dequant_memory` (fused dequantising kernels) and `loop_overhead_s` (the fixed step
-#: of single-request decode loops, `accuracy.LOOP_ENGINES`): with them the five splits' training median on the 100
-#: rows fell from 11.3 % to 8.7 % and the training p90 from 39.1 % to 25.8 % (mean of five splits).
+#: fraction and the fixed step cost. Each field earns its place on the training rows (means of five splits): compute
+#: fitted rather than held at a scalar-set value (which blends every dtype, mostly fp8, so that the fp8 ratio is
+#: applied twice): training median 10.3 % against 17.2 %; `kv_reread`, the share of a pre-XQA TensorRT-LLM decode
+#: kernel's repeated KV-head loads that reach HBM (`core.bytes.decode_kv_read_factor`): training median 9.48 % →
+#: 8.51 %, p90 38.9 % → 25.4 % (Huber loss, on 77 rows; it fitted 0.47–0.51 on every split); `dequant_memory` (fused
+#: dequantising kernels) and `loop_overhead_s` (the fixed step of single-request decode loops,
+#: `accuracy.LOOP_ENGINES`): training median 11.3 % → 8.7 %, p90 39.1 % → 25.8 % (on 100 rows).
 KERNEL_PARAMS = ("compute", "memory", "step_overhead_s", "kv_reread", "dequant_memory", "loop_overhead_s")
 VALIDATION_PARAMS = ("compute", "memory", "kv_memory", "overlap", "step_overhead_s")
 
@@ -382,8 +378,7 @@ def profile_procedures(loss_of: Loss | None = None, *, rows: Sequence[Any] | Non
     - "scalar": `PUBLISHED_PARAMS` fitted from the textbook fractions (how the scalar set `Efficiency.scalar()`
       was made);
     - "default": the kernel curves of `Efficiency.kernel_calibrated()` (the shipped step model), `KERNEL_PARAMS`
-      fitted from the dated fractions `KERNEL_FRACTIONS_2026_12_04` (a fixed start, so that refitting the shipped
-      ones does not move the procedure; how `KERNEL_PROFILE_FRACTIONS` were made);
+      fitted from its shipped fractions (`specs.hardware.KERNEL_PROFILE_FRACTIONS`, which this procedure made);
     so neither profile sees the split's held-out rows. Both minimise `loss_of` (default `PUBLISHED_LOSS`), on `rows`
     (default: all); the default fits `kernel_params` (how a change such as `kv_reread` was chosen: with and without)."""
     def scalar(seed: int, fraction: float) -> Calibration:
@@ -391,7 +386,7 @@ def profile_procedures(loss_of: Loss | None = None, *, rows: Sequence[Any] | Non
                                    loss_of=loss_of, rows=rows)
 
     def default(seed: int, fraction: float) -> Calibration:
-        return calibrate_published(kernel_params, start=Efficiency.kernel_calibrated(KERNEL_FRACTIONS_2026_12_04),
+        return calibrate_published(kernel_params, start=Efficiency.kernel_calibrated(),
                                    holdout_fraction=fraction, seed=seed, loss_of=loss_of, rows=rows)
 
     return {"scalar": scalar, "default": default}
