@@ -42,7 +42,7 @@ def test_llama_70b_gemm_shapes_and_layer_factor_by_hand():
     tp1 = Deployment.make(model, h100, 1, weights_dtype="fp8")
     assert tp1.gemm_shapes == (((10240, 8192), (8192, 8192), (57344, 8192), (8192, 28672)), ())
     assert layer_shape_factor(shapes, 1581, 215) == pytest.approx(by_hand(shapes), rel=1e-12)
-    assert f"{by_hand(shapes):.4f}" == "0.7284"  # the figure docs/validation.md quotes (0.728)
+    assert f"{by_hand(shapes):.4f}" == "0.7284"  # the figure docs/history/validation-journal.md quotes (0.728)
     assert KernelCurves().shape_factor(tp1.gemm_shapes[0], "fp8") == pytest.approx(by_hand(tp1.gemm_shapes[0]))
     assert f"{by_hand(tp1.gemm_shapes[0]):.4f}" == "0.8920"
     assert layer_shape_factor([], 1581, 215) == 1.0

@@ -404,39 +404,22 @@ def test_not_json_refused_in_one_line(tmp_path, capsys):
 @pytest.fixture(scope="module")
 def bundled():
     """`kokuban serving-accuracy` on the bundled rows (every row replayed once: under a minute, the older NIM's
-    windowed rows most of it), shared by the docs tests."""
+    windowed rows most of it)."""
     from kokuban.validation.serving import serving_accuracy
 
     return serving_accuracy()
 
 
-ROOT = Path(__file__).resolve().parents[1]
 
-
-def test_docs_and_readme_show_the_commands_numbers(bundled):
-    """The held-out table in the README and docs/serving-accuracy.md is `kokuban serving-accuracy`'s."""
-    from kokuban.present.serving import markdown_table
-
-    table = markdown_table(bundled.summary("held_out"))
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    docs = (ROOT / "docs" / "serving-accuracy.md").read_text(encoding="utf-8")
-    assert table in docs
-    assert "\n".join("  " + line for line in table.splitlines()) in readme  # inside the README's list item
-
-
-def test_docs_and_readme_show_the_commands_knees(bundled):
-    """The knee table in docs/serving-accuracy.md and the knee summary there and in the README are `kokuban
-    serving-accuracy`'s (regenerate both from the command after a model change)."""
-    from kokuban.present.serving import knee_markdown_table, knee_summary_line
+def test_every_load_sweep_has_its_knees(bundled):
+    """Every bundled load sweep yields a measured and a predicted TTFT knee: the older NIM's 24 deployments × mixes,
+    vLLM 0.30.0's 7, SGLang's 2, NIM 1.8.0's 1 (the guide's knee table is generated from these)."""
     from kokuban.validation.serving import knee_summary
 
     knees = bundled.knees()
-    assert len(knees) >= 30  # the older NIM's 24 deployments × mixes, vLLM 0.30.0's 7, SGLang's 2, NIM 1.8.0's 1
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    docs = (ROOT / "docs" / "serving-accuracy.md").read_text(encoding="utf-8")
-    assert knee_markdown_table(knees) in docs
-    line = " ".join(knee_summary_line(knee_summary(knees)).split())
-    assert line in " ".join(docs.split()) and line in " ".join(readme.split())  # the README wraps it
+    assert len(knees) == 24 + 7 + 2 + 1
+    summary = knee_summary(knees)
+    assert summary["median_ratio"] is None or summary["median_ratio"] > 0
 
 
 def test_fit_printout_says_which_terms_sit_at_their_bound():

@@ -164,7 +164,7 @@ def test_calibrate_json_is_the_use_case(cli_json, capsys, fixed_timer, tiny):
 def test_validate_and_calibrate_start_from_textbook_from_python_too(cli_json, capsys, fixed_timer, tiny):
     """The old Python API (`run_validation()`, `calibrate_published()`/`calibrate_validation()`) predicted with
     the calibrated Efficiency() while `kokuban validate`/`calibrate` used Efficiency.textbook(); the docs
-    (docs/validation.md) document textbook for both commands."""
+    (docs/history/validation-journal.md) document textbook for both commands."""
     textbook = Efficiency.textbook().as_dict()
     report = run_validate(ValidateRequest(model=tiny.cfg, gpu_file=tiny.gpu, **TINY_GRID))
     assert report.setup["efficiency"] == textbook

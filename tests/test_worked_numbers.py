@@ -101,7 +101,7 @@ def test_catalog_sizes_the_readme_quotes():
 
     models = model_catalog()
     verified = sum(bool(entry.get("verified")) for entry in models.values())
-    # session 34 added 15 GPUs to the 27 (the judges of validation/clean-checks/llamacpp-sm)
+    # session 34 added 15 GPUs to the 27 (the judges of evidence/changes/llamacpp-sm)
     assert (len(models), verified, len(accelerator_catalog()), len(load_published())) == (36, 21, 27 + 15, 196)
 
 
@@ -371,9 +371,6 @@ def test_md1_mean_wait_at_half_load_is_half_the_service_time():
     service = 0.0123  # any S
     mu, rho = 1 / service, 0.5
     assert rho / (2 * mu * (1 - rho)) == pytest.approx(service / 2, rel=1e-15)
-
-
-# ---- docs/validation.md ----------------------------------------------------------------------------------
 
 
 # ---- the README's formula table, each row evaluated by hand once -------------------------------------

@@ -303,7 +303,7 @@ def tp_sync_loss(dep: Deployment) -> float:
 
     Every layer ends in an all-reduce that no GPU leaves before the slowest arrives, so each layer takes its slowest
     GPU's time, and the all-reduce kernels share the GPU with the GEMMs around them; ASSUMED proportional to the body,
-    whatever the TP degree (the development rows show no trend with it: docs/validation.md, "a tensor-parallel
+    whatever the TP degree (the development rows show no trend with it: evidence/changes/tp_barrier_wait/, "a tensor-parallel
     group's barrier wait"). 0 on one GPU, under expert parallelism (all-to-alls), off NVLink (the PCIe curves' fitted
     fractions and the MI300X's own weight stream absorb their servers' losses) and under the scalar profile."""
     k = dep.efficiency.kernels
@@ -385,7 +385,7 @@ def ggml_per_sm(dep: Deployment) -> tuple[float, float]:
     """(bytes/s, FLOP/s) of llama.cpp's quantized CUDA kernels on the deployment's GPU, each 0 where it does not apply.
 
     ggml's kernels for its GGUF block formats launch the same way on every NVIDIA GPU (ggml-cuda mmvq.cu, mmq.cuh at
-    ggml-org/ggml ac0c8be4; validation/clean-checks/llamacpp-sm/inclusion-rule.md), so their limits are per SM:
+    ggml-org/ggml ac0c8be4; evidence/sources/llamacpp_sm/inclusion_rule.md), so their limits are per SM:
 
         MMVQ (decode) weight stream ≤ n_SM · (b_SM + c_SM · f_boost)    one 128-thread block per matrix row: the
                                                             bytes an SM keeps in flight are the kernel's (b_SM = that ÷

@@ -179,7 +179,7 @@ class Efficiency:
     interconnect and step overhead from the textbook fractions) on seed 0's training two thirds of the 43 rows an
     earlier data/published_results.toml held. On seed 0's held-out third of the 88 rows a later version held (26
     rows) it gives median |error| 27.8 %, p90 91 %, against the textbook fractions' 27.4 %, p90 116 %
-    (docs/validation.md, "Calibration on published results").
+    (docs/history/validation-journal.md, "Calibration on published results").
 
     - compute: fraction of dense peak FLOP/s a GEMM reaches. Scalar set 0.74 (cuBLAS GEMMs reach ~70-80 % of H100
       peak; whole-model prefill shows 40-60 % MFU). With the kernel curves it is the bf16 large-M ceiling that the
@@ -313,7 +313,7 @@ class Efficiency:
         """THE shipped step model, `STEP_MODEL`: what every estimate, simulation (every engine profile of
         data/engines.toml that names no other) and accuracy report uses when no efficiency is asked for. It is the
         kernel profile (`kernel_calibrated()`): on seed 0's held-out third of the published rows and over five splits
-        it beats the scalar set (docs/validation.md, validation/profiles/report.md). `curves=False`: its fractions
+        it beats the scalar set (evidence/fractions/report.md). `curves=False`: its fractions
         without the curves (what `--help` quotes: the curves' module loads numpy)."""
         return cls.kernel_calibrated() if curves else cls(**KERNEL_PROFILE_FRACTIONS)
 
@@ -414,11 +414,11 @@ def _kernel_curves_type() -> type:
 #: makes a new version.
 STEP_MODEL = "step-v8"
 
-#: The global fractions of the shipped step model (`Efficiency.kernel_calibrated`), FITTED by validation/profiles.py's
+#: The global fractions of the shipped step model (`Efficiency.kernel_calibrated`), FITTED by evidence/fractions's
 #: procedure (`validation.calibrate.profile_procedures`, "default": `calibrate.KERNEL_PARAMS` by Huber's loss on the
 #: log error, `calibrate.PUBLISHED_LOSS`) on seed 0's training two thirds of the 196 rows of
 #: data/published_results.toml (137 rows): compute 0.6864, memory 0.8959, step_overhead_s 3.806 ms, kv_reread 0.3868,
-#: dequant_memory 0.9495, loop_overhead_s 0.9806 ms (validation/profiles/choice-196/session31-seed0/report.json),
+#: dequant_memory 0.9495, loop_overhead_s 0.9806 ms (evidence/fractions/choice-196/step-v4-seed0/report.json),
 #: shipped rounded. On seed 0's 59 held-out rows: median |error| 9.2 %, p90 34.0 % at the fit. They were fitted with
 #: the curves' GEMM shape term and per-accelerator constants; the terms the curves have beside those (PCIe
 #: all-reduce fractions of the PCIe servers, the MI300X's weight stream ratio, llama.cpp's per-SM bounds, the barrier

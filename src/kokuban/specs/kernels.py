@@ -29,7 +29,7 @@ dtype, 8 µs + 27 % of the link for every collective), for blackboard arithmetic
 CALIBRATION DATA, with attribution: aiconfigurator-core 0.12.0 (PyPI; NVIDIA; licence Apache-2.0, stated in each
 table's collection_meta.yaml), files aiconfigurator_core/systems/data/<gpu>/gemm/trtllm/1.3.0rc20/gemm_perf.parquet,
 .../comm/trtllm/1.3.0rc20/custom_allreduce_perf.parquet and .../comm/nccl/2.29.2/nccl_perf.parquet for h100_sxm,
-h200_sxm and b200_sxm (downloaded and read 2026-12-03). `validation/kernel_tables.py` refits every constant below
+h200_sxm and b200_sxm (downloaded and read 2026-12-03). `evidence/kernels/fit.py` refits every constant below
 from those files; what it printed:
 
     GEMM t = t₀ + max(2MNK ÷ (peak·e·M/(M+M_half)·N/(N+N_half)·K/(K+K_half)), bytes ÷ (HBM·μ)), N, K ≥ 256,
@@ -59,7 +59,7 @@ The constants are the medians across the three GPUs (rounded; M_half the median 
 int8 (SmoothQuant W8A8) has no Hopper table and is ASSUMED to follow fp8. The GEMM's absolute bf16 fraction is not
 taken from the tables: `Efficiency.compute` stays the whole-model fraction fitted on published serving rows, and the
 tables give the ratios and the shape. A GPU with its own tables in the package (the A100) carries its own constants in
-the catalog (`Accelerator.kernel_constants`, `KernelCurves.for_accelerator`; validation/kernel_tables.py `per_gpu`).
+the catalog (`Accelerator.kernel_constants`, `KernelCurves.for_accelerator`; evidence/kernels/fit.py `per_gpu`).
 The tables are NVIDIA's; another vendor's GEMM library reaches a different fraction of its own peak. Where the
 catalog lists a vendor's measured best-case GEMM (`maf_flops_*`: AMD's "max-achievable FLOPs", hipBLASLt on
 MI300X bf16 708 of 1307.4 TFLOP/s = 0.542, fp8 1273 of 2614.9 = 0.487), the curves' ceiling for that dtype is scaled
@@ -73,9 +73,9 @@ PCIe all-reduce (NCCL's ring; no engine runs a custom all-reduce over PCIe):
 B the card's per-direction PCIe bandwidth; the √S term is a chunked ring's pipeline fill (the optimal pipelined time
 (√(α·k) + √(S·β))² has a cross term 2√(α·k·β·S)). No table of the package measures PCIe. CALIBRATION DATA: a
 published nccl-tests `all_reduce_perf` run on 4 × RTX 4090 (Ada, PCIe Gen4 x16, P2P enabled, ~50 GB/s bidirectional
-among the four), quoted in validation/collectives/nccl_allreduce_4x_rtx4090_gen4_p2p.txt (a GitHub README titled
+among the four), quoted in evidence/collectives/nccl_allreduce_4x_rtx4090_gen4_p2p.txt (a GitHub README titled
 "pptest_driver"; its repository is not named where it was found): 1 KB in 18.46 µs … 1 GB in 63,624 µs (bus
-bandwidth 25.31 GB/s). `validation/collectives/pcie_allreduce.py` fits the three constants on its 21 sizes (least
+bandwidth 25.31 GB/s). `evidence/collectives/pcie_allreduce.py` fits the three constants on its 21 sizes (least
 squares on the relative error): α_p 5.17 µs per peer, f_p 0.852, c_p 39.1 ns/√B, worst |error| 20.6 % (without the √S
 term, the run's own latency and bandwidth plateau, 18.46 µs + S at 25.31 GB/s of bus bandwidth, fall up to 46 % short
 between 128 KB and 2 MB, where NCCL changes protocol). Corroborated at
@@ -163,25 +163,25 @@ class KernelCurves:
     kv_per_query_head: bool = False  # the engine's decode attention loads a KV head per query head (no GQA sharing)
     per_accelerator: bool = True  # an accelerator's own measured constants replace these (`for_accelerator`)
     #: llama.cpp's quantized CUDA kernels (ggml's MMVQ and MMQ) bound per SM (`core.roofline.ggml_per_sm`,
-    #: validation/clean-checks/llamacpp-sm/); 0 = no such bound. MMVQ's bytes/s per SM, a constant one: fitted (9.0e9)
+    #: evidence/changes/ggml_mmq_rate/); 0 = no such bound. MMVQ's bytes/s per SM, a constant one: fitted (9.0e9)
     #: on six tg128 rows of the llama.cpp CUDA scoreboard and judged on 30 (5.2 % → 6.4 % median |error|: the A30, an
     #: HBM part, 42.1 % → 7.9 %, the Blackwell cards worse, RTX 5070 Ti 1.9 % → 20.2 %), NOT used: 0 (the per-cycle
     #: form below)
     ggml_sm_stream_bytes_per_s: float = 0.0
-    #: MMVQ's bytes per SM per clock cycle (validation/clean-checks/llamacpp-xd/): the bytes/s one SM draws are
+    #: MMVQ's bytes per SM per clock cycle (evidence/changes/ggml_mmvq_stream_per_cycle/): the bytes/s one SM draws are
     #: ggml_sm_stream_bytes_per_s + this × the boost clock. FITTED (5.5) on 36 scoreboard decode rows of 18 GPUs
-    #: (validation/clean-checks/fit_session34.py), judged on XiongjieDai's llama-bench notebooks (64 decode rows of
+    #: (evidence/changes/ggml_mmq_rate/fit.py), judged on XiongjieDai's llama-bench notebooks (64 decode rows of
     #: Llama 3 8B/70B Q4_K_M on nine GPUs, no fit saw them): 30.4 % → 19.8 % median |error| against no bound, HBM parts
     #: 92.5 → 14.0 %, GDDR unchanged
     ggml_sm_stream_bytes_per_cycle: float = 5.5
     #: MMQ's operations per SM per cycle: FITTED (520) on six pp512 rows of the scoreboard (RTX 5090, 3090 Ti, A100;
-    #: validation/clean-checks/fit_session34.py), judged on 30 rows of fifteen GPUs no fit had seen: 37.3 % → 12.4 %
+    #: evidence/changes/ggml_mmq_rate/fit.py), judged on 30 rows of fifteen GPUs no fit had seen: 37.3 % → 12.4 %
     #: median |error| against no bound
     ggml_mmq_ops_per_cycle: float = 520.0
     #: ℓ, the share of a step's body a tensor-parallel group on NVLink adds at its per-layer barriers (the step is
-    #: body·(1 + ℓ) + overhead, `core.roofline.tp_sync_loss`; validation/clean-checks/trtllm010/). FITTED (0.14) on the
+    #: body·(1 + ℓ) + overhead, `core.roofline.tp_sync_loss`; evidence/changes/tp_barrier_wait/). FITTED (0.14) on the
     #: 1,329 rows of TP groups on NVLink in the development TensorRT-LLM tables (0.13, 0.14, 0.15, 0.17, v0.20;
-    #: validation/clean-checks/fit_session35.py), judged on TensorRT-LLM 0.10's and 0.11's tables no fit had seen: on
+    #: evidence/changes/tp_barrier_wait/fit.py), judged on TensorRT-LLM 0.10's and 0.11's tables no fit had seen: on
     #: their 166 rows of such groups 23.6 % → 14.0 % median |error| against no wait, on all 318 rows 15.0 % → 11.4 %.
     #: 0 = none
     tp_sync_loss: float = 0.14
@@ -198,7 +198,7 @@ class KernelCurves:
 
     def for_accelerator(self, accelerator: Any) -> KernelCurves:
         """These curves as `accelerator` runs them: its own constants (`Accelerator.kernel_constants`, fitted on its
-        measured kernel tables by validation/kernel_tables.py: the A100's GEMM ceiling and half-point, collectives
+        measured kernel tables by evidence/kernels/fit.py: the A100's GEMM ceiling and half-point, collectives
         and MoE layer; or on serving rows: the PCIe servers' all-reduce fractions, the MI300X's weight stream ratio)
         in place of the medians, when `per_accelerator` is set; otherwise, or where the catalog lists none,
         unchanged. Only a field still at its median gives way: one set

@@ -9,7 +9,7 @@ decided here once:
   (the kernel profile, as every estimate does);
 - `validate` and `calibrate` start from `Efficiency.textbook()` (`TextbookEfficiencyRequest`): a bare
   PyTorch loop has no serving engine's per-step overhead to calibrate away, and a calibration is judged
-  by how far it moves the held-out error from the uncalibrated fractions (docs/validation.md).
+  by how far it moves the held-out error from the uncalibrated fractions (docs/history/validation-journal.md).
 Flags such as `--compute-eff` replace single fields of that base, from the CLI and from Python alike.
 """
 
@@ -254,7 +254,7 @@ class PublishedRow(BaseModel):
 
 
 class MeasurementRow(BaseModel):
-    """One row of a user's CSV (docs/validation.md, "Score your own measurements"); empty cells take the
+    """One row of a user's CSV (docs/history/validation-journal.md, "Score your own measurements"); empty cells take the
     defaults. `layout` tp: one tensor-parallel group over all `gpus`; ep: one expert-parallel group."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -7,8 +7,8 @@
 Nelder–Mead from several starts (the core's defaults among them); the best fit is kept. The loss is
 symmetric in over- and under-prediction and not dominated by the slowest rows. Two more robust losses
 (`LOSSES`: Huber on the log ratio, and its absolute value) can be compared with it over several splits
-(`validation/profiles.py --loss`). Fits to the published rows use Huber's (`PUBLISHED_LOSS`, from 2026-12-04:
-it beat the squared loss on the training median of all five splits, docs/validation.md); fits to a `validate`
+(`evidence/fractions --loss`). Fits to the published rows use Huber's (`PUBLISHED_LOSS`, from 2026-12-04:
+it beat the squared loss on the training median of all five splits, evidence/fractions/); fits to a `validate`
 report keep the squared one.
 
 Rows are split by a hash of their id (`holdout_mask`), so a row's side does not depend on the order
@@ -125,8 +125,8 @@ def log_abs_loss(predicted: np.ndarray, measured: np.ndarray) -> float:
 
 
 Loss = Callable[[np.ndarray, np.ndarray], float]
-#: The losses a calibration can minimise, by name (`validation/profiles.py --loss`), compared on 2026-12-04
-#: (docs/validation.md).
+#: The losses a calibration can minimise, by name (`evidence/fractions --loss`), compared on 2026-12-04
+#: (docs/history/validation-journal.md).
 LOSSES: dict[str, Loss] = {"log_squared": log_loss, "log_huber": log_huber_loss, "log_abs": log_abs_loss}
 #: The loss of fits to the published rows (`calibrate_published`, `profile_procedures`): until 2026-12-04 the squared
 #: log error; Huber's since it beat that on the training median of all five splits (9.48 % against 11.21 %, mean of

@@ -1,6 +1,6 @@
 """Validate kokuban against llama.cpp on this machine's CPU: a real serving engine with quantized kernels.
 
-What it does (validation/llamacpp.sh runs the whole of it; see docs/validation.md):
+What it does (evidence/llamacpp/llamacpp.sh runs the whole of it; see docs/history/validation-journal.md):
 1. writes random-weight GGUF models (F16) of catalog architectures at a few sizes with the `gguf` package:
    a catalog config with fewer layers and/or a smaller hidden size (`llama_config`), no download;
 2. quantizes them with llama.cpp's own `llama-quantize` to Q8_0, Q4_0 and Q4_K_M;

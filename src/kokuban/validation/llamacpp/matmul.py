@@ -48,7 +48,7 @@ def step_efficiency(eff: Efficiency, m_half_tokens: float | None, m: int) -> Eff
 #: The weight matrices of a llama-architecture layer, as `write_gguf` names them.
 LAYER_MATRICES = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")
 #: The measured build: llama.cpp 0c1e570 (as vendored by llama-cpp-python 0.3.36's sdist) built by
-#: validation/llamacpp.sh with -DGGML_NATIVE=ON and llama.cpp's default GGML_LLAMAFILE=ON on this machine's CPU,
+#: evidence/llamacpp/llamacpp.sh with -DGGML_NATIVE=ON and llama.cpp's default GGML_LLAMAFILE=ON on this machine's CPU,
 #: whose /proc/cpuinfo flags list avx2, fma and f16c and no avx512 (the record itself stores no CPU flags: an
 #: assumption that the measuring machine is this one, as its name "AMD EPYC" and the probe's say).
 KERNEL_SOURCE = (

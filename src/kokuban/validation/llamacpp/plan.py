@@ -42,7 +42,7 @@ class Plan:
     threads: int = 2
 
 
-#: The committed run (validation/cpu/llamacpp.*): Llama-2-7B's architecture (MHA, 32k vocabulary, untied) at three
+#: The committed run (evidence/cpu/llamacpp.*): Llama-2-7B's architecture (MHA, 32k vocabulary, untied) at three
 #: sizes and Llama-3.2-1B's (GQA 32/8 heads, 128k tied vocabulary) at 4 of its 16 layers. The fit sees the smallest
 #: and the largest Llama-2 shape at depths 0 and 512 (and the smallest one's batched-bench rows); the middle shape
 #: (its batched-bench rows too), the Llama-3.2 shape and depth 256 are held out.
