@@ -303,8 +303,9 @@ def tp_sync_loss(dep: Deployment) -> float:
 
     Every layer ends in an all-reduce that no GPU leaves before the slowest arrives, so each layer takes its slowest
     GPU's time, and the all-reduce kernels share the GPU with the GEMMs around them; ASSUMED proportional to the body,
-    whatever the TP degree (the development rows show no trend with it: evidence/changes/tp_barrier_wait/). 0 on one GPU, under expert parallelism (all-to-alls), off NVLink (the PCIe curves' fitted
-    fractions and the MI300X's own weight stream absorb their servers' losses) and under the scalar profile."""
+    whatever the TP degree (the development rows show no trend with it: evidence/changes/tp_barrier_wait/). 0 on one
+    GPU, under expert parallelism (all-to-alls), off NVLink (the PCIe curves' fitted fractions and the MI300X's own
+    weight stream absorb their servers' losses) and under the scalar profile."""
     k = dep.efficiency.kernels
     if k is None or dep.num_gpus <= 1 or not k.tp_sync_loss or not k.covers(dep.accelerator):
         return 0.0
