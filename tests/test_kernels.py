@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from step_versions import V3_CURVES, V3_FRACTIONS
 
 from kokuban.cli import main
 from kokuban.core.roofline import comm_time_s, decode_step, linear_compute_fractions
@@ -30,12 +29,16 @@ from kokuban.specs.kernels import (
 from kokuban.validation.accuracy import WORST_ROWS, accuracy
 
 SETTINGS = settings(max_examples=60, deadline=None)
-#: The constants the hand-derived numbers below are worked at: step-v3's curves (no GEMM shape term, M_half 70, fp8 at
-#: 0.71 of bf16, the MoE layer at 39 µs + 15.3 ns a pair, no accelerator's own constants) at 0.70 / 0.63 / 0.36 ms. The
-#: shipped constants are checked in test_the_shipped_step_model_is_the_kernel_profile_at_its_fitted_fractions and
-#: tests/test_gemm_shapes.py.
-KERNEL = Efficiency.kernel_calibrated(V3_FRACTIONS, V3_CURVES)
 SCALAR = Efficiency.scalar()
+
+
+@pytest.fixture(scope="session")
+def kernel(step_v3) -> Efficiency:
+    """The constants the hand-derived numbers below are worked at: step-v3's curves (no GEMM shape term, M_half 70, fp8
+    at 0.71 of bf16, the MoE layer at 39 µs + 15.3 ns a pair, no accelerator's own constants) at 0.70 / 0.63 / 0.36 ms,
+    TensorRT-LLM's pool by the engine profile. The shipped constants are checked in
+    test_the_shipped_step_model_is_the_kernel_profile_at_its_fitted_fractions and tests/test_gemm_shapes.py."""
+    return step_v3("step-v3", v4_pool=False)
 
 
 # ---- by hand ---------------------------------------------------------------------------------------------
@@ -69,22 +72,22 @@ def test_alltoall_adds_the_off_node_share_at_the_network_rate():
         alltoall_time_s(1e6, 1.0, 9.8e-6, 900e9, 0.57, 0.0, 0.8)
 
 
-def test_a_tp16_group_on_hgx_h200_pays_the_scale_out_link():
+def test_a_tp16_group_on_hgx_h200_pays_the_scale_out_link(kernel):
     """Llama 3.1 70B (hidden 8192, 80 layers) TP16 on H200 (8 per node, 50 GB/s NIC, +10 µs), 64 tokens:
     message 64·8192·2 = 1,048,576 bytes; across nodes two-shot at 0.8·50 GB/s = 40 GB/s:
     25.7 µs + 2·15/16·1,048,576/4e10 s (= 49.152 µs) + 10 µs = 84.852 µs per all-reduce, × 2·80 = 13.576 ms."""
-    dep = Deployment.make(load_model("llama-3.1-70b"), load_accelerator("h200"), 16, efficiency=KERNEL)
+    dep = Deployment.make(load_model("llama-3.1-70b"), load_accelerator("h200"), 16, efficiency=kernel)
     seconds, sent = comm_time_s(dep, 64)
     assert float(seconds) == pytest.approx(160 * (25.7e-6 + 2 * 15 / 16 * 1_048_576 / 4e10 + 10e-6))
     assert float(seconds) == pytest.approx(13.576e-3, rel=1e-4)
     assert float(sent) == pytest.approx(160 * 2 * 15 / 16 * 1_048_576)
 
 
-def test_a_tp8_group_inside_the_node_uses_the_nvlink_curve():
+def test_a_tp8_group_inside_the_node_uses_the_nvlink_curve(kernel):
     """Same model TP8 on H200, 64 tokens (S = 1,048,576 B, NVLink 450 GB/s at 0.72 = 324 GB/s):
     one-shot 3 + 7·1,048,576/3.24e11 s = 3 + 22.654 = 25.654 µs; two-shot 25.7 + 1.75·1,048,576/3.24e11 = 25.7 + 5.663
     = 31.363 µs → 25.654 µs × 160 = 4.1047 ms."""
-    dep = Deployment.make(load_model("llama-3.1-70b"), load_accelerator("h200"), 8, efficiency=KERNEL)
+    dep = Deployment.make(load_model("llama-3.1-70b"), load_accelerator("h200"), 8, efficiency=kernel)
     assert float(comm_time_s(dep, 64)[0]) == pytest.approx(160 * (3e-6 + 7 * 1_048_576 / 3.24e11))
     assert float(comm_time_s(dep, 64)[0]) == pytest.approx(4.1047e-3, rel=1e-4)
 
@@ -115,24 +118,24 @@ def test_scalar_profile_ep16_sends_the_other_nodes_share_over_the_nic():
     assert float(comm_time_s(dep, 1024)[1]) == pytest.approx(116 * 6_881_280)
 
 
-def test_gemm_fraction_in_the_step_by_dtype():
+def test_gemm_fraction_in_the_step_by_dtype(kernel):
     """Kernel profile (compute 0.70): bf16 on one H100 at 70 tokens: 0.70·70/140 = 0.35; fp8 weights (fp8 tensor
     cores) at 70: 0.70·0.71·0.5 = 0.2485; the scalar profile: 0.74 whatever the tokens."""
     model, h100 = load_model("llama-3.1-8b"), load_accelerator("h100-sxm")
-    bf16 = Deployment.make(model, h100, 1, efficiency=KERNEL)
+    bf16 = Deployment.make(model, h100, 1, efficiency=kernel)
     assert float(linear_compute_fractions(bf16, 70.0)[0]) == pytest.approx(0.35)
-    fp8 = Deployment.make(model, h100, 1, weights_dtype="fp8", efficiency=KERNEL)
+    fp8 = Deployment.make(model, h100, 1, weights_dtype="fp8", efficiency=kernel)
     assert float(linear_compute_fractions(fp8, 70.0)[0]) == pytest.approx(0.2485)
     assert linear_compute_fractions(Deployment.make(model, h100, 1, efficiency=SCALAR), 70.0) == (0.74, 0.74)
 
 
-def test_mi300x_gemm_ceiling_is_scaled_by_amds_measured_best_case():
+def test_mi300x_gemm_ceiling_is_scaled_by_amds_measured_best_case(kernel, v3_curves):
     """AMD's MAF table (accelerators.toml maf_note): MI300X fp8 1273 TFLOP/s of a 2614.9 peak = 0.48682; curves without
     the shape term compare it with the NVIDIA tables' shape-free fp8 0.548: a = 0.48682 ÷ 0.548 = 0.88837; bf16 708 ÷
     1307.4 = 0.54153, ÷ 0.797 = 0.67946. In the
     step, fp8 Llama 3.1 70B on 8 MI300X (TP: every GPU sees all M = 560 tokens): 0.70·0.71 = 0.497, ·0.88837 =
     0.441520, ·560/(560 + 70) = 0.392462. An H100 (no measurement in the catalog) keeps a = 1; a missing figure is 1."""
-    mi, old = load_accelerator("mi300x"), KernelCurves(**V3_CURVES)
+    mi, old = load_accelerator("mi300x"), KernelCurves(**v3_curves)
     assert old.attainable_factor(mi, "fp8") == pytest.approx(0.88837, abs=1e-5)
     assert old.attainable_factor(mi, "bf16") == pytest.approx(0.67946, abs=1e-5)
     assert old.attainable_factor(load_accelerator("h100-sxm"), "fp8") == 1.0
@@ -145,7 +148,7 @@ def test_mi300x_gemm_ceiling_is_scaled_by_amds_measured_best_case():
     assert KernelCurves().attainable_factor(mi, "fp8") == pytest.approx(0.915737, abs=1e-5)
     assert KernelCurves().attainable_factor(mi, "bf16") == pytest.approx(0.661122, abs=1e-5)
     assert gemm_attainable_factor(0.0, 1e15, 0.5) == 1.0
-    dep = Deployment.make(load_model("llama-3.1-70b"), mi, 8, weights_dtype="fp8", efficiency=KERNEL)
+    dep = Deployment.make(load_model("llama-3.1-70b"), mi, 8, weights_dtype="fp8", efficiency=kernel)
     assert float(linear_compute_fractions(dep, 560.0)[0]) == pytest.approx(0.392462, abs=1e-6)
     scalar = Deployment.make(load_model("llama-3.1-70b"), mi, 8, weights_dtype="fp8", efficiency=Efficiency.scalar())
     assert float(linear_compute_fractions(scalar, 560.0)[0]) == 0.74  # the scalar set has no curves: unchanged
@@ -159,22 +162,22 @@ def test_gemv_below_the_threshold_is_not_padded():
     assert float(gemm_fraction(0.8, 5, 70, 4)) == pytest.approx(0.8 * 5 / 75)
 
 
-def test_batch_one_int4_decode_is_weight_bound_and_experts_stay_tiled():
+def test_batch_one_int4_decode_is_weight_bound_and_experts_stay_tiled(kernel):
     """Llama-2-7B int4 (bf16 compute) on one RTX 4090, one token, kernel profile (compute 0.70): the dense GEMV at
     0.70 (not 0.70/71), so compute = 13.21 GFLOP ÷ (165.2e12·0.70) ≈ 0.114 ms, far under the weight read: the step
     is weight-bound. A MoE's routed experts keep the tiled fraction at M = 1 per expert: 0.70·1/71."""
     dep = Deployment.make(load_model("llama-2-7b"), load_accelerator("rtx-4090"), 1, weights_dtype="int4-g32",
-                          efficiency=KERNEL)
+                          efficiency=kernel)
     assert float(linear_compute_fractions(dep, 1.0)[0]) == pytest.approx(0.70)
     step = decode_step(dep, 1, 128)
     assert float(step.compute_s) == pytest.approx(13.21e9 / (165.2e12 * 0.70), rel=0.01)
     assert float(step.weights_s) > 10 * float(step.compute_s)
     # gemm_fraction's docstring (at the scalar compute 0.74): at M = 4 still a GEMV, 4 · 13.21 GFLOP ÷ (165.2e12·0.74)
     # = 0.43 ms of compute against 3.9 GB (int4 body, 16-bit embeddings and LM head) ÷ 1.008e12 B/s = 3.9 ms of read
-    four = decode_step(replace(dep, efficiency=KERNEL.updated(compute=0.74)), 4, 128)
+    four = decode_step(replace(dep, efficiency=kernel.updated(compute=0.74)), 4, 128)
     assert float(four.compute_s) == pytest.approx(4 * 13.21e9 / (165.2e12 * 0.74), rel=0.01)
     assert float(four.weight_bytes) / 1.008e12 == pytest.approx(3.9e-3, rel=0.01)
-    moe = Deployment.make(load_model("qwen3-30b-a3b"), load_accelerator("h100-sxm"), 1, efficiency=KERNEL)
+    moe = Deployment.make(load_model("qwen3-30b-a3b"), load_accelerator("h100-sxm"), 1, efficiency=kernel)
     dense_f, expert_f = linear_compute_fractions(moe, 1.0)
     assert float(dense_f) == pytest.approx(0.70) and float(expert_f) == pytest.approx(0.70 / 71)
 
@@ -185,39 +188,39 @@ def test_moe_dispatch_time_by_hand():
     assert float(moe_dispatch_time_s(0, 48, 39e-6, 15.3e-9)) == pytest.approx(1.872e-3)
 
 
-def test_moe_layers_pay_the_dispatch_time_in_the_step():
+def test_moe_layers_pay_the_dispatch_time_in_the_step(kernel):
     """Qwen3-30B-A3B (48 MoE layers, top-8) decoding 100 requests on one B200 under the kernel profile: the step's
     overhead is 0.36 ms + 48·(39 µs + 15.3 ns·100·8) = 0.36 + 2.45952 = 2.81952 ms. As EP8 (8 data-parallel ranks)
     a GPU's experts receive 800/8 = 100 pairs: 0.36 + 48·(39 µs + 1.53 µs) = 0.36 + 1.94544 = 2.30544 ms. A dense
     model and the scalar profile pay only the step overhead (0.36 ms, 2.7 ms)."""
     model, b200 = load_model("qwen3-30b-a3b"), load_accelerator("b200")
-    tp1 = Deployment.make(model, b200, 1, efficiency=KERNEL)
+    tp1 = Deployment.make(model, b200, 1, efficiency=kernel)
     assert float(decode_step(tp1, 100, 1000).overhead_s) == pytest.approx(2.81952e-3)
-    ep8 = Deployment.make(model, b200, 8, layout="ep", efficiency=KERNEL)
+    ep8 = Deployment.make(model, b200, 8, layout="ep", efficiency=kernel)
     assert float(decode_step(ep8, 100, 1000).overhead_s) == pytest.approx(2.30544e-3)
-    dense = Deployment.make(load_model("llama-3.1-8b"), b200, 1, efficiency=KERNEL)
+    dense = Deployment.make(load_model("llama-3.1-8b"), b200, 1, efficiency=kernel)
     assert float(decode_step(dense, 100, 1000).overhead_s) == pytest.approx(0.36e-3)
     scalar = Deployment.make(model, b200, 1, efficiency=SCALAR)
     assert float(decode_step(scalar, 100, 1000).overhead_s) == pytest.approx(2.7e-3)
 
 
-def test_fp4_moe_layers_pay_the_fp4_tables_constants():
+def test_fp4_moe_layers_pay_the_fp4_tables_constants(kernel):
     """Qwen3-30B-A3B in nvfp4 on one B200 computes in fp4, so its 48 MoE layers pay the B200 nvfp4 table's
     α 49.9 µs and β 21.4 ns: decoding 100 requests (800 pairs) the overhead is 0.36 ms + 48·(49.9 µs + 21.4 ns·800)
     = 0.36 + 48·67.02 µs = 0.36 + 3.21696 = 3.57696 ms; in fp8 the median constants, as before (2.81952 ms)."""
     model, b200 = load_model("qwen3-30b-a3b"), load_accelerator("b200")
-    fp4 = Deployment.make(model, b200, 1, weights_dtype="nvfp4", efficiency=KERNEL)
-    assert fp4.compute_dtype == "fp4" and KERNEL.kernels.moe_constants("fp4") == (49.9e-6, 21.4e-9)
+    fp4 = Deployment.make(model, b200, 1, weights_dtype="nvfp4", efficiency=kernel)
+    assert fp4.compute_dtype == "fp4" and kernel.kernels.moe_constants("fp4") == (49.9e-6, 21.4e-9)
     assert float(decode_step(fp4, 100, 1000).overhead_s) == pytest.approx(3.57696e-3)
-    fp8 = Deployment.make(model, b200, 1, weights_dtype="fp8", efficiency=KERNEL)
+    fp8 = Deployment.make(model, b200, 1, weights_dtype="fp8", efficiency=kernel)
     assert float(decode_step(fp8, 100, 1000).overhead_s) == pytest.approx(2.81952e-3)
 
 
-def test_non_nvlink_links_keep_the_flat_model():
+def test_non_nvlink_links_keep_the_flat_model(kernel):
     """MI300X (Infinity Fabric): the curves do not apply; TP8 of Llama 3.1 70B at 64 tokens costs what the default
     profile's 8 µs + 2·7/8·1,048,576 B ÷ (0.27·link) does, per all-reduce."""
     mi = load_accelerator("mi300x")
-    dep = Deployment.make(load_model("llama-3.1-70b"), mi, 8, efficiency=KERNEL)
+    dep = Deployment.make(load_model("llama-3.1-70b"), mi, 8, efficiency=kernel)
     expected = 160 * (8e-6 + 2 * 7 / 8 * 1_048_576 / (mi.interconnect_bytes_per_s * 0.27))
     assert float(comm_time_s(dep, 64)[0]) == pytest.approx(expected)
 
@@ -298,8 +301,8 @@ def test_named_profile_and_file(tmp_path):
         KernelCurves(fp8_ratio=0.0)
 
 
-def test_accuracy_report_of_the_kernel_profile_has_its_splits_and_worst_rows(capsys):
-    acc = accuracy(KERNEL)
+def test_accuracy_report_of_the_kernel_profile_has_its_splits_and_worst_rows(kernel, capsys):
+    acc = accuracy(kernel)
     assert {"by_regime", "by_workload", "by_weights", "by_engine", "bootstrap"} <= set(acc.summary)
     assert len(acc.worst) == WORST_ROWS and all(p.terms["step_time_s"] > 0 for p in acc.worst)
     assert main(["accuracy", "--efficiency-file", "kernel", "--json"]) == 0
@@ -327,9 +330,10 @@ def test_allreduce_time_increases_with_bytes(s, ds, n, link, f):
 @given(gpu=st.sampled_from(["h100-sxm", "h200", "b200", "a100-80gb"]),
        model=st.sampled_from(["llama-3.1-70b", "qwen3-235b-a22b", "llama-3.1-8b"]),
        layout=st.sampled_from(["tp", "ep"]), tokens=st.floats(1.0, 1e5),
-       efficiency=st.sampled_from([KERNEL, Efficiency()]))
-def test_crossing_a_node_is_never_faster(gpu, model, layout, tokens, efficiency):
+       profile=st.sampled_from(["kernel", "default"]))
+def test_crossing_a_node_is_never_faster(kernel, gpu, model, layout, tokens, profile):
     """The same 16-GPU group, once inside one 16-GPU domain, once across two 8-GPU nodes, in either profile."""
+    efficiency = kernel if profile == "kernel" else Efficiency()
     m = load_model(model)
     if layout == "ep" and not m.is_moe:
         layout = "tp"
@@ -344,9 +348,9 @@ def test_crossing_a_node_is_never_faster(gpu, model, layout, tokens, efficiency)
 @SETTINGS
 @given(batch=st.floats(1, 4096), context=st.floats(1, 32768),
        dtype=st.sampled_from(["bf16", "fp8", "int4-g128"]))
-def test_kernel_step_times_positive_and_more_batch_never_faster(batch, context, dtype):
+def test_kernel_step_times_positive_and_more_batch_never_faster(kernel, batch, context, dtype):
     dep = Deployment.make(load_model("llama-3.1-8b"), load_accelerator("h100-sxm"), 2, weights_dtype=dtype,
-                          efficiency=KERNEL)
+                          efficiency=kernel)
     a, b = decode_step(dep, batch, context), decode_step(dep, batch + 1, context)
     assert 0 < float(a.step_time_s) <= float(b.step_time_s) and np.isfinite(float(b.step_time_s))
 
@@ -407,7 +411,7 @@ def test_catalog_gemm_measurements_are_sourced_and_checked():
         _checked_entry(entry | {"maf_flops_fp8": -1.0}, "x")
 
 
-def test_plain_nccl_engine_pays_nccls_allreduce_latency():
+def test_plain_nccl_engine_pays_nccls_allreduce_latency(kernel):
     """gpt-fast all-reduces through torch.distributed (NCCL). Llama 2 70B (hidden 8192, 80 layers) TP8 on A100
     (NVLink 300 GB/s), batch 1: message 1·8192·2 = 16,384 B. NCCL: α = 5.7 + 1.77·7 = 18.09 µs, ring
     2·7/8·16,384 B ÷ (0.65·300e9) = 0.147 µs → 18.237 µs, × 2·80 = 2.918 ms. The custom kernel's one-shot:
@@ -415,16 +419,16 @@ def test_plain_nccl_engine_pays_nccls_allreduce_latency():
     from kokuban.validation.accuracy import load_published, row_efficiency
 
     rows = {r.id: r for r in load_published()}
-    gptfast = row_efficiency(rows["gptfast-llama2-70b-bf16-tp8-a100"], KERNEL)
-    assert gptfast.kernels.plain_nccl and not KERNEL.kernels.plain_nccl
+    gptfast = row_efficiency(rows["gptfast-llama2-70b-bf16-tp8-a100"], kernel)
+    assert gptfast.kernels.plain_nccl and not kernel.kernels.plain_nccl
     trtllm = rows["trtllm10-llama31-405b-h200-fp8-tp8-128-2048"]
-    assert row_efficiency(trtllm, KERNEL) == KERNEL  # TensorRT-LLM keeps its custom all-reduce
+    assert row_efficiency(trtllm, kernel) == kernel  # TensorRT-LLM keeps its custom all-reduce
     assert row_efficiency(rows["gptfast-llama2-70b-bf16-tp8-a100"], Efficiency()) == Efficiency()  # scalar: flat
     model, a100 = load_model("llama-2-70b"), load_accelerator("a100-80gb")
     nccl_s, _ = comm_time_s(Deployment.make(model, a100, 8, efficiency=gptfast), 1)
     assert float(nccl_s) == pytest.approx(160 * (5.7e-6 + 1.77e-6 * 7 + 2 * 7 / 8 * 16_384 / (0.65 * 300e9)))
     assert float(nccl_s) == pytest.approx(2.918e-3, rel=1e-3)
-    custom_s, _ = comm_time_s(Deployment.make(model, a100, 8, efficiency=KERNEL), 1)
+    custom_s, _ = comm_time_s(Deployment.make(model, a100, 8, efficiency=kernel), 1)
     assert float(custom_s) == pytest.approx(160 * (3e-6 + 7 * 16_384 / (0.72 * 300e9)))
     assert float(custom_s) == pytest.approx(0.565e-3, rel=1e-3)
 
