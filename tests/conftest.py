@@ -44,7 +44,7 @@ def cli_json(capsys):
 # fractions it was fitted to.
 #
 #   step-v2         `_V3_CURVES` at compute 0.74, memory 0.89, 2.15 ms a step
-#   step-v3         the same curves at the fractions of validation/profiles.py's procedure on seed 0's training rows of
+#   step-v3         the same curves at the fractions of evidence.fractions's procedure on seed 0's training rows of
 #                   the published set of its time: 0.70 / 0.63 / 0.36 ms
 #   step-v3-kv      step-v3 with the KV re-read rule (`kv_reread`)
 #   step-v3-loop    step-v3 with fitted fused-dequantising and decode-loop terms

@@ -436,7 +436,7 @@ def test_plain_nccl_engine_pays_nccls_allreduce_latency(kernel):
 def test_calibrating_the_kernel_profile_fits_compute_memory_and_step(monkeypatch):
     """`kokuban calibrate --source published --efficiency-file kernel` fits `KERNEL_PARAMS` (compute, memory, the
     step, the pre-XQA KV re-read share, the fused dequantising rate and the decode loop's step) from the shipped
-    fractions; without it the scalar set's four fields are fitted from the textbook ones. validation/profiles.py's
+    fractions; without it the scalar set's four fields are fitted from the textbook ones. evidence.fractions's
     procedure for the shipped profile starts from the shipped fractions too. The fit itself is stubbed: only the
     choice is tested."""
     import kokuban.validation.calibrate as cal
