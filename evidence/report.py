@@ -126,4 +126,4 @@ def step_model() -> str:
     with a TP group's barrier wait)."""
     from kokuban.specs import hardware
 
-    return getattr(hardware, "STEP_MODEL", "step-v8")  # the name the library gives it once the older models retire
+    return hardware.STEP_MODEL
