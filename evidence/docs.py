@@ -136,6 +136,8 @@ def _figure(value: float, unit: str) -> str:
         return f"{value / 1e6:.1f} M configurations/s"
     if unit == "s" and value < 1e-3:
         return f"{value * 1e6:.0f} µs"
+    if unit == "s" and value < 0.1:
+        return f"{value * 1e3:.2f} ms"
     return f"{value:.2f} s"
 
 
@@ -146,7 +148,7 @@ def speed(_: str = "") -> str:
     for path in sorted((ROOT / "benchmarks" / "results").glob("*.json")):
         b = _benchmark(path.stem)
         cases = "; ".join(f"{r['case']} {_figure(r['value'], r['unit'])}" for r in b["rows"])
-        lines.append(f"- `{b['command']}`: {cases} ({b['cpus']} CPUs, load {b['load_before']:g}–{b['load_after']:g}, "
+        lines.append(f"- `{b['command']}`: {cases} ({b.get('cpus_allowed', b['cpus'])} of {b['cpus']} CPUs, load {b['load_before']:g}–{b['load_after']:g}, "
                      f"Python {b['python']}, commit {b['commit']}).")
     return "\n".join(lines) + "\n"
 
@@ -224,7 +226,7 @@ def benchmark(name: str) -> str:
         return f"- `{name}`: no record in this tree yet (`python benchmarks/{name}.py --record` writes one).\n"
     b = _benchmark(name)
     cases = "; ".join(f"{r['case']} {_figure(r['value'], r['unit'])}" for r in b["rows"])
-    return (f"- `{b['command']}`: {cases} ({b['cpus']} CPUs, load {b['load_before']:g}–{b['load_after']:g}, "
+    return (f"- `{b['command']}`: {cases} ({b.get('cpus_allowed', b['cpus'])} of {b['cpus']} CPUs, load {b['load_before']:g}–{b['load_after']:g}, "
             f"Python {b['python']}, commit {b['commit']}).\n")
 
 
