@@ -2,7 +2,8 @@
 lines are generated from (`python -m evidence`), with the machine and its load, so a reader can judge the noise.
 
 Each row is one case: {"case": what was timed, "value": the figure, "unit": its unit}. The file also keeps the
-command line, the CPU count and model, how many of them the run was pinned to (`taskset`), the 1-minute load average before and after the run, the Python, NumPy and
+command line, the CPU count and model, how many of them the run was pinned to (`taskset`), the 1-minute load
+average before and after the run, the Python, NumPy and
 kokuban versions and the git commit of the tree measured.
 """
 
@@ -43,7 +44,8 @@ def record(name: str, rows: list[dict], load_before: float) -> Path:
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"{name}.json"
     data = {"benchmark": name, "command": " ".join(["python", f"benchmarks/{name}.py", *sys.argv[1:]]),
-            "cpus": os.cpu_count(), "cpus_allowed": len(os.sched_getaffinity(0)), "processor": platform.processor() or platform.machine(),
+            "cpus": os.cpu_count(), "cpus_allowed": len(os.sched_getaffinity(0)),
+            "processor": platform.processor() or platform.machine(),
             "load_before": round(load_before, 2), "load_after": round(load_average(), 2),
             "python": platform.python_version(), "numpy": numpy.__version__, "kokuban": kokuban.__version__,
             "commit": _commit(), "rows": rows}

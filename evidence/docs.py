@@ -141,16 +141,17 @@ def _figure(value: float, unit: str) -> str:
     return f"{value:.2f} s"
 
 
+def _benchmark_line(b: dict) -> str:
+    """A benchmark record in one line: its command, each case's figure, the CPUs it was pinned to and the load."""
+    cases = "; ".join(f"{r['case']} {_figure(r['value'], r['unit'])}" for r in b["rows"])
+    return (f"- `{b['command']}`: {cases} ({b.get('cpus_allowed', b['cpus'])} of {b['cpus']} CPUs, "
+            f"load {b['load_before']:g}–{b['load_after']:g}, Python {b['python']}, commit {b['commit']}).")
+
+
 def speed(_: str = "") -> str:
-    """One line per recorded benchmark (benchmarks/results/*.json, written by `--record`): its command, each case's
-    figure, and the machine and its load when it ran."""
-    lines = []
-    for path in sorted((ROOT / "benchmarks" / "results").glob("*.json")):
-        b = _benchmark(path.stem)
-        cases = "; ".join(f"{r['case']} {_figure(r['value'], r['unit'])}" for r in b["rows"])
-        lines.append(f"- `{b['command']}`: {cases} ({b.get('cpus_allowed', b['cpus'])} of {b['cpus']} CPUs, load {b['load_before']:g}–{b['load_after']:g}, "
-                     f"Python {b['python']}, commit {b['commit']}).")
-    return "\n".join(lines) + "\n"
+    """One line per recorded benchmark (benchmarks/results/*.json, written by `--record`)."""
+    paths = sorted((ROOT / "benchmarks" / "results").glob("*.json"))
+    return "\n".join(_benchmark_line(_benchmark(p.stem)) for p in paths) + "\n"
 
 
 def _pool() -> dict:
@@ -224,10 +225,7 @@ def benchmark(name: str) -> str:
     """One recorded benchmark (benchmarks/results/NAME.json) as `speed` words it, or how to record it."""
     if not (ROOT / "benchmarks" / "results" / f"{name}.json").exists():
         return f"- `{name}`: no record in this tree yet (`python benchmarks/{name}.py --record` writes one).\n"
-    b = _benchmark(name)
-    cases = "; ".join(f"{r['case']} {_figure(r['value'], r['unit'])}" for r in b["rows"])
-    return (f"- `{b['command']}`: {cases} ({b.get('cpus_allowed', b['cpus'])} of {b['cpus']} CPUs, load {b['load_before']:g}–{b['load_after']:g}, "
-            f"Python {b['python']}, commit {b['commit']}).\n")
+    return _benchmark_line(_benchmark(name)) + "\n"
 
 
 def _result(args: str) -> dict:
