@@ -15,7 +15,7 @@ import sys
 import time
 
 from evidence import docs
-from evidence.pages import ROOT, outputs
+from evidence.pages import outputs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,23 +23,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a file is stale")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    stale = {p: text for p, text in outputs().items() if not p.exists() or p.read_text(encoding="utf-8") != text}
-    for p, text in stale.items():
-        if args.check:
-            print(f"stale: {p.relative_to(ROOT)}", file=sys.stderr)
-        else:
-            p.write_text(text, encoding="utf-8")
-            print(f"wrote {p.relative_to(ROOT)}")
+    changed = {p: (text, "") for p, text in outputs().items()
+               if not p.exists() or p.read_text(encoding="utf-8") != text}
+    stale = docs.settle(changed, args.check)
     pages = docs.stale()  # after the reports are written: the blocks quote pool.json
-    for p, text in pages.items():
-        names = ", ".join(docs.describe(p, text))
-        if args.check:
-            print(f"stale: {p.relative_to(ROOT)} ({names})", file=sys.stderr)
-        else:
-            p.write_text(text, encoding="utf-8")
-            print(f"wrote {p.relative_to(ROOT)} ({names})")
-    stale |= pages
-    print(f"{len(stale)} of the generated files {'stale' if args.check else 'written'} "
+    stale += docs.settle({p: (text, ", ".join(docs.describe(p, text))) for p, text in pages.items()}, args.check)
+    print(f"{stale} of the generated files {'stale' if args.check else 'written'} "
           f"({time.perf_counter() - start:.0f} s)", file=sys.stderr)
     if args.check and stale:
         print("run `python -m evidence` and commit the result", file=sys.stderr)

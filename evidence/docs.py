@@ -490,18 +490,24 @@ def describe(page: Path, new: str) -> list[str]:
             if m["body"] != before]
 
 
+def settle(changed: dict[Path, tuple[str, str]], check: bool) -> int:
+    """Write each changed file (path → (new text, what changed in it)), or with `check` name each as stale; the
+    number of files."""
+    for path, (text, what) in changed.items():
+        label = f"{path.relative_to(ROOT)}{f' ({what})' if what else ''}"
+        if check:
+            print(f"stale: {label}", file=sys.stderr)
+        else:
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote {label}")
+    return len(changed)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a block is stale")
     args = parser.parse_args(argv)
-    found = stale()
-    for page, new in found.items():
-        names = ", ".join(describe(page, new))
-        if args.check:
-            print(f"stale: {page.relative_to(ROOT)}: {names}", file=sys.stderr)
-        else:
-            page.write_text(new, encoding="utf-8")
-            print(f"wrote {page.relative_to(ROOT)}: {names}")
+    found = settle({page: (new, ", ".join(describe(page, new))) for page, new in stale().items()}, args.check)
     if args.check and found:
         print("run `python -m evidence.docs` and commit the result", file=sys.stderr)
         return 1
