@@ -1,4 +1,4 @@
-"""The GEMM shape factor (session 31) and an accelerator's own kernel constants: expected values derived by hand."""
+"""The GEMM shape factor (step-v4) and an accelerator's own kernel constants: expected values derived by hand."""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ def _row(row_id: str):
 
 
 def test_dataset_has_196_rows():
-    """88 rows until session 29, then llm-perf-bench's 12 single-GPU 4-bit cells (3 engines × 2 models × 2 GPUs, all
+    """88 rows, then llm-perf-bench's 12 single-GPU 4-bit cells (3 engines × 2 models × 2 GPUs, all
     per-user decode speeds) and TensorRT-LLM 0.9's 96 (4 models × 4 GPUs × 4 throughput settings, and × 2 first-token
     prompts)."""
     rows = load_published()

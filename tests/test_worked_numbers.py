@@ -101,7 +101,7 @@ def test_catalog_sizes_the_readme_quotes():
 
     models = model_catalog()
     verified = sum(bool(entry.get("verified")) for entry in models.values())
-    # session 34 added 15 GPUs to the 27 (the judges of evidence/changes/llamacpp-sm)
+    # 15 GPUs joined the 27 as the judges of the MMQ-rate change (evidence/changes/ggml_mmq_rate)
     assert (len(models), verified, len(accelerator_catalog()), len(load_published())) == (36, 21, 27 + 15, 196)
 
 

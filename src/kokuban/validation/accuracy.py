@@ -284,7 +284,7 @@ def is_inflight_batching(row: PublishedResult) -> bool:
 
 PLAIN_NCCL_ENGINES = ("gpt-fast",)  # all-reduce through torch.distributed (NCCL), no custom one-shot kernel
 #: named in the engine string of a row whose engine's layers call plain NCCL all-reduce (LMDeploy 0.1's TurboMind:
-#: `ftNcclAllReduceSum` in its attention and FFN layers; session 33, evidence/sources/lmdeploy01)
+#: `ftNcclAllReduceSum` in its attention and FFN layers; evidence/sources/lmdeploy01)
 PLAIN_NCCL_MARK = "NCCL all-reduce"
 
 
@@ -311,20 +311,20 @@ def engine_version(engine: str) -> tuple[int, ...] | None:
 
 
 #: Engines that run one request's decode loop with no serving scheduler, batcher or HTTP front: their fixed time per
-#: step is `Efficiency.loop_overhead_s`, not the serving engines' `step_overhead_s` (session 29, 2026-12-04).
+#: step is `Efficiency.loop_overhead_s`, not the serving engines' `step_overhead_s`.
 #: llama.cpp is not one of them here: its published rows (2023-10, 2024-01) predate its CUDA graphs (ggml-org/llama.cpp
 #: issue 6763 / PR 6766, 2024-04: each token's kernels were launched one by one from the host; graphs gave 10-15 %),
 #: so it keeps the serving step (docs/history/validation-journal.md, "Quantized single-request engines").
 LOOP_ENGINES = ("gpt-fast", "MLC LLM", "ExLlamaV2")
 #: named in the engine string of a row decoded by a single-request loop replayed as a CUDA graph (llama.cpp since its
 #: CUDA graphs, PR 6766, on Ampere and newer, one token at a time): it pays the loop's fixed step as `LOOP_ENGINES` do
-#: (session 33, evidence/sources/lmdeploy01/inclusion_rule.md; its prompt processing, no graph, does not)
+#: (evidence/sources/lmdeploy01/inclusion_rule.md; its prompt processing, no graph, does not)
 LOOP_MARK = "CUDA-graph decode loop"
 #: named in the engine string of a llama.cpp row of one prompt processed at once (llama-bench's pp tests): with
 #: `LOOP_MARK`, what says that a row's build has the ggml CUDA kernels `core.roofline.ggml_per_sm` prices (MMVQ with
 #: four warps a block since PR 5394, 2024-02; MMQ on int8 tensor cores since PR 7676, 2024-06). The published set's
-#: llama.cpp rows (2023-10, 2024-01) name neither and keep the plain roofline (session 34,
-#: evidence/sources/llamacpp_sm/inclusion_rule.md)
+#: llama.cpp rows (2023-10, 2024-01) name neither and keep the plain roofline
+#: (evidence/sources/llamacpp_sm/inclusion_rule.md)
 PROMPT_MARK = "prompt processing"
 #: Engines whose weight-only matmuls are PyTorch's generic ones (gpt-fast: `aten._weight_int4pack_mm` for int4, an
 #: int8→bf16 cast before `F.linear` for int8), not a fused dequantising GEMV: they stream quantized weights at
