@@ -54,9 +54,9 @@ def test_engines_get_their_overhead():
 
 
 def test_engine_string_marks():
-    """The two marks of the LMDeploy and llama.cpp checks, read from engine strings (no published row names either): a
-    llama.cpp decode loop replayed as a CUDA graph pays the 1 ms loop step, its prompt processing and the 2023-24 rows the serving 2.5 ms;
-    an engine that says its layers call NCCL all-reduces as gpt-fast does, and only it."""
+    """The two marks of the LMDeploy and llama.cpp checks, read from engine strings (no published row names either):
+    a llama.cpp decode loop replayed as a CUDA graph pays the 1 ms loop step, its prompt processing and the 2023-24
+    rows the serving 2.5 ms; an engine that says its layers call NCCL all-reduces as gpt-fast does, and only it."""
     old = ROWS["perfbench-llamacpp-llama2-7b-rtx-4090"]
     tg = replace(old, engine="llama.cpp (CUDA build x, CUDA-graph decode loop)")
     pp = replace(tg, engine="llama.cpp (CUDA build x, prompt processing)")
