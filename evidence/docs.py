@@ -112,7 +112,8 @@ def commands(_: str = "") -> str:
         subs = sorted(command.commands.items()) if isinstance(command, click.Group) else [(None, command)]
         for sub, leaf in subs:
             label = f"`kokuban {name}{' ' + sub if sub else ''}`"
-            rows.append(f"| {label} | {leaf.get_short_help_str(limit=200)} | {link} |")
+            question = leaf.get_short_help_str(limit=200).replace("|", "\\|")  # a pipe would end the cell
+            rows.append(f"| {label} | {question} | {link} |")
     return "\n".join(rows) + "\n"
 
 
