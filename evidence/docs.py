@@ -1,8 +1,8 @@
 """The generated blocks of the README and the guides: every figure they quote, made again from the code and the
 evidence, so that prose cannot drift from what kokuban computes.
 
-    python -m evidence.docs            # rewrite every stale block in place
-    python -m evidence.docs --check    # exit 1 naming each stale block (CI runs this)
+    python -m evidence            # the evidence reports, then every stale block rewritten in place
+    python -m evidence --check    # exit 1 naming each stale report or block (CI runs this)
 
 A block is delimited in a Markdown page by two comments:
 
@@ -17,7 +17,6 @@ The pages are README.md and docs/*.md (not docs/history/, which keeps what was t
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import functools
 import io
@@ -502,18 +501,3 @@ def settle(changed: dict[Path, tuple[str, str]], check: bool) -> int:
             path.write_text(text, encoding="utf-8")
             print(f"wrote {label}")
     return len(changed)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a block is stale")
-    args = parser.parse_args(argv)
-    found = settle({page: (new, ", ".join(describe(page, new))) for page, new in stale().items()}, args.check)
-    if args.check and found:
-        print("run `python -m evidence.docs` and commit the result", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

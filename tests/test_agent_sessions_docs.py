@@ -1,6 +1,6 @@
 """The claims of the closed-loop sessions section of docs/agents.md, checked against what kokuban computes: the
 retention policies against each other, the capacity bracket, the cache arithmetic by hand. The run's output and the
-retention table are generated into the page (`python -m evidence.docs`)."""
+retention table are generated into the page (`python -m evidence`)."""
 
 from __future__ import annotations
 

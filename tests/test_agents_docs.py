@@ -1,5 +1,5 @@
 """The claims of docs/agents.md's worked example, checked against what kokuban computes, and step 1's arithmetic by
-hand. The example's table and step 1's figures are generated into the page (`python -m evidence.docs`)."""
+hand. The example's table and step 1's figures are generated into the page (`python -m evidence`)."""
 
 from __future__ import annotations
 
